@@ -1,0 +1,41 @@
+# Two commands set up a fresh machine: `make quickstart` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+QUICKSTART_MINUTES ?= 8
+QUICKSTART_STEPS ?= 1500
+
+.PHONY: install quickstart test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# Torch first, from its pin (a local CPU wheel here), then everything else with torch held fixed.
+$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -c constraints.txt -e '.[all]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+quickstart: install
+	$(BIN)/electra-detect pretrain --preset tiny --out runs/quickstart \
+		--max-steps $(QUICKSTART_STEPS) --max-minutes $(QUICKSTART_MINUTES)
+	$(BIN)/electra-detect score --model runs/quickstart \
+		"The committee have decided to postpone the the meeting until next week." \
+		"We must strengthen our economy and protect our nation." \
+		"He go to the store yesterday and buyed three apple."
+
+test: install
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check .
+
+bench: install
+	$(BIN)/python benchmarks/pretrain_speed.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,1 @@
+"""Delivery front-ends (demo, server) built on ``electra_detect.Detector``."""

@@ -1,0 +1,1 @@
+"""Calibration of replaced probabilities and part-of-speech bias analysis."""

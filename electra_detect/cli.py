@@ -1,0 +1,177 @@
+"""``electra-detect <verb>``: one thin front for pre-training and scoring.
+
+Verbs import their packages lazily so ``electra-detect score`` never loads the trainer.
+Known failures print one ``error:`` line on stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MODEL = os.environ.get("ELECTRA_DETECT_MODEL", "runs/quickstart")
+
+# (flag, config section, field, type, help). None defaults: only flags the user gave override.
+PRETRAIN_OPTIONS: list[tuple[str, str, str, Any, str]] = [
+    ("--preset", "model", "preset", str, "model preset: micro, tiny, small, base"),
+    ("--vocab-size", "model", "vocab_size", int, "WordPiece vocabulary size (default 16000)"),
+    ("--gen-fraction", "model", "gen_fraction", float, "generator width / discriminator width (default 0.25)"),
+    ("--dropout", "model", "dropout", float, "dropout probability"),
+    ("--seq-len", "data", "seq_len", int, "block length in tokens (default 128)"),
+    ("--doc-split", "data", "doc_split", str, "'blank' (paragraphs) or 'line' (one document per line)"),
+    ("--val-fraction", "data", "val_fraction", float, "share of blocks held out for validation"),
+    ("--cache-dir", "data", "cache_dir", str, "tokenized-corpus cache (default $ELECTRA_DETECT_CACHE or ~/.cache)"),
+    ("--max-steps", "train", "max_steps", int, "optimizer steps (default 2000)"),
+    ("--max-minutes", "train", "max_minutes", float, "time budget for this invocation; 0 = none"),
+    ("--batch-size", "train", "batch_size", int, "sequences per step per process"),
+    ("--grad-accum", "train", "grad_accum", int, "micro-batches per optimizer step"),
+    ("--lr", "train", "lr", float, "peak learning rate"),
+    ("--weight-decay", "train", "weight_decay", float, "AdamW weight decay"),
+    ("--warmup-steps", "train", "warmup_steps", int, "linear warm-up steps"),
+    ("--clip-norm", "train", "clip_norm", float, "gradient clipping norm"),
+    ("--disc-weight", "train", "disc_weight", float, "lambda in L_MLM + lambda * L_Disc (default 50)"),
+    ("--mask-prob", "train", "mask_prob", float, "share of positions masked (default 0.15)"),
+    ("--keep-original-prob", "train", "keep_original_prob", float,
+     "share of masked positions that keep their token (0.15 = reference 85/15 split)"),
+    ("--temperature", "train", "temperature", float, "generator sampling temperature"),
+    ("--seed", "train", "seed", int, "random seed"),
+    ("--log-every", "train", "log_every", int, "steps between metrics.jsonl rows"),
+    ("--eval-every", "train", "eval_every", int, "steps between validations"),
+    ("--eval-batches", "train", "eval_batches", int, "validation batches per evaluation"),
+    ("--save-every", "train", "save_every", int, "steps between checkpoints"),
+    ("--keep-last", "train", "keep_last", int, "checkpoints kept"),
+    ("--threads", "train", "threads", int, "torch CPU threads (0 = default)"),
+]
+
+
+def _add_pretrain(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("pretrain", help="pre-train an ELECTRA generator + discriminator",
+                       description="Pre-train ELECTRA (replaced-token detection) on text files, folders or "
+                                   "globs; with no --corpus, on the embedded State of the Union corpus.")
+    p.add_argument("--out", default=DEFAULT_MODEL, help=f"run directory (default {DEFAULT_MODEL})")
+    p.add_argument("--corpus", nargs="+", default=None, metavar="PATH", help="text files, folders or globs")
+    p.add_argument("--config", help="TOML or JSON run config; flags override it")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    p.add_argument("--tie-all", action="store_true", default=None,
+                   help="share the whole encoder (needs --gen-fraction 1)")
+    p.add_argument("--keep-85-15", action="store_true",
+                   help="reference masking: 15%% of masked positions keep the original token")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    for flag, _section, _field, kind, help_text in PRETRAIN_OPTIONS:
+        p.add_argument(flag, type=kind, default=None, help=help_text)
+    p.set_defaults(func=cmd_pretrain)
+
+
+def cmd_pretrain(args: argparse.Namespace) -> int:
+    from training.config import RunConfig
+    from training.trainer import Trainer, load_run_config
+
+    out = Path(args.out)
+    if args.resume and (out / "run_config.json").exists():
+        config = load_run_config(out)
+    elif args.config:
+        config = RunConfig.from_file(args.config)
+    else:
+        config = RunConfig()
+    for flag, section, name, _kind, _help in PRETRAIN_OPTIONS:
+        config.override(section, **{name: getattr(args, flag.lstrip("-").replace("-", "_"))})
+    config.override("model", tie_all=args.tie_all)
+    if args.keep_85_15:
+        config.train.keep_original_prob = 0.15
+    if args.corpus is not None:
+        config.data.corpus = list(args.corpus)
+    result = Trainer(config, out, resume=args.resume, show_progress=not args.no_progress).run()
+    if int(os.environ.get("RANK", "0")) == 0:
+        summary = {"out": str(result.out_dir), "steps": result.steps, "tokens_seen": result.tokens_seen,
+                   "minutes": round(result.minutes, 2), "stop_reason": result.stop_reason,
+                   "val_disc_auc": result.val_metrics.get("val_disc_auc"),
+                   "val_gen_acc": result.val_metrics.get("val_gen_acc")}
+        if result.stop_reason in ("SIGINT", "SIGTERM"):
+            print(f"interrupted at step {result.steps}; checkpoint saved; continue with --resume", file=sys.stderr)
+        print(json.dumps(summary))
+    return 0
+
+
+def _add_score(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("score", help="per-token replaced probabilities for text",
+                       description="Score text with a discriminator and highlight suspicious words.")
+    p.add_argument("text", nargs="*", help="text(s) to score")
+    p.add_argument("--model", default=DEFAULT_MODEL, help=f"run dir or discriminator dir (default {DEFAULT_MODEL})")
+    p.add_argument("--file", help="score each non-empty line of this file ('-' = stdin)")
+    p.add_argument("--json", action="store_true", help="one JSON object per text")
+    p.add_argument("--threshold", type=float, default=0.5, help="highlight words with score >= this")
+    p.set_defaults(func=cmd_score)
+
+
+def _read_texts(args: argparse.Namespace) -> list[str]:
+    texts = list(args.text)
+    if args.file:
+        try:
+            handle = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
+            with handle:
+                texts.extend(line.rstrip("\n") for line in handle if line.strip())
+        except FileNotFoundError:
+            raise SystemExit(_fail(f"input file not found: {args.file}")) from None
+        except UnicodeDecodeError:
+            raise SystemExit(_fail(f"input file is not UTF-8 text: {args.file}")) from None
+        except OSError as exc:
+            raise SystemExit(_fail(f"cannot read {args.file}: {exc.strerror}")) from None
+    texts = [t for t in texts if t.strip()]
+    if not texts:
+        raise SystemExit(_fail("no text to score: give text arguments or --file"))
+    return texts
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from electra_detect.detector import Detector
+    from electra_detect.highlight import render_highlight, render_table
+
+    texts = _read_texts(args)
+    detector = Detector.load(args.model)
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    for scores in detector.score(texts):
+        if args.json:
+            print(json.dumps(scores.to_dict()))
+        else:
+            print(render_highlight(scores, args.threshold, color=color))
+            print(render_table(scores))
+    return 0
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="electra-detect",
+                                     description="ELECTRA replaced-token detection as a disfluency signal.")
+    sub = parser.add_subparsers(dest="verb", required=True)
+    _add_pretrain(sub)
+    _add_score(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from electra_detect.detector import DetectorError
+
+    known: tuple[type[BaseException], ...] = (DetectorError, FileNotFoundError, PermissionError)
+    if args.verb == "pretrain":
+        from training.checkpoint import CheckpointError
+        from training.config import ConfigError
+        from training.data import CorpusError
+
+        known += (CheckpointError, ConfigError, CorpusError)
+    try:
+        return args.func(args)
+    except known as exc:
+        return _fail(str(exc))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

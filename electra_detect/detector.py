@@ -1,0 +1,189 @@
+"""The one scoring path: text in, per-token replaced probabilities out.
+
+Every product (CLI, GED, reranking, calibration, demo, server) calls ``Detector.score``; none
+tokenizes for inference or runs the model itself. The engine under it is swappable; this
+module ships the PyTorch engine.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+
+class DetectorError(ValueError):
+    """The model directory or the input text cannot be used."""
+
+
+@dataclass
+class TokenScore:
+    token: str
+    start: int  # character offsets into the scored text
+    end: int
+    p_replaced: float
+
+
+@dataclass
+class WordScore:
+    """A pre-tokenizer word (whitespace/punctuation split); score = max over its subwords."""
+
+    word: str
+    start: int
+    end: int
+    score: float
+    tokens: list[int] = field(default_factory=list)  # indices into TextScores.tokens
+
+
+@dataclass
+class TextScores:
+    text: str
+    tokens: list[TokenScore]
+    words: list[WordScore]
+    sentence_mean: float  # mean log(1 - p) over the text's tokens; higher = more fluent
+    sentence_sum: float  # sum of the same terms
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Engine(Protocol):
+    """Maps padded input ids to discriminator logits [batch, seq]."""
+
+    name: str
+
+    def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray: ...
+
+
+class TorchEngine:
+    name = "torch"
+
+    def __init__(self, model_dir: Path, device: str | None = None) -> None:
+        import torch
+        from transformers import ElectraForPreTraining
+
+        self._torch = torch
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.model = ElectraForPreTraining.from_pretrained(str(model_dir), use_safetensors=True).to(self.device)
+        self.model.eval()
+        self.max_positions = int(self.model.config.max_position_embeddings)
+
+    def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        torch = self._torch
+        with torch.inference_mode():
+            out = self.model(input_ids=torch.from_numpy(input_ids).to(self.device),
+                             attention_mask=torch.from_numpy(attention_mask).to(self.device))
+        return out.logits.float().cpu().numpy()
+
+
+def resolve_model_dir(path: str | Path) -> Path:
+    """Accept a run dir (uses its ``discriminator/``) or any HF ELECTRA discriminator dir."""
+    path = Path(path)
+    if not path.exists():
+        raise DetectorError(f"model path not found: {path}")
+    if (path / "discriminator").is_dir():
+        path = path / "discriminator"
+    if not (path / "config.json").exists():
+        raise DetectorError(f"{path} is not a model directory (no config.json); train one with "
+                            f"`electra-detect pretrain` or pass an ELECTRA discriminator directory")
+    if not any((path / name).exists() for name in ("tokenizer.json", "vocab.txt")):
+        raise DetectorError(f"{path} has no tokenizer (tokenizer.json or vocab.txt)")
+    if not any(path.glob("*.safetensors")):
+        raise DetectorError(f"{path} has no safetensors weights (pickled weights are not loaded)")
+    return path
+
+
+class Detector:
+    """Scores texts with an ELECTRA discriminator.
+
+    Texts longer than the model's window are scored in overlapping windows; each token takes
+    its probability from the window in which it sits farthest from an edge.
+    """
+
+    def __init__(self, model_dir: Path, engine: Engine, tokenizer: Any, max_length: int) -> None:
+        self.model_dir = model_dir
+        self.engine = engine
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | None = None, max_length: int | None = None) -> Detector:
+        from transformers import AutoTokenizer
+
+        model_dir = resolve_model_dir(path)
+        tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+        tokenizer.model_max_length = 1 << 30  # long texts are windowed by score(), not truncated
+        if not tokenizer.is_fast:
+            raise DetectorError(f"{model_dir}: a fast tokenizer is needed for character offsets")
+        engine = TorchEngine(model_dir, device=device)
+        limit = min(engine.max_positions, max_length or engine.max_positions)
+        return cls(model_dir, engine, tokenizer, limit)
+
+    def score(self, texts: str | Sequence[str], batch_size: int = 32) -> list[TextScores]:
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, Sequence) or not all(isinstance(t, str) for t in texts):
+            raise DetectorError("score() takes a string or a list of strings")
+        encodings = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True)
+        windows: list[tuple[int, int, list[int]]] = []  # (text index, first token, ids)
+        for index, ids in enumerate(encodings["input_ids"]):
+            for start, chunk in self._windows(ids):
+                windows.append((index, start, chunk))
+        probs = [np.full(len(ids), np.nan) for ids in encodings["input_ids"]]
+        margin = [np.full(len(ids), -1) for ids in encodings["input_ids"]]
+        for first in range(0, len(windows), batch_size):
+            batch = windows[first:first + batch_size]
+            p = self._probabilities([chunk for _, _, chunk in batch])
+            for row, (index, start, chunk) in enumerate(batch):
+                n = len(chunk)
+                positions = np.arange(n)
+                edge = np.minimum(positions, n - 1 - positions)  # distance from the window's edge
+                target = slice(start, start + n)
+                better = edge > margin[index][target]
+                probs[index][target] = np.where(better, p[row, 1:n + 1], probs[index][target])
+                margin[index][target] = np.maximum(edge, margin[index][target])
+        return [self._assemble(text, encodings[i], probs[i]) for i, text in enumerate(texts)]
+
+    def _windows(self, ids: list[int]) -> list[tuple[int, list[int]]]:
+        body = self.max_length - 2
+        if len(ids) <= body:
+            return [(0, ids)]
+        stride = max(1, body // 2)
+        starts = list(range(0, len(ids) - body, stride)) + [len(ids) - body]
+        return [(s, ids[s:s + body]) for s in starts]
+
+    def _probabilities(self, chunks: list[list[int]]) -> np.ndarray:
+        width = max(len(c) for c in chunks) + 2
+        input_ids = np.full((len(chunks), width), self.tokenizer.pad_token_id, dtype=np.int64)
+        attention = np.zeros((len(chunks), width), dtype=np.int64)
+        for row, chunk in enumerate(chunks):
+            seq = [self.tokenizer.cls_token_id, *chunk, self.tokenizer.sep_token_id]
+            input_ids[row, :len(seq)] = seq
+            attention[row, :len(seq)] = 1
+        logits = self.engine.logits(input_ids, attention)
+        return 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
+
+    def _assemble(self, text: str, encoding: Any, probs: np.ndarray) -> TextScores:
+        tokens = [TokenScore(tok, int(s), int(e), float(p))
+                  for tok, (s, e), p in zip(encoding.tokens, encoding.offsets, probs, strict=False)]
+        words: list[WordScore] = []
+        for index, word_id in enumerate(encoding.word_ids):
+            if word_id is None:
+                continue
+            if words and words[-1].tokens and encoding.word_ids[words[-1].tokens[-1]] == word_id:
+                word = words[-1]
+                word.end = tokens[index].end
+                word.score = max(word.score, tokens[index].p_replaced)
+                word.tokens.append(index)
+            else:
+                words.append(WordScore("", tokens[index].start, tokens[index].end, tokens[index].p_replaced, [index]))
+        for word in words:
+            word.word = text[word.start:word.end]
+        log_fluency = [math.log1p(-min(t.p_replaced, 1 - 1e-12)) for t in tokens]
+        total = float(sum(log_fluency))
+        mean = total / len(log_fluency) if log_fluency else 0.0
+        return TextScores(text, tokens, words, mean, total)

