@@ -1,0 +1,76 @@
+"""Shared fixtures: a small synthetic corpus the tests write themselves, and a micro run."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from training.config import RunConfig
+
+SUBJECTS = ["the farmer", "a teacher", "my sister", "the old man", "our neighbour", "the children", "a doctor",
+            "the committee", "his brother", "the young woman", "every student", "the government"]
+VERBS = ["saw", "likes", "found", "bought", "painted", "visited", "carried", "wanted", "built", "opened",
+         "cleaned", "watched", "remembered", "discovered", "described"]
+OBJECTS = ["a red house", "the small garden", "an interesting book", "the new bridge", "a heavy box",
+           "the river", "three apples", "the quiet village", "a long letter", "the broken window",
+           "the market", "a green field", "the morning train", "a wooden table"]
+ENDINGS = ["yesterday", "last week", "in the morning", "after dinner", "with great care", "again",
+           "before the storm", "near the school", "on sunday", "for the first time"]
+
+
+def synthetic_text(num_paragraphs: int, seed: int = 0) -> str:
+    """Grammatical sentences from a small grammar, paragraphs separated by blank lines."""
+    rng = random.Random(seed)
+    paragraphs = []
+    for _ in range(num_paragraphs):
+        sentences = []
+        for _ in range(rng.randint(2, 5)):
+            sentence = f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(ENDINGS)}."
+            sentences.append(sentence[0].upper() + sentence[1:])
+        paragraphs.append(" ".join(sentences))
+    return "\n\n".join(paragraphs) + "\n"
+
+
+@pytest.fixture(scope="session")
+def corpus_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    path.write_text(synthetic_text(600), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+def micro_config(corpus: Path, cache: Path, **train: object) -> RunConfig:
+    config = RunConfig()
+    config.model.preset = "micro"
+    config.model.vocab_size = 200
+    config.data.corpus = [str(corpus)]
+    config.data.seq_len = 32
+    config.data.cache_dir = str(cache)
+    config.train.batch_size = 8
+    config.train.max_steps = 20
+    config.train.warmup_steps = 5
+    config.train.log_every = 1
+    config.train.eval_every = 10
+    config.train.eval_batches = 2
+    config.train.save_every = 10
+    config.train.lr = 2e-3
+    config.train.threads = 1
+    for key, value in train.items():
+        setattr(config.train, key, value)
+    return config
+
+
+@pytest.fixture(scope="session")
+def micro_run(tmp_path_factory: pytest.TempPathFactory, corpus_file: Path, cache_dir: Path) -> Path:
+    """A finished micro pre-training run (discriminator/, generator/, checkpoints, metrics)."""
+    from training.trainer import Trainer
+
+    out = tmp_path_factory.mktemp("runs") / "micro"
+    Trainer(micro_config(corpus_file, cache_dir, max_steps=30), out, show_progress=False).run()
+    return out

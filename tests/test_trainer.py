@@ -1,0 +1,77 @@
+"""Training lowers the loss; resume continues the same curve; checkpoints fail loudly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from transformers import AutoTokenizer, ElectraForMaskedLM, ElectraForPreTraining
+
+from tests.conftest import micro_config
+from training.checkpoint import CheckpointError
+from training.trainer import Trainer
+
+
+def train_rows(out: Path) -> list[dict]:
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return [r for r in rows if r["split"] == "train"]
+
+
+def test_micro_run_lowers_the_loss_and_writes_hf_directories(micro_run: Path) -> None:
+    rows = train_rows(micro_run)
+    assert [r["step"] for r in rows] == list(range(1, 31))
+    early = sum(r["loss"] for r in rows[:5]) / 5
+    late = sum(r["loss"] for r in rows[-5:]) / 5
+    assert late < early * 0.9, (early, late)
+    val = [json.loads(line) for line in (micro_run / "metrics.jsonl").read_text().splitlines()
+           if '"val"' in line]
+    assert val and 0.0 <= val[-1]["val_disc_auc"] <= 1.0 and "val_gen_acc" in val[-1]
+    disc = ElectraForPreTraining.from_pretrained(micro_run / "discriminator")
+    gen = ElectraForMaskedLM.from_pretrained(micro_run / "generator")
+    assert gen.config.hidden_size == disc.config.hidden_size // 4
+    assert AutoTokenizer.from_pretrained(micro_run / "discriminator").mask_token == "[MASK]"
+    summary = json.loads((micro_run / "summary.json").read_text())
+    assert summary["steps"] == 30 and summary["tokens_seen"] == 30 * 8 * 32
+    assert json.loads((micro_run / "run_config.json").read_text())["model"]["preset"] == "micro"
+
+
+def test_resume_reproduces_the_uninterrupted_curve(tmp_path: Path, corpus_file: Path, cache_dir: Path) -> None:
+    config = micro_config(corpus_file, cache_dir, max_steps=8, save_every=100, eval_every=100)
+    Trainer(config, tmp_path / "straight", show_progress=False).run()
+
+    interrupted = Trainer(config, tmp_path / "resumed", show_progress=False)
+    interrupted.callbacks.append(lambda trainer, row: row["step"] == 4 and trainer.request_stop("test"))
+    result = interrupted.run()
+    assert result.steps == 4 and result.stop_reason == "test"
+    Trainer(config, tmp_path / "resumed", resume=True, show_progress=False).run()
+
+    straight = {r["step"]: r["loss"] for r in train_rows(tmp_path / "straight")}
+    resumed = {r["step"]: r["loss"] for r in train_rows(tmp_path / "resumed")}
+    assert sorted(resumed) == list(range(1, 9)), "metrics rows duplicated or missing after resume"
+    for step in range(5, 9):
+        assert resumed[step] == pytest.approx(straight[step], rel=1e-5, abs=1e-6), step
+
+
+def test_checkpoints_are_pruned_and_guarded(tmp_path: Path, corpus_file: Path, cache_dir: Path) -> None:
+    config = micro_config(corpus_file, cache_dir, max_steps=6, save_every=2, keep_last=2, eval_every=100)
+    out = tmp_path / "run"
+    Trainer(config, out, show_progress=False).run()
+    assert sorted(p.name for p in (out / "checkpoints").glob("step_*")) == ["step_00000004", "step_00000006"]
+    assert (out / "checkpoints" / "latest").read_text().strip() == "step_00000006"
+
+    with pytest.raises(CheckpointError, match="already holds a run"):
+        Trainer(config, out, show_progress=False).run()
+    with pytest.raises(CheckpointError, match="nothing to resume"):
+        Trainer(config, tmp_path / "fresh", resume=True, show_progress=False).run()
+
+    other = micro_config(corpus_file, cache_dir, max_steps=6)
+    other.model.gen_fraction = 0.5
+    with pytest.raises(CheckpointError, match="different model"):
+        Trainer(other, out, resume=True, show_progress=False).run()
+
+    weights = out / "checkpoints" / "step_00000006" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])
+    config.train.max_steps = 8
+    with pytest.raises(CheckpointError, match="corrupt"):
+        Trainer(config, out, resume=True, show_progress=False).run()
