@@ -55,7 +55,8 @@ def test_loss_equals_the_formula_on_hand_made_logits() -> None:
 def test_generator_is_a_fraction_of_the_discriminator() -> None:
     config = ModelConfig(preset="small")
     gen, disc = config.generator_config(), config.discriminator_config()
-    assert (disc.hidden_size, disc.num_hidden_layers, disc.num_attention_heads, disc.embedding_size) == (256, 12, 4, 128)
+    shape = (disc.hidden_size, disc.num_hidden_layers, disc.num_attention_heads, disc.embedding_size)
+    assert shape == (256, 12, 4, 128)
     assert gen.hidden_size == 64 and gen.num_hidden_layers == 12 and gen.intermediate_size == 256
     assert gen.embedding_size == disc.embedding_size
     with pytest.raises(ConfigError, match="tie_all"):

@@ -197,6 +197,7 @@ class Trainer:
         last_metrics: dict[str, Any] = {}
         val_metrics: dict[str, Any] = {}
         stop_reason = "max_steps"
+        evaluated_at = saved_at = -1
         try:
             while step < tcfg.max_steps:
                 stats = self._train_step(ddp_model, model, optimizer, scheduler, sampler, rng, info,
@@ -225,17 +226,21 @@ class Trainer:
                     break
                 if step % tcfg.eval_every == 0:
                     val_metrics = self._validate(info, model, val_batches, eval_kwargs, step)
+                    evaluated_at = step
                 if step % tcfg.save_every == 0:
                     self._save(info, ckpt_root, step, model, optimizer, scheduler, rng, sampler, tokens_seen,
                                fingerprint)
+                    saved_at = step
         finally:
             bar.close()
             for signum, handler in previous_handlers.items():
                 signal.signal(signum, handler)
 
-        if not val_metrics or val_metrics.get("step") != step:
+        # Every rank takes the same branches here, or the collectives inside would deadlock.
+        if evaluated_at != step:
             val_metrics = self._validate(info, model, val_batches, eval_kwargs, step)
-        self._save(info, ckpt_root, step, model, optimizer, scheduler, rng, sampler, tokens_seen, fingerprint)
+        if saved_at != step:
+            self._save(info, ckpt_root, step, model, optimizer, scheduler, rng, sampler, tokens_seen, fingerprint)
         minutes = (time.monotonic() - started) / 60
         result = TrainResult(self.out_dir, step, tokens_seen, minutes, stop_reason, last_metrics, val_metrics)
         if info.main:

@@ -1,0 +1,127 @@
+"""The CLI as a user runs it: a real process, clear errors, signals, resume, scoring."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "electra_detect.cli"]
+MICRO = ["--preset", "micro", "--vocab-size", "200", "--seq-len", "32", "--batch-size", "8", "--threads", "1",
+         "--no-progress", "--log-every", "1", "--eval-batches", "2"]
+
+
+def run_cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def assert_clean_error(result: subprocess.CompletedProcess, fragment: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error:") and fragment in last, result.stderr
+
+
+def test_console_script_is_installed() -> None:
+    script = Path(sys.executable).parent / "electra-detect"
+    assert script.exists()
+    result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "pretrain" in result.stdout and "score" in result.stdout
+
+
+@pytest.mark.parametrize("case", ["missing", "empty", "binary", "bad-value", "bad-preset"])
+def test_pretrain_rejects_bad_input(case: str, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.txt"
+    extra: list[str] = []
+    expected = {"missing": "corpus path not found", "empty": "corpus is empty", "binary": "not UTF-8",
+                "bad-value": "mask_prob", "bad-preset": "unknown preset"}[case]
+    if case == "empty":
+        corpus.write_text("\n\n")
+    elif case == "binary":
+        corpus.write_bytes(bytes(range(256)) * 10)
+    elif case != "missing":
+        corpus.write_text("Some text here.\n")
+    if case == "bad-value":
+        extra = ["--mask-prob", "1.5"]
+    if case == "bad-preset":
+        extra = ["--preset", "huge"]
+    result = run_cli("pretrain", *MICRO, *extra, "--corpus", str(corpus), "--out", str(tmp_path / "run"),
+                     "--cache-dir", str(tmp_path / "cache"), "--max-steps", "2")
+    assert_clean_error(result, expected)
+    assert not (tmp_path / "run" / "discriminator").exists()
+
+
+def test_score_rejects_bad_input(tmp_path: Path, micro_run: Path) -> None:
+    assert_clean_error(run_cli("score", "--model", str(tmp_path / "nope"), "hello"), "model path not found")
+    assert_clean_error(run_cli("score", "--model", str(micro_run)), "no text to score")
+    assert_clean_error(run_cli("score", "--model", str(micro_run), "--file", str(tmp_path / "x.txt")),
+                       "input file not found")
+    binary = tmp_path / "b.txt"
+    binary.write_bytes(b"\xff\xfe\xfa")
+    assert_clean_error(run_cli("score", "--model", str(micro_run), "--file", str(binary)), "not UTF-8")
+
+
+def test_score_prints_highlights_and_json(tmp_path: Path, micro_run: Path) -> None:
+    plain = run_cli("score", "--model", str(micro_run), "--threshold", "0", "The farmer saw a red house.")
+    assert plain.returncode == 0, plain.stderr
+    first = plain.stdout.splitlines()[0]
+    assert "[[farmer]]" in first and "sentence score" in first
+    texts = tmp_path / "texts.txt"
+    texts.write_text("The farmer saw a red house.\n\nA doctor opened the window.\n")
+    result = run_cli("score", "--model", str(micro_run), "--json", "--file", str(texts))
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["text"] for r in rows] == ["The farmer saw a red house.", "A doctor opened the window."]
+    assert all(0 < t["p_replaced"] < 1 for r in rows for t in r["tokens"])
+    assert rows[0]["words"][1]["word"] == "farmer"
+
+
+@pytest.mark.slow
+def test_sigint_saves_and_resume_continues(tmp_path: Path, corpus_file: Path, cache_dir: Path) -> None:
+    out = tmp_path / "run"
+    args = [*CLI, "pretrain", *MICRO, "--corpus", str(corpus_file), "--cache-dir", str(cache_dir),
+            "--out", str(out), "--max-steps", "100000", "--eval-every", "1000", "--save-every", "1000"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    metrics = out / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < 3):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert "interrupted at step" in stderr and "Traceback" not in stderr
+    summary = json.loads(stdout.strip().splitlines()[-1])
+    assert summary["stop_reason"] == "SIGINT"
+    stopped_at = summary["steps"]
+    assert (out / "checkpoints" / f"step_{stopped_at:08d}").is_dir()
+    assert (out / "discriminator" / "model.safetensors").exists()
+
+    resumed = run_cli("pretrain", "--out", str(out), "--resume", "--max-steps", str(stopped_at + 3), "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout.strip().splitlines()[-1])["steps"] == stopped_at + 3
+    steps = [json.loads(line)["step"] for line in metrics.read_text().splitlines() if '"train"' in line]
+    assert steps == list(range(1, stopped_at + 4))
+
+
+@pytest.mark.slow
+def test_two_process_ddp_run(tmp_path: Path, corpus_file: Path, cache_dir: Path) -> None:
+    out = tmp_path / "ddp"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+         "-m", "electra_detect.cli", "pretrain", *MICRO, "--corpus", str(corpus_file), "--cache-dir", str(cache_dir),
+         "--out", str(out), "--max-steps", "6", "--eval-every", "3", "--save-every", "3"],
+        capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summaries = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert len(summaries) == 1, "only rank 0 reports"
+    assert summaries[0]["steps"] == 6
+    assert summaries[0]["tokens_seen"] == 6 * 8 * 2 * 32  # both processes' batches count
+    state = json.loads((out / "checkpoints" / "step_00000006" / "trainer_state.json").read_text())
+    assert state["trainer"]["world_size"] == 2
+    assert (out / "discriminator" / "model.safetensors").exists()

@@ -1,0 +1,93 @@
+"""Detector: loading, batching, long-text windows, word and sentence scores, errors."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from electra_detect.detector import Detector, DetectorError
+
+
+@pytest.fixture(scope="module")
+def detector(micro_run: Path) -> Detector:
+    return Detector.load(micro_run)
+
+
+def test_loads_run_dir_and_discriminator_dir(micro_run: Path, detector: Detector) -> None:
+    direct = Detector.load(micro_run / "discriminator")
+    text = "The farmer saw a red house yesterday."
+    a, b = detector.score(text)[0], direct.score(text)[0]
+    assert [t.p_replaced for t in a.tokens] == pytest.approx([t.p_replaced for t in b.tokens])
+
+
+def test_batched_equals_one_at_a_time(detector: Detector) -> None:
+    texts = ["The farmer saw a red house yesterday.", "A doctor", "Every student painted the river again and again."]
+    batched = detector.score(texts, batch_size=8)
+    for text, scores in zip(texts, batched, strict=True):
+        alone = detector.score(text)[0]
+        assert [t.p_replaced for t in scores.tokens] == pytest.approx([t.p_replaced for t in alone.tokens], abs=1e-5)
+
+
+def test_offsets_words_and_sentence_score(detector: Detector) -> None:
+    text = "The committee visited   the quietvillage, again!"
+    scores = detector.score(text)[0]
+    for token in scores.tokens:
+        if token.token == "[UNK]":  # the micro corpus has no commas
+            continue
+        piece = text[token.start:token.end].lower()
+        assert piece == token.token.removeprefix("##"), token
+        assert 0.0 < token.p_replaced < 1.0
+    words = [w.word for w in scores.words]
+    assert words == ["The", "committee", "visited", "the", "quietvillage", ",", "again", "!"]
+    for word in scores.words:
+        assert word.score == max(scores.tokens[i].p_replaced for i in word.tokens)
+    terms = [math.log(1 - t.p_replaced) for t in scores.tokens]
+    assert scores.sentence_sum == pytest.approx(sum(terms))
+    assert scores.sentence_mean == pytest.approx(sum(terms) / len(terms))
+
+
+def test_long_text_is_windowed_not_truncated(detector: Detector) -> None:
+    sentence = "The old man carried a heavy box to the market before the storm. "
+    long_text = sentence * 12  # far beyond the micro model's 64 positions
+    scores = detector.score(long_text)[0]
+    assert len(scores.tokens) > 3 * detector.max_length
+    probs = np.array([t.p_replaced for t in scores.tokens])
+    assert np.isfinite(probs).all()
+    assert scores.tokens[-1].end == len(long_text.rstrip())
+
+
+def test_window_edges_take_the_window_that_holds_them(micro_run: Path) -> None:
+    narrow = Detector.load(micro_run, max_length=16)  # 14 tokens of text per window, stride 7
+    text = "The old man carried a heavy box to the market before the storm. " * 3
+    scores = narrow.score(text)[0]
+    # The first token lies only in the first window: scoring that window's text alone must agree.
+    first_window_text = text[:scores.tokens[13].end]
+    alone = narrow.score(first_window_text)[0]
+    assert len(alone.tokens) == 14
+    assert scores.tokens[0].p_replaced == pytest.approx(alone.tokens[0].p_replaced, abs=1e-4)
+    # The last token lies only in the last window.
+    last_window_text = text[scores.tokens[-14].start:]
+    tail = narrow.score(last_window_text)[0]
+    assert scores.tokens[-1].p_replaced == pytest.approx(tail.tokens[-1].p_replaced, abs=1e-4)
+
+
+def test_clear_errors(tmp_path: Path, micro_run: Path, detector: Detector) -> None:
+    with pytest.raises(DetectorError, match="not found"):
+        Detector.load(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DetectorError, match="not a model directory"):
+        Detector.load(tmp_path / "empty")
+    no_tok = tmp_path / "no_tokenizer"
+    shutil.copytree(micro_run / "discriminator", no_tok)
+    for name in ("tokenizer.json", "vocab.txt"):
+        (no_tok / name).unlink()
+    with pytest.raises(DetectorError, match="no tokenizer"):
+        Detector.load(no_tok)
+    with pytest.raises(DetectorError, match="string or a list of strings"):
+        detector.score([b"bytes"])  # type: ignore[list-item]
+    with pytest.raises(DetectorError, match="string or a list of strings"):
+        detector.score(42)  # type: ignore[arg-type]
