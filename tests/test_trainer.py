@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer, ElectraForMaskedLM, ElectraForPreTraining
 
-from tests.conftest import micro_config
+from tests.conftest import micro_config, synthetic_text
 from training.checkpoint import CheckpointError
 from training.trainer import Trainer
 
@@ -69,6 +69,12 @@ def test_checkpoints_are_pruned_and_guarded(tmp_path: Path, corpus_file: Path, c
     other.model.gen_fraction = 0.5
     with pytest.raises(CheckpointError, match="different model"):
         Trainer(other, out, resume=True, show_progress=False).run()
+
+    elsewhere = tmp_path / "other.txt"
+    elsewhere.write_text(synthetic_text(300, seed=9).upper().replace("THE", "ZE"))
+    other_corpus = micro_config(elsewhere, cache_dir, max_steps=6)
+    with pytest.raises(CheckpointError, match="different model"):  # another corpus trained another vocabulary
+        Trainer(other_corpus, out, resume=True, show_progress=False).run()
 
     weights = out / "checkpoints" / "step_00000006" / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-100])

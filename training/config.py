@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from transformers import ElectraConfig
 
 
@@ -183,9 +184,16 @@ class RunConfig:
         except OSError as exc:
             raise ConfigError(f"cannot read config {path}: {exc.strerror}") from exc
         try:
-            raw = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+            if path.suffix == ".json":
+                raw = json.loads(text)
+            elif path.suffix in (".yaml", ".yml"):
+                raw = yaml.safe_load(text) or {}
+            else:
+                raw = tomllib.loads(text)
+        except (tomllib.TOMLDecodeError, json.JSONDecodeError, yaml.YAMLError) as exc:
             raise ConfigError(f"cannot parse config {path}: {exc}") from exc
+        if not isinstance(raw, dict):
+            raise ConfigError(f"config {path} must be a mapping of sections (model, data, train)")
         return cls.from_dict(raw)
 
     def override(self, section: str, **values: Any) -> None:

@@ -6,6 +6,7 @@ owns every write: metrics.jsonl, checkpoints and the exported HF directories.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -159,7 +160,9 @@ class Trainer:
         rng = torch.Generator(device=device).manual_seed(tcfg.seed * 1000 + info.rank)
         sampler = BlockSampler(self.train_ids, seed=tcfg.seed)
         step, tokens_seen = 0, 0
-        fingerprint = cfg.model_fingerprint()
+        # The vocabulary's hash guards against resuming on a corpus that trained another tokenizer.
+        vocab = (self.corpus.tokenizer_dir / "vocab.txt").read_bytes()
+        fingerprint = {**cfg.model_fingerprint(), "vocab_sha256": hashlib.sha256(vocab).hexdigest()}
         ckpt_root = self.out_dir / "checkpoints"
 
         if self.resume:
