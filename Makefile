@@ -3,8 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-QUICKSTART_MINUTES ?= 8
-QUICKSTART_STEPS ?= 1500
+QUICKSTART_MINUTES ?= 10
+QUICKSTART_STEPS ?= 800
 
 .PHONY: install quickstart test lint bench clean
 

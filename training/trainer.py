@@ -267,9 +267,10 @@ class Trainer:
                                  keep_original_prob=tcfg.keep_original_prob, max_predictions=tcfg.max_predictions)
             sync = micro == tcfg.grad_accum - 1 or not info.enabled
             context = ddp_model.no_sync() if not sync else nullcontext()
-            with context, autocast:
-                out = ddp_model(masked, attention, rng, tcfg.disc_weight, tcfg.temperature)
-                (out.loss / tcfg.grad_accum).backward()
+            with context:
+                with autocast:
+                    out = ddp_model(masked, attention, rng, tcfg.disc_weight, tcfg.temperature)
+                (out.loss / tcfg.grad_accum).backward()  # outside autocast, as PyTorch recommends
             totals["loss"] += out.loss.item() / tcfg.grad_accum
             totals["mlm_loss"] += out.mlm_loss.item() / tcfg.grad_accum
             totals["disc_loss"] += out.disc_loss.item() / tcfg.grad_accum
