@@ -1,0 +1,189 @@
+"""Grammatical error detection on whitespace tokens: readers, score mapping, metrics, thresholds.
+
+Labels live on the original whitespace tokens of each sentence; the Detector's subword scores are
+mapped onto them by character offsets (a token's score = max over the subwords it contains, the
+same choice as the *word score* of the glossary). F0.5 over tokens is the standard GED metric.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from sklearn.metrics import average_precision_score, precision_recall_curve
+
+from electra_detect.detector import Detector
+
+
+class GedDataError(ValueError):
+    """A GED data file is malformed; the message names the file and line."""
+
+
+@dataclass
+class GedSentence:
+    tokens: list[str]
+    labels: list[int]  # 1 = the token is part of an error
+    types: list[list[str]] = field(default_factory=list)  # error types touching each token
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.tokens)
+
+
+def _open_lines(path: Path) -> list[str]:
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise GedDataError(f"GED data file not found: {path}") from None
+    except UnicodeDecodeError:
+        raise GedDataError(f"GED data file is not UTF-8 text: {path}") from None
+
+
+def read_m2(path: str | Path, annotator: int = 0) -> list[GedSentence]:
+    """CoNLL-2014 / BEA-2019 M2. An edit labels the tokens it spans; an insertion (empty span)
+    labels the token after the gap (the last token at the end), as in the FCE GED conversion."""
+    path = Path(path)
+    sentences: list[GedSentence] = []
+    current: GedSentence | None = None
+    for number, line in enumerate(_open_lines(path), start=1):
+        if line.startswith("S "):
+            tokens = line[2:].split()
+            current = GedSentence(tokens, [0] * len(tokens), [[] for _ in tokens])
+            sentences.append(current)
+        elif line.startswith("A "):
+            if current is None:
+                raise GedDataError(f"{path}:{number}: edit line before any sentence line")
+            fields = line[2:].split("|||")
+            try:
+                start, end = (int(x) for x in fields[0].split())
+                edit_type, who = fields[1], int(fields[-1])
+            except (ValueError, IndexError):
+                raise GedDataError(f"{path}:{number}: malformed edit line: {line[:80]!r}") from None
+            if who != annotator or edit_type == "noop" or start < 0:
+                continue
+            if not 0 <= start <= end <= len(current.tokens):
+                raise GedDataError(f"{path}:{number}: edit span {start}-{end} outside a "
+                                   f"{len(current.tokens)}-token sentence")
+            if not current.tokens:
+                continue
+            span = range(start, end) if end > start else [min(start, len(current.tokens) - 1)]
+            for index in span:
+                current.labels[index] = 1
+                current.types[index].append(edit_type)
+        elif line.strip():
+            raise GedDataError(f"{path}:{number}: expected an 'S ' or 'A ' line, got {line[:80]!r}")
+    return [s for s in sentences if s.tokens]
+
+
+def read_token_tsv(path: str | Path) -> list[GedSentence]:
+    """FCE GED format: ``token<TAB>c|i`` per line, a blank line between sentences."""
+    path = Path(path)
+    sentences: list[GedSentence] = []
+    tokens: list[str] = []
+    labels: list[int] = []
+    for number, line in enumerate([*_open_lines(path), ""], start=1):
+        if not line.strip():
+            if tokens:
+                sentences.append(GedSentence(tokens, labels, [[] for _ in tokens]))
+            tokens, labels = [], []
+            continue
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) < 2 or parts[-1] not in ("c", "i"):
+            raise GedDataError(f"{path}:{number}: expected 'token<TAB>c|i', got {line[:80]!r}")
+        tokens.append(parts[0])
+        labels.append(int(parts[-1] == "i"))
+    return sentences
+
+
+def read_ged(path: str | Path, fmt: str) -> list[GedSentence]:
+    readers = {"m2": read_m2, "tsv": read_token_tsv}
+    if fmt not in readers:
+        raise GedDataError(f"unknown GED format {fmt!r}; choose one of {sorted(readers)}")
+    sentences = readers[fmt](path)
+    if not sentences:
+        raise GedDataError(f"{path} holds no sentences")
+    return sentences
+
+
+def split_sentences(sentences: Sequence[GedSentence], fraction: float = 0.5,
+                    seed: int = 13) -> tuple[list[GedSentence], list[GedSentence]]:
+    """A fixed-seed split into (tuning, report) parts."""
+    order = list(range(len(sentences)))
+    random.Random(seed).shuffle(order)
+    cut = round(len(order) * fraction)
+    return [sentences[i] for i in sorted(order[:cut])], [sentences[i] for i in sorted(order[cut:])]
+
+
+def token_spans(tokens: Sequence[str]) -> list[tuple[int, int]]:
+    """Character spans of whitespace tokens in ``" ".join(tokens)``."""
+    spans, cursor = [], 0
+    for token in tokens:
+        spans.append((cursor, cursor + len(token)))
+        cursor += len(token) + 1
+    return spans
+
+
+def score_tokens(detector: Detector, sentences: Sequence[GedSentence], batch_size: int = 32) -> list[np.ndarray]:
+    """Per whitespace token: max replaced probability over the subwords inside it."""
+    results = detector.score([s.text for s in sentences], batch_size=batch_size)
+    scored = []
+    for sentence, result in zip(sentences, results, strict=True):
+        values = np.zeros(len(sentence.tokens))
+        spans = token_spans(sentence.tokens)
+        cursor = 0
+        for sub in result.tokens:
+            while cursor < len(spans) and spans[cursor][1] <= sub.start:
+                cursor += 1
+            if cursor < len(spans) and sub.start >= spans[cursor][0]:
+                values[cursor] = max(values[cursor], sub.p_replaced)
+        scored.append(values)
+    return scored
+
+
+def f_beta(precision: float, recall: float, beta: float = 0.5) -> float:
+    if precision + recall == 0:
+        return 0.0
+    b2 = beta * beta
+    return (1 + b2) * precision * recall / (b2 * precision + recall)
+
+
+def token_metrics(labels: np.ndarray, scores: np.ndarray, threshold: float) -> dict[str, float]:
+    predicted = scores >= threshold
+    tp = int((predicted & (labels == 1)).sum())
+    fp = int((predicted & (labels == 0)).sum())
+    fn = int((~predicted & (labels == 1)).sum())
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    has_both = 0 < labels.sum() < len(labels)
+    return {
+        "precision": precision, "recall": recall, "f05": f_beta(precision, recall),
+        "average_precision": float(average_precision_score(labels, scores)) if has_both else float("nan"),
+        "threshold": threshold, "tokens": len(labels), "errors": int(labels.sum()), "flagged": int(predicted.sum()),
+    }
+
+
+def tune_threshold(labels: np.ndarray, scores: np.ndarray) -> float:
+    """The score threshold that maximises token F0.5 on these labels."""
+    precision, recall, thresholds = precision_recall_curve(labels, scores)
+    f05 = np.array([f_beta(p, r) for p, r in zip(precision[:-1], recall[:-1], strict=True)])
+    return float(thresholds[int(np.argmax(f05))]) if len(thresholds) else 0.5
+
+
+def per_type_recall(sentences: Iterable[GedSentence], scores: Sequence[np.ndarray],
+                    threshold: float) -> dict[str, dict[str, float]]:
+    hits: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for sentence, values in zip(sentences, scores, strict=True):
+        for types, value in zip(sentence.types, values, strict=True):
+            for edit_type in set(types):
+                hits[edit_type][0] += int(value >= threshold)
+                hits[edit_type][1] += 1
+    return {t: {"recall": found / total, "tokens": total} for t, (found, total) in sorted(hits.items())}
+
+
+def flatten(sentences: Sequence[GedSentence], scores: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    labels = np.concatenate([np.asarray(s.labels) for s in sentences])
+    return labels, np.concatenate(list(scores))

@@ -1,0 +1,110 @@
+"""GED readers, metrics and threshold tuning on hand-made data; the `ged` CLI on a micro model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from electra_detect import ged
+from electra_detect.detector import Detector
+
+M2 = """S This are a sentence .
+A 1 2|||R:VERB:SVA|||is|||REQUIRED|||-NONE-|||0
+A 3 3|||M:ADJ|||good|||REQUIRED|||-NONE-|||0
+A 0 1|||R:DET|||That|||REQUIRED|||-NONE-|||1
+
+S Nothing wrong here .
+A -1 -1|||noop|||-NONE-|||REQUIRED|||-NONE-|||0
+
+S He go home
+A 3 3|||M:PUNCT|||.|||REQUIRED|||-NONE-|||0
+"""
+
+
+def test_m2_reader_labels_spans_insertions_and_annotators(tmp_path: Path) -> None:
+    path = tmp_path / "a.m2"
+    path.write_text(M2)
+    first, clean, last = ged.read_m2(path)
+    assert first.tokens == ["This", "are", "a", "sentence", "."]
+    assert first.labels == [0, 1, 0, 1, 0]  # the insertion before "sentence" labels "sentence"
+    assert first.types[1] == ["R:VERB:SVA"] and first.types[3] == ["M:ADJ"]
+    assert clean.labels == [0, 0, 0, 0]
+    assert last.labels == [0, 0, 1]  # an insertion at the end labels the last token
+    other = ged.read_m2(path, annotator=1)[0]
+    assert other.labels == [1, 0, 0, 0, 0]
+
+
+def test_m2_and_tsv_errors_name_file_and_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.m2"
+    bad.write_text("S One two .\nA 2 9|||R:X|||y|||REQUIRED|||-NONE-|||0\n")
+    with pytest.raises(ged.GedDataError, match=r"bad.m2:2: edit span 2-9 outside"):
+        ged.read_m2(bad)
+    tsv = tmp_path / "bad.tsv"
+    tsv.write_text("He\tc\ngo\tx\n")
+    with pytest.raises(ged.GedDataError, match=r"bad.tsv:2: expected"):
+        ged.read_token_tsv(tsv)
+    with pytest.raises(ged.GedDataError, match="not found"):
+        ged.read_m2(tmp_path / "missing.m2")
+
+
+def test_tsv_reader(tmp_path: Path) -> None:
+    path = tmp_path / "fce.tsv"
+    path.write_text("He\tc\ngo\ti\nhome\tc\n\nFine\tc\n.\tc\n")
+    sentences = ged.read_token_tsv(path)
+    assert [s.tokens for s in sentences] == [["He", "go", "home"], ["Fine", "."]]
+    assert [s.labels for s in sentences] == [[0, 1, 0], [0, 0]]
+
+
+def test_metrics_and_tuning_by_hand() -> None:
+    labels = np.array([1, 0, 1, 0, 0, 1])
+    scores = np.array([0.9, 0.8, 0.4, 0.3, 0.1, 0.05])
+    m = ged.token_metrics(labels, scores, 0.35)  # flags 0.9, 0.8, 0.4: tp 2, fp 1, fn 1
+    assert m["precision"] == pytest.approx(2 / 3) and m["recall"] == pytest.approx(2 / 3)
+    assert m["f05"] == pytest.approx(2 / 3)
+    assert ged.f_beta(0.5, 1.0) == pytest.approx(1.25 * 0.5 / (0.25 * 0.5 + 1.0))
+    # Thresholds: 0.9 -> P 1, R 1/3, F0.5 = 0.714; 0.4 -> 0.667; the tuner must pick 0.9.
+    assert ged.tune_threshold(labels, scores) == pytest.approx(0.9)
+
+
+def test_split_is_fixed_and_disjoint() -> None:
+    sentences = [ged.GedSentence([str(i)], [0], [[]]) for i in range(20)]
+    a1, b1 = ged.split_sentences(sentences, 0.5, seed=3)
+    a2, b2 = ged.split_sentences(sentences, 0.5, seed=3)
+    assert [s.tokens for s in a1] == [s.tokens for s in a2] and len(a1) == len(b1) == 10
+    assert not {s.tokens[0] for s in a1} & {s.tokens[0] for s in b1}
+
+
+def test_scores_map_subwords_onto_whitespace_tokens(micro_run: Path) -> None:
+    detector = Detector.load(micro_run)
+    sentence = ged.GedSentence(["The", "farmer's", "quietvillage", "."], [0, 0, 1, 0])
+    (values,) = ged.score_tokens(detector, [sentence])
+    result = detector.score(sentence.text)[0]
+    spans = ged.token_spans(sentence.tokens)
+    for index, (start, end) in enumerate(spans):
+        inside = [t.p_replaced for t in result.tokens if start <= t.start < end]
+        assert values[index] == pytest.approx(max(inside))
+
+
+def test_ged_cli_flags_and_evaluates(tmp_path: Path, micro_run: Path) -> None:
+    cli = [sys.executable, "-m", "electra_detect.cli"]
+    out = subprocess.run([*cli, "ged", "--model", str(micro_run), "--threshold", "0", "The farmer saw a house."],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    row = json.loads(out.stdout)
+    assert [f["word"] for f in row["flagged"]] == ["The", "farmer", "saw", "a", "house", "."]
+    data = tmp_path / "a.m2"
+    data.write_text(M2)
+    out = subprocess.run([*cli, "ged", "eval", "--model", str(micro_run), "--data", str(data), "--format", "m2",
+                          "--threshold", "0"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["recall"] == 1.0 and report["precision"] == pytest.approx(3 / 12)
+    assert report["sentences"] == 3 and set(report["per_type"]) == {"R:VERB:SVA", "M:ADJ", "M:PUNCT"}
+    bad = subprocess.run([*cli, "ged", "eval", "--model", str(micro_run), "--data", str(tmp_path / "none.m2"),
+                          "--format", "m2"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.startswith("error:") and "not found" in bad.stderr
