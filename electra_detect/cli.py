@@ -158,9 +158,13 @@ def _add_ged(sub: argparse._SubParsersAction) -> None:
                                    "of --data with --split (then reported on the other half).")
     e.add_argument("--model", default=DEFAULT_MODEL)
     e.add_argument("--data", required=True, help="labelled data file")
-    e.add_argument("--format", choices=["m2", "tsv"], required=True, dest="fmt")
+    e.add_argument("--format", choices=["m2", "tsv", "parallel"], required=True, dest="fmt",
+                   help="parallel: --data is the source file, --refs its corrections (ERRANT aligns them)")
+    e.add_argument("--refs", nargs="+", default=[], help="correction file(s) for --format parallel")
+    e.add_argument("--combine", choices=["first", "any", "majority"], default="first",
+                   help="how several --refs make one label per token")
     e.add_argument("--threshold", type=float, help="fixed threshold (default: tuned, else 0.5)")
-    e.add_argument("--tune-on", help="tune the threshold for max F0.5 on this file (same format)")
+    e.add_argument("--tune-on", help="tune the threshold for max F0.5 on this file (m2/tsv, same format)")
     e.add_argument("--split", action="store_true", help="tune on half of --data, report on the other half")
     e.add_argument("--seed", type=int, default=13, help="seed of the --split")
     e.add_argument("--annotator", type=int, default=0, help="M2 annotator id whose edits are the labels")
@@ -184,7 +188,14 @@ def cmd_ged_eval(args: argparse.Namespace) -> int:
     from electra_detect import ged
     from electra_detect.detector import Detector
 
-    sentences = ged.read_m2(args.data, args.annotator) if args.fmt == "m2" else ged.read_token_tsv(args.data)
+    if args.fmt == "parallel":
+        if not args.refs:
+            raise ged.GedDataError("--format parallel needs --refs CORRECTION_FILE [...]")
+        sentences = ged.read_parallel(args.data, args.refs, args.combine)
+    elif args.fmt == "m2":
+        sentences = ged.read_m2(args.data, args.annotator)
+    else:
+        sentences = ged.read_token_tsv(args.data)
     if not sentences:
         raise ged.GedDataError(f"{args.data} holds no sentences")
     detector = Detector.load(args.model)

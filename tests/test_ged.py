@@ -108,3 +108,24 @@ def test_ged_cli_flags_and_evaluates(tmp_path: Path, micro_run: Path) -> None:
     bad = subprocess.run([*cli, "ged", "eval", "--model", str(micro_run), "--data", str(tmp_path / "none.m2"),
                           "--format", "m2"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "not found" in bad.stderr
+
+
+def test_parallel_reader_uses_errant_alignment(tmp_path: Path) -> None:
+    pytest.importorskip("errant")
+    src = tmp_path / "src.txt"
+    ref0 = tmp_path / "ref0.txt"
+    ref1 = tmp_path / "ref1.txt"
+    src.write_text("He go to school yesterday .\nThe cat sleeps .\n")
+    ref0.write_text("He went to school yesterday .\nThe cat sleeps .\n")
+    ref1.write_text("He went to the school yesterday .\nThe cats sleep .\n")
+    first = ged.read_parallel(src, [ref0, ref1])
+    assert first[0].labels == [0, 1, 0, 0, 0, 0] and first[1].labels == [0, 0, 0, 0]
+    assert first[0].types[1] == ["R:VERB:TENSE"]
+    union = ged.read_parallel(src, [ref0, ref1], combine="any")
+    assert union[0].labels == [0, 1, 0, 1, 0, 0]  # the missing "the" labels the token after the gap
+    assert union[1].labels == [0, 1, 1, 0]
+    majority = ged.read_parallel(src, [ref0, ref1], combine="majority")
+    assert majority[0].labels == [0, 1, 0, 0, 0, 0]
+    ref1.write_text("only one line\n")
+    with pytest.raises(ged.GedDataError, match="has 1 lines but"):
+        ged.read_parallel(src, [ref0, ref1], combine="any")
