@@ -24,6 +24,20 @@ def test_loads_run_dir_and_discriminator_dir(micro_run: Path, detector: Detector
     assert [t.p_replaced for t in a.tokens] == pytest.approx([t.p_replaced for t in b.tokens])
 
 
+def test_plain_hf_directory_with_only_vocab_txt_loads(tmp_path: Path, micro_run: Path) -> None:
+    """A Google/HF-style discriminator dir (config, safetensors weights, vocab.txt) works as well."""
+    from transformers import ElectraForPreTraining
+
+    hf_dir = tmp_path / "hf"
+    ElectraForPreTraining.from_pretrained(micro_run / "discriminator").save_pretrained(hf_dir)
+    shutil.copy(micro_run / "discriminator" / "vocab.txt", hf_dir / "vocab.txt")
+    detector = Detector.load(hf_dir)
+    reference = Detector.load(micro_run)
+    text = "The farmer saw a red house."
+    assert [t.p_replaced for t in detector.score(text)[0].tokens] == pytest.approx(
+        [t.p_replaced for t in reference.score(text)[0].tokens])
+
+
 def test_batched_equals_one_at_a_time(detector: Detector) -> None:
     texts = ["The farmer saw a red house yesterday.", "A doctor", "Every student painted the river again and again."]
     batched = detector.score(texts, batch_size=8)

@@ -81,3 +81,12 @@ def test_checkpoints_are_pruned_and_guarded(tmp_path: Path, corpus_file: Path, c
     config.train.max_steps = 8
     with pytest.raises(CheckpointError, match="corrupt"):
         Trainer(config, out, resume=True, show_progress=False).run()
+
+
+def test_gradient_accumulation_counts_every_micro_batch(tmp_path: Path, corpus_file: Path, cache_dir: Path) -> None:
+    config = micro_config(corpus_file, cache_dir, max_steps=3, grad_accum=2, eval_every=100, save_every=100)
+    result = Trainer(config, tmp_path / "accum", show_progress=False).run()
+    assert result.tokens_seen == 3 * 2 * 8 * 32
+    state = json.loads((tmp_path / "accum" / "checkpoints" / "step_00000003" / "trainer_state.json").read_text())
+    assert state["trainer"]["sampler"]["offset"] == 3 * 2 * 8  # the data position advanced by both micro-batches
+    assert all(r["loss"] == r["loss"] for r in train_rows(tmp_path / "accum"))  # no NaN
