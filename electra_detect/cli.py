@@ -149,7 +149,8 @@ def _add_ged(sub: argparse._SubParsersAction) -> None:
     p.add_argument("text", nargs="*", help="text(s) to check")
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"run dir or discriminator dir (default {DEFAULT_MODEL})")
     p.add_argument("--file", help="check each non-empty line of this file ('-' = stdin)")
-    p.add_argument("--threshold", type=float, default=0.5, help="flag words with score >= this")
+    p.add_argument("--threshold", type=float, help="flag words with score >= this (default: the model's "
+                                                  "tuned ged.json threshold, else 0.5)")
     p.set_defaults(func=cmd_ged)
 
     e = sub.add_parser("ged-eval", help="evaluate GED on labelled data (also spelled `ged eval`)",
@@ -163,22 +164,80 @@ def _add_ged(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--refs", nargs="+", default=[], help="correction file(s) for --format parallel")
     e.add_argument("--combine", choices=["first", "any", "majority"], default="first",
                    help="how several --refs make one label per token")
-    e.add_argument("--threshold", type=float, help="fixed threshold (default: tuned, else 0.5)")
+    e.add_argument("--threshold", type=float, help="fixed threshold (default: tuned, else the model's ged.json, "
+                                                  "else 0.5)")
     e.add_argument("--tune-on", help="tune the threshold for max F0.5 on this file (m2/tsv, same format)")
     e.add_argument("--split", action="store_true", help="tune on half of --data, report on the other half")
     e.add_argument("--seed", type=int, default=13, help="seed of the --split")
     e.add_argument("--annotator", type=int, default=0, help="M2 annotator id whose edits are the labels")
     e.set_defaults(func=cmd_ged_eval)
 
+    t = sub.add_parser("ged-train", help="fine-tune a discriminator for GED (also spelled `ged train`)",
+                       description="Fine-tune the discriminator's replaced-token head as an error detector on "
+                                   "labelled data and/or synthetic errors made from clean corpus text. The result "
+                                   "is a discriminator dir (with ged.json: the F0.5-tuned threshold).")
+    t.add_argument("--model", default=DEFAULT_MODEL, help="run dir or discriminator dir to start from")
+    t.add_argument("--out", required=True, help="output directory")
+    t.add_argument("--data", help="labelled training data")
+    t.add_argument("--format", choices=["m2", "tsv", "parallel"], default="m2", dest="fmt")
+    t.add_argument("--refs", nargs="+", default=[], help="correction file(s) for --format parallel")
+    t.add_argument("--combine", choices=["first", "any", "majority"], default="first")
+    t.add_argument("--dev-split", type=float, default=0.0,
+                   help="hold out this share of --data (fixed seed) to tune the threshold")
+    t.add_argument("--synthetic", type=int, default=0, help="add N corpus sentences with synthetic errors")
+    t.add_argument("--corpus", nargs="+", default=[], help="text for --synthetic (default: embedded SOTU corpus)")
+    t.add_argument("--epochs", type=int, default=2)
+    t.add_argument("--max-steps", type=int, default=0)
+    t.add_argument("--batch-size", type=int, default=16)
+    t.add_argument("--lr", type=float, default=5e-5)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--no-progress", action="store_true")
+    t.set_defaults(func=cmd_ged_train)
+
 
 def cmd_ged(args: argparse.Namespace) -> int:
     from electra_detect.detector import Detector
+    from electra_detect.ged import default_threshold
 
     detector = Detector.load(args.model)
+    threshold = default_threshold(args.model) if args.threshold is None else args.threshold
     for scores in detector.score(_read_texts(args)):
         flagged = [{"word": w.word, "start": w.start, "end": w.end, "score": round(w.score, 4)}
-                   for w in scores.words if w.score >= args.threshold]
-        print(json.dumps({"text": scores.text, "threshold": args.threshold, "flagged": flagged}))
+                   for w in scores.words if w.score >= threshold]
+        print(json.dumps({"text": scores.text, "threshold": threshold, "flagged": flagged}))
+    return 0
+
+
+def _read_labelled(args: argparse.Namespace, path: str):
+    from electra_detect import ged
+
+    if args.fmt == "parallel":
+        if not args.refs:
+            raise ged.GedDataError("--format parallel needs --refs CORRECTION_FILE [...]")
+        return ged.read_parallel(path, args.refs, args.combine)
+    if args.fmt == "m2":
+        return ged.read_m2(path, getattr(args, "annotator", 0))
+    return ged.read_token_tsv(path)
+
+
+def cmd_ged_train(args: argparse.Namespace) -> int:
+    from electra_detect import ged
+    from training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
+
+    train: list[ged.GedSentence] = []
+    dev: list[ged.GedSentence] = []
+    if args.data:
+        train = _read_labelled(args, args.data)
+        if args.dev_split:
+            dev, train = ged.split_sentences(train, args.dev_split, args.seed)
+    if args.synthetic:
+        train += synthetic_examples(args.corpus, args.synthetic, args.seed)
+    if not train:
+        raise ged.GedDataError("nothing to train on: give --data and/or --synthetic N")
+    config = FinetuneConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
+                            max_steps=args.max_steps)
+    summary = finetune(args.model, args.out, train, dev or None, config, show_progress=not args.no_progress)
+    print(json.dumps(summary))
     return 0
 
 
@@ -188,14 +247,7 @@ def cmd_ged_eval(args: argparse.Namespace) -> int:
     from electra_detect import ged
     from electra_detect.detector import Detector
 
-    if args.fmt == "parallel":
-        if not args.refs:
-            raise ged.GedDataError("--format parallel needs --refs CORRECTION_FILE [...]")
-        sentences = ged.read_parallel(args.data, args.refs, args.combine)
-    elif args.fmt == "m2":
-        sentences = ged.read_m2(args.data, args.annotator)
-    else:
-        sentences = ged.read_token_tsv(args.data)
+    sentences = _read_labelled(args, args.data)
     if not sentences:
         raise ged.GedDataError(f"{args.data} holds no sentences")
     detector = Detector.load(args.model)
@@ -207,14 +259,14 @@ def cmd_ged_eval(args: argparse.Namespace) -> int:
     threshold = args.threshold
     if threshold is None and tuning:
         threshold = ged.tune_threshold(*ged.flatten(tuning, ged.score_tokens(detector, tuning)))
-    threshold = 0.5 if threshold is None else threshold
+    threshold = ged.default_threshold(args.model) if threshold is None else threshold
     started = time.perf_counter()
     scores = ged.score_tokens(detector, sentences)
     seconds = time.perf_counter() - started
     report = ged.token_metrics(*ged.flatten(sentences, scores), threshold)
     report.update(sentences=len(sentences), seconds=round(seconds, 3),
                   sentences_per_s=round(len(sentences) / max(seconds, 1e-9), 2),
-                  threshold_source="given" if args.threshold is not None else ("tuned" if tuning else "default"),
+                  threshold_source="given" if args.threshold is not None else ("tuned" if tuning else "model"),
                   per_type=ged.per_type_recall(sentences, scores, threshold))
     print(json.dumps(report))
     return 0
@@ -237,8 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:2] == ["ged", "eval"]:  # `ged eval` reads better than `ged-eval`; `ged "text"` stays free
-        argv = ["ged-eval", *argv[2:]]
+    if argv[:1] == ["ged"] and argv[1:2] in (["eval"], ["train"]):  # `ged eval`; `ged "text"` stays free
+        argv = [f"ged-{argv[1]}", *argv[2:]]
     args = build_parser().parse_args(argv)
     from electra_detect.detector import DetectorError
     from electra_detect.ged import GedDataError
@@ -250,6 +302,10 @@ def main(argv: list[str] | None = None) -> int:
         from training.data import CorpusError
 
         known += (CheckpointError, ConfigError, CorpusError)
+    if args.verb == "ged-train":
+        from training.data import CorpusError
+
+        known += (CorpusError,)
     try:
         return args.func(args)
     except known as exc:

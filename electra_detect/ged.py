@@ -169,6 +169,18 @@ def read_ged(path: str | Path, fmt: str) -> list[GedSentence]:
     return sentences
 
 
+def default_threshold(model_path: str | Path) -> float:
+    """The threshold tuned by ``ged train`` (``ged.json`` beside the weights), else 0.5."""
+    import json
+
+    from electra_detect.detector import resolve_model_dir
+
+    path = resolve_model_dir(model_path) / "ged.json"
+    if path.exists():
+        return float(json.loads(path.read_text())["threshold"])
+    return 0.5
+
+
 def split_sentences(sentences: Sequence[GedSentence], fraction: float = 0.5,
                     seed: int = 13) -> tuple[list[GedSentence], list[GedSentence]]:
     """A fixed-seed split into (tuning, report) parts."""
@@ -228,6 +240,8 @@ def token_metrics(labels: np.ndarray, scores: np.ndarray, threshold: float) -> d
 
 def tune_threshold(labels: np.ndarray, scores: np.ndarray) -> float:
     """The score threshold that maximises token F0.5 on these labels."""
+    if not 0 < labels.sum() < len(labels):
+        return 0.5  # nothing to tune against
     precision, recall, thresholds = precision_recall_curve(labels, scores)
     f05 = np.array([f_beta(p, r) for p, r in zip(precision[:-1], recall[:-1], strict=True)])
     return float(thresholds[int(np.argmax(f05))]) if len(thresholds) else 0.5

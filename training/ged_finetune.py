@@ -1,0 +1,150 @@
+"""Fine-tune a discriminator as a grammatical error detector.
+
+The model stays an ``ElectraForPreTraining``: its replaced-token head already answers "is this
+token wrong here?", so it *is* the initial error head, and the fine-tuned directory is still a
+discriminator that ``Detector`` loads unchanged (p_replaced becomes p(error)). Every subword of
+a labelled whitespace token takes that token's label; the loss is BCE over real subwords.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from electra_detect.detector import Detector, resolve_model_dir
+from electra_detect.fileio import atomic_write_dir, atomic_write_json
+from electra_detect.ged import GedSentence, flatten, score_tokens, token_metrics, tune_threshold
+from training.data import iter_documents, resolve_corpus
+from training.synthetic_errors import ErrorConfig, ErrorMaker
+from training.trainer import build_optimizer, warmup_linear_decay
+
+_WORDS = re.compile(r"\w+(?:'\w+)?|[^\w\s]")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass
+class FinetuneConfig:
+    epochs: int = 2
+    batch_size: int = 16
+    lr: float = 5e-5
+    warmup_fraction: float = 0.1
+    max_length: int = 128
+    seed: int = 0
+    max_steps: int = 0  # 0 = epochs decide
+
+
+def corpus_sentences(corpus: Sequence[str], limit: int, doc_split: str = "blank") -> list[list[str]]:
+    """Whitespace/punctuation-tokenised sentences from corpus files (or the embedded corpus)."""
+    sentences: list[list[str]] = []
+    for doc in iter_documents(resolve_corpus(corpus), doc_split):
+        for sentence in _SENTENCE_END.split(doc):
+            tokens = _WORDS.findall(sentence)
+            if 4 <= len(tokens) <= 60:
+                sentences.append(tokens)
+                if len(sentences) >= limit:
+                    return sentences
+    return sentences
+
+
+def synthetic_examples(corpus: Sequence[str], count: int, seed: int = 0,
+                       config: ErrorConfig | None = None) -> list[GedSentence]:
+    clean = corpus_sentences(corpus, count)
+    maker = ErrorMaker.for_corpus(clean, config, seed)
+    return [maker.corrupt(tokens) for tokens in clean]
+
+
+def encode(tokenizer: Any, sentences: Sequence[GedSentence], max_length: int) -> list[tuple[list[int], list[int]]]:
+    """Subword ids with [CLS]/[SEP] and per-subword labels (-1 on specials)."""
+    encoded = tokenizer([s.tokens for s in sentences], is_split_into_words=True, truncation=True,
+                        max_length=max_length)
+    out = []
+    for index, sentence in enumerate(sentences):
+        word_ids = encoded.word_ids(index)
+        labels = [-1 if w is None else sentence.labels[w] for w in word_ids]
+        out.append((encoded["input_ids"][index], labels))
+    return out
+
+
+def _batches(examples: list[tuple[list[int], list[int]]], batch_size: int, pad_id: int, rng: random.Random):
+    order = list(range(len(examples)))
+    rng.shuffle(order)
+    for first in range(0, len(order), batch_size):
+        chunk = [examples[i] for i in order[first:first + batch_size]]
+        width = max(len(ids) for ids, _ in chunk)
+        ids = torch.full((len(chunk), width), pad_id)
+        labels = torch.full((len(chunk), width), -1)
+        for row, (token_ids, token_labels) in enumerate(chunk):
+            ids[row, :len(token_ids)] = torch.tensor(token_ids)
+            labels[row, :len(token_labels)] = torch.tensor(token_labels)
+        yield ids, (ids != pad_id).long(), labels
+
+
+def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentence],
+             dev: list[GedSentence] | None = None, config: FinetuneConfig | None = None,
+             show_progress: bool = True) -> dict[str, Any]:
+    """Train, tune the threshold on ``dev`` (max F0.5), and write an HF directory + ``ged.json``."""
+    from transformers import AutoTokenizer, ElectraForPreTraining
+
+    config = config or FinetuneConfig()
+    if not train:
+        raise ValueError("no training sentences")
+    source = resolve_model_dir(model_path)
+    torch.manual_seed(config.seed)
+    tokenizer = AutoTokenizer.from_pretrained(str(source))
+    model = ElectraForPreTraining.from_pretrained(str(source), use_safetensors=True)
+    limit = min(config.max_length, model.config.max_position_embeddings)
+    examples = encode(tokenizer, train, limit)
+    steps_per_epoch = -(-len(examples) // config.batch_size)
+    total = config.max_steps or steps_per_epoch * config.epochs
+    optimizer = build_optimizer(model, config.lr, 0.01)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, warmup_linear_decay(max(1, round(total * config.warmup_fraction)), total))
+    rng = random.Random(config.seed)
+    model.train()
+    step, losses, started = 0, [], time.monotonic()
+    bar = tqdm(total=total, desc="ged train", unit="step", disable=not show_progress)
+    while step < total:
+        for ids, attention, labels in _batches(examples, config.batch_size, tokenizer.pad_token_id, rng):
+            logits = model(input_ids=ids, attention_mask=attention).logits
+            real = labels >= 0
+            loss = F.binary_cross_entropy_with_logits(logits[real], labels[real].float())
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            losses.append(loss.item())
+            bar.update(1)
+            bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
+            if step >= total:
+                break
+    bar.close()
+    model.eval()
+
+    def fill(tmp: Path) -> None:
+        model.save_pretrained(str(tmp), safe_serialization=True)
+        tokenizer.save_pretrained(str(tmp))
+
+    atomic_write_dir(Path(out_dir), fill)
+    summary: dict[str, Any] = {"base_model": str(source), "train_sentences": len(train), "steps": step,
+                               "minutes": round((time.monotonic() - started) / 60, 3),
+                               "first_loss": losses[0], "last_loss": float(np.mean(losses[-20:])),
+                               "threshold": 0.5}
+    if dev:
+        detector = Detector.load(out_dir)
+        labels, scores = flatten(dev, score_tokens(detector, dev))
+        summary["threshold"] = tune_threshold(labels, scores)
+        summary["dev"] = token_metrics(labels, scores, summary["threshold"])
+    atomic_write_json(Path(out_dir) / "ged.json", summary)
+    return summary
