@@ -199,21 +199,37 @@ def token_spans(tokens: Sequence[str]) -> list[tuple[int, int]]:
     return spans
 
 
+def to_token_scores(tokens: Sequence[str], pieces: Iterable[tuple[int, float]]) -> np.ndarray:
+    """Max over the (start offset, value) pieces that begin inside each whitespace token."""
+    values = np.zeros(len(tokens))
+    spans = token_spans(tokens)
+    cursor = 0
+    for start, value in sorted(pieces):
+        while cursor < len(spans) and spans[cursor][1] <= start:
+            cursor += 1
+        if cursor < len(spans) and start >= spans[cursor][0]:
+            values[cursor] = max(values[cursor], value)
+    return values
+
+
+def flags_to_token_labels(tokens: Sequence[str], flagged: Iterable[tuple[int, int]]) -> np.ndarray:
+    """Character spans a checker flags -> 0/1 per whitespace token (an empty span marks the next token)."""
+    spans = token_spans(tokens)
+    out = np.zeros(len(tokens))
+    for start, end in flagged:
+        if end <= start:
+            hit = [i for i, (s, _e) in enumerate(spans) if s >= start][:1] or [len(spans) - 1]
+        else:
+            hit = [i for i, (s, e) in enumerate(spans) if s < end and start < e]
+        out[hit] = 1.0
+    return out
+
+
 def score_tokens(detector: Detector, sentences: Sequence[GedSentence], batch_size: int = 32) -> list[np.ndarray]:
     """Per whitespace token: max replaced probability over the subwords inside it."""
     results = detector.score([s.text for s in sentences], batch_size=batch_size)
-    scored = []
-    for sentence, result in zip(sentences, results, strict=True):
-        values = np.zeros(len(sentence.tokens))
-        spans = token_spans(sentence.tokens)
-        cursor = 0
-        for sub in result.tokens:
-            while cursor < len(spans) and spans[cursor][1] <= sub.start:
-                cursor += 1
-            if cursor < len(spans) and sub.start >= spans[cursor][0]:
-                values[cursor] = max(values[cursor], sub.p_replaced)
-        scored.append(values)
-    return scored
+    return [to_token_scores(sentence.tokens, ((t.start, t.p_replaced) for t in result.tokens))
+            for sentence, result in zip(sentences, results, strict=True)]
 
 
 def f_beta(precision: float, recall: float, beta: float = 0.5) -> float:

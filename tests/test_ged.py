@@ -129,3 +129,12 @@ def test_parallel_reader_uses_errant_alignment(tmp_path: Path) -> None:
     ref1.write_text("only one line\n")
     with pytest.raises(ged.GedDataError, match="has 1 lines but"):
         ged.read_parallel(src, [ref0, ref1], combine="any")
+
+
+def test_checker_spans_map_onto_tokens() -> None:
+    tokens = ["He", "go", "to", "school", "."]  # "He go to school ." spans: 0-2, 3-5, 6-8, 9-15, 16-17
+    assert ged.flags_to_token_labels(tokens, [(3, 5)]).tolist() == [0, 1, 0, 0, 0]
+    assert ged.flags_to_token_labels(tokens, [(4, 10)]).tolist() == [0, 1, 1, 1, 0]
+    assert ged.flags_to_token_labels(tokens, [(9, 9)]).tolist() == [0, 0, 0, 1, 0]  # insertion before "school"
+    assert ged.flags_to_token_labels(tokens, [(17, 17)]).tolist() == [0, 0, 0, 0, 1]  # at the very end
+    assert ged.to_token_scores(tokens, [(9, 0.2), (12, 0.7), (0, 0.1)]).tolist() == [0.1, 0, 0, 0.7, 0]
