@@ -1,0 +1,147 @@
+"""GED on real learner English (JFLEG dev), all systems side by side on one report split.
+
+    python benchmarks/ged.py --model runs/quickstart --jfleg ../shared/data/jfleg/dev
+
+Labels: ERRANT aligns each JFLEG source sentence with its corrections; a source token is an error
+when a majority of the four references edit it (``--combine``). The 754 sentences are split by a
+fixed seed into a tuning half (thresholds, and training data for one fine-tuned variant) and a
+report half, on which every system is scored and timed:
+
+- zero-shot: our discriminator's word score >= a threshold tuned for F0.5 on the tuning half;
+- surprisal baseline: 1 - p(observed subword | rest) from our own generator (one masked copy per subword);
+- fine-tuned on synthetic errors only, then also on (80% of) the tuning half;
+- harper-py (rule-based) and quire-grammar (GECToR-style DistilBERT, ONNX int8): their flagged
+  character spans mapped onto the same whitespace tokens (benchmarks/peers.py).
+
+Writes ``<out-dir>/ged.json`` and ``ged.md`` and prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from electra_detect import ged  # noqa: E402
+from electra_detect.detector import Detector  # noqa: E402
+from electra_detect.fileio import atomic_write_json, atomic_write_text  # noqa: E402
+from electra_detect.generator_scoring import GeneratorScorer  # noqa: E402
+
+
+def evaluate(name: str, report: list[ged.GedSentence], scores: list[np.ndarray], threshold: float,
+             seconds: float, note: str = "") -> dict[str, Any]:
+    labels, values = ged.flatten(report, scores)
+    row = ged.token_metrics(labels, values, threshold)
+    row.update(system=name, seconds=round(seconds, 3), sentences_per_s=round(len(report) / max(seconds, 1e-9), 1),
+               note=note)
+    return row
+
+
+def timed(fn, *args):
+    started = time.perf_counter()
+    out = fn(*args)
+    return out, time.perf_counter() - started
+
+
+def detector_system(name: str, model_dir: Path, tune: list, report: list, note: str) -> dict[str, Any]:
+    detector = Detector.load(model_dir)
+    threshold = ged.tune_threshold(*ged.flatten(tune, ged.score_tokens(detector, tune)))
+    scores, seconds = timed(ged.score_tokens, detector, report)
+    return evaluate(name, report, scores, threshold, seconds, note)
+
+
+def surprisal_scores(scorer: GeneratorScorer, sentences: list[ged.GedSentence]) -> list[np.ndarray]:
+    results = scorer.score([s.text for s in sentences])
+    return [ged.to_token_scores(s.tokens, ((o[0], 1.0 - float(np.exp(lp))) for o, lp in zip(r.offsets, r.log_probs,
+                                                                                          strict=True)))
+            for s, r in zip(sentences, results, strict=True)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="runs/quickstart", help="run dir (discriminator/ and generator/)")
+    parser.add_argument("--jfleg", default="../shared/data/jfleg/dev")
+    parser.add_argument("--combine", choices=["first", "any", "majority"], default="majority")
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--synthetic", type=int, default=4000, help="synthetic training sentences")
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--work-dir", default="runs/bench-ged", help="where fine-tuned models go")
+    parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results"))
+    parser.add_argument("--skip-peers", action="store_true")
+    args = parser.parse_args()
+
+    from training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
+
+    jfleg = Path(args.jfleg)
+    refs = sorted(jfleg.glob("dev.ref[0-9]"))
+    sentences = ged.read_parallel(jfleg / "dev.src", refs, args.combine)
+    tune, report = ged.split_sentences(sentences, 0.5, args.seed)
+    print(f"JFLEG dev: {len(sentences)} sentences; tune {len(tune)}, report {len(report)}", file=sys.stderr)
+    rows: list[dict[str, Any]] = []
+    work = Path(args.work_dir)
+
+    rows.append(detector_system("ELECTRA zero-shot", Path(args.model), tune, report,
+                                "threshold tuned on the tuning half"))
+    scorer = GeneratorScorer.load(args.model)
+    tune_surprisal = surprisal_scores(scorer, tune)
+    threshold = ged.tune_threshold(*ged.flatten(tune, tune_surprisal))
+    scores, seconds = timed(surprisal_scores, scorer, report)
+    rows.append(evaluate("generator surprisal", report, scores, threshold, seconds,
+                         "1 - p(observed | rest), one masked copy per subword"))
+
+    config = FinetuneConfig(epochs=args.epochs, seed=args.seed)
+    synthetic = synthetic_examples([], args.synthetic, args.seed)  # embedded SOTU corpus, held out from nothing
+    finetune(args.model, work / "synthetic", synthetic, None, config, show_progress=True)
+    rows.append(detector_system("ELECTRA fine-tuned (synthetic)", work / "synthetic", tune, report,
+                                f"{len(synthetic)} synthetic sentences; threshold tuned on the tuning half"))
+    train_part, dev_part = ged.split_sentences(tune, 0.8, args.seed)
+    finetune(args.model, work / "synthetic+jfleg", synthetic + train_part, None, config, show_progress=True)
+    rows.append(detector_system("ELECTRA fine-tuned (synthetic + JFLEG tune)", work / "synthetic+jfleg", dev_part,
+                                report, f"+{len(train_part)} JFLEG sentences; threshold on the other "
+                                        f"{len(dev_part)}"))
+
+    if not args.skip_peers:
+        import peers
+
+        status = peers.available_peers()
+        for name, cls in (("harper-py", peers.HarperPeer), ("quire-grammar", peers.QuirePeer)):
+            if status.get(name) != "ok":
+                rows.append({"system": name, "note": f"not run: {status.get(name)}"})
+                continue
+            peer = cls()
+            flagged, seconds = timed(peer.flag, [s.text for s in report])
+            scores = [ged.flags_to_token_labels(s.tokens, spans) for s, spans in zip(report, flagged, strict=True)]
+            rows.append(evaluate(name, report, scores, 0.5, seconds, "flagged spans -> tokens"))
+
+    summary = {"benchmark": "ged", "data": "JFLEG dev", "combine": args.combine, "report_sentences": len(report),
+               "report_error_rate": float(ged.flatten(report, [np.zeros(len(s.tokens)) for s in report])[0].mean()),
+               "model": args.model, "rows": rows, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+               "command": " ".join(sys.argv)}
+    out = Path(args.out_dir)
+    atomic_write_json(out / "ged.json", summary)
+    lines = ["# GED on JFLEG dev (report half)", "",
+             f"{len(report)} sentences, token error rate {summary['report_error_rate']:.3f} "
+             f"(labels: ERRANT, {args.combine} of {len(refs)} references). Command: `{summary['command']}`", "",
+             "| system | F0.5 | precision | recall | AP | sentences/s | note |", "|---|---:|---:|---:|---:|---:|---|"]
+    for row in rows:
+        if "f05" not in row:
+            lines.append(f"| {row['system']} | – | – | – | – | – | {row['note']} |")
+            continue
+        ap = row["average_precision"]
+        lines.append(f"| {row['system']} | {row['f05']:.3f} | {row['precision']:.3f} | {row['recall']:.3f} | "
+                     f"{'–' if ap != ap else f'{ap:.3f}'} | {row['sentences_per_s']:.1f} | {row['note']} |")
+    atomic_write_text(out / "ged.md", "\n".join(lines) + "\n")
+    print(json.dumps({"benchmark": "ged", **{r["system"]: round(r.get("f05", float("nan")), 4) for r in rows}}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
