@@ -111,12 +111,12 @@ def main() -> int:
     if not args.skip_peers:
         import peers
 
-        status = peers.available_peers()
-        for name, cls in (("harper-py", peers.HarperPeer), ("quire-grammar", peers.QuirePeer)):
-            if status.get(name) != "ok":
+        loaded, status = peers.load_peers(["harper-py", "quire-grammar"])
+        for name in ("harper-py", "quire-grammar"):
+            if name not in loaded:
                 rows.append({"system": name, "note": f"not run: {status.get(name)}"})
                 continue
-            peer = cls()
+            peer = loaded[name]
             flagged, seconds = timed(peer.flag, [s.text for s in report])
             scores = [ged.flags_to_token_labels(s.tokens, spans) for s, spans in zip(report, flagged, strict=True)]
             rows.append(evaluate(name, report, scores, 0.5, seconds, "flagged spans -> tokens"))
