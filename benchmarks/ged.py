@@ -95,7 +95,7 @@ def main() -> int:
     threshold = ged.tune_threshold(*ged.flatten(tune, tune_surprisal))
     scores, seconds = timed(surprisal_scores, scorer, report)
     rows.append(evaluate("generator surprisal", report, scores, threshold, seconds,
-                         "1 - p(observed | rest), one masked copy per subword"))
+                         "1 - p(observed subword given the rest), one masked copy per subword"))
 
     config = FinetuneConfig(epochs=args.epochs, seed=args.seed)
     synthetic = synthetic_examples([], args.synthetic, args.seed)  # embedded SOTU corpus, held out from nothing
@@ -119,7 +119,9 @@ def main() -> int:
             peer = loaded[name]
             flagged, seconds = timed(peer.flag, [s.text for s in report])
             scores = [ged.flags_to_token_labels(s.tokens, spans) for s, spans in zip(report, flagged, strict=True)]
-            rows.append(evaluate(name, report, scores, 0.5, seconds, "flagged spans -> tokens"))
+            row = evaluate(name, report, scores, 0.5, seconds, "flagged spans -> tokens")
+            row["average_precision"] = float("nan")  # yes/no flags have no ranking to average over
+            rows.append(row)
 
     summary = {"benchmark": "ged", "data": "JFLEG dev", "combine": args.combine, "report_sentences": len(report),
                "report_error_rate": float(ged.flatten(report, [np.zeros(len(s.tokens)) for s in report])[0].mean()),
