@@ -104,24 +104,41 @@ class Detector:
     its probability from the window in which it sits farthest from an edge.
     """
 
-    def __init__(self, model_dir: Path, engine: Engine, tokenizer: Any, max_length: int) -> None:
+    def __init__(self, model_dir: Path, engine: Engine, tokenizer: Any, max_length: int,
+                 calibrator: Any = None) -> None:
         self.model_dir = model_dir
         self.engine = engine
         self.tokenizer = tokenizer
         self.max_length = max_length
+        self.calibrator = calibrator  # maps logits to probabilities; None = raw sigmoid
+
+    @property
+    def calibration(self) -> str:
+        """What the scores are: 'raw' or the calibration method (shown by the demo and server)."""
+        return self.calibrator.to_dict()["method"] if self.calibrator else "raw"
 
     @classmethod
-    def load(cls, path: str | Path, device: str | None = None, max_length: int | None = None) -> Detector:
+    def load(cls, path: str | Path, device: str | None = None, max_length: int | None = None,
+             calibrated: bool = True) -> Detector:
+        """``calibrated``: apply the model dir's calibration.json when there is one (the default)."""
         from transformers import AutoTokenizer
 
+        from electra_detect.calibrators import load_calibration
+
         model_dir = resolve_model_dir(path)
+        calibrator = None
+        if calibrated:
+            try:
+                calibrator = load_calibration(model_dir)
+            except ValueError as exc:
+                raise DetectorError(str(exc)) from exc
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
         tokenizer.model_max_length = 1 << 30  # long texts are windowed by score(), not truncated
         if not tokenizer.is_fast:
             raise DetectorError(f"{model_dir}: a fast tokenizer is needed for character offsets")
         engine = TorchEngine(model_dir, device=device)
         limit = min(engine.max_positions, max_length or engine.max_positions)
-        return cls(model_dir, engine, tokenizer, limit)
+        return cls(model_dir, engine, tokenizer, limit, calibrator)
 
     def score(self, texts: str | Sequence[str], batch_size: int = 32) -> list[TextScores]:
         if isinstance(texts, str):
@@ -164,8 +181,10 @@ class Detector:
             seq = [self.tokenizer.cls_token_id, *chunk, self.tokenizer.sep_token_id]
             input_ids[row, :len(seq)] = seq
             attention[row, :len(seq)] = 1
-        logits = self.engine.logits(input_ids, attention)
-        return 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
+        logits = self.engine.logits(input_ids, attention).astype(np.float64)
+        if self.calibrator is not None:
+            return self.calibrator.transform(logits)
+        return 1.0 / (1.0 + np.exp(-logits))
 
     def _assemble(self, text: str, encoding: Any, probs: np.ndarray) -> TextScores:
         tokens = [TokenScore(tok, int(s), int(e), float(p))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibration.methods import IsotonicCalibration, PlattScaling, TemperatureScaling, from_dict, sigmoid
 from calibration.metrics import all_metrics, brier, ece, mce, nll, reliability_bins
+from electra_detect.calibrators import IsotonicCalibration, PlattScaling, TemperatureScaling, from_dict, sigmoid
 
 
 def test_ece_by_hand() -> None:

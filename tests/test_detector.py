@@ -105,3 +105,26 @@ def test_clear_errors(tmp_path: Path, micro_run: Path, detector: Detector) -> No
         detector.score([b"bytes"])  # type: ignore[list-item]
     with pytest.raises(DetectorError, match="string or a list of strings"):
         detector.score(42)  # type: ignore[arg-type]
+
+
+def test_calibration_file_is_applied_by_default_and_rejected_for_other_weights(tmp_path: Path,
+                                                                               micro_run: Path) -> None:
+    from electra_detect.calibrators import TemperatureScaling, save_calibration
+
+    model = tmp_path / "model"
+    shutil.copytree(micro_run / "discriminator", model)
+    raw = Detector.load(model)
+    assert raw.calibration == "raw"
+    save_calibration(model, TemperatureScaling(4.0))
+    calibrated = Detector.load(model)
+    assert calibrated.calibration == "temperature"
+    text = "The farmer saw a red house."
+    p_raw = np.array([t.p_replaced for t in raw.score(text)[0].tokens])
+    p_cal = np.array([t.p_replaced for t in calibrated.score(text)[0].tokens])
+    logits = np.log(p_raw / (1 - p_raw))
+    assert np.allclose(p_cal, 1 / (1 + np.exp(-logits / 4.0)), atol=1e-6)
+    assert Detector.load(model, calibrated=False).calibration == "raw"
+    weights = model / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-8] + b"\x00" * 8)  # other weights, same size
+    with pytest.raises(DetectorError, match="fitted for other weights"):
+        Detector.load(model)

@@ -1,12 +1,15 @@
 """Post-hoc calibration of discriminator logits: temperature, Platt and isotonic (scikit-learn).
 
 Each method is fitted on one split and maps raw logits to calibrated probabilities; all are
-JSON-serialisable so a ``calibration.json`` can travel with a model.
+JSON-serialisable so a ``calibration.json`` can travel with a model. They live in the core
+because ``Detector`` applies them; fitting workflows, metrics and plots live in ``calibration/``.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -93,3 +96,42 @@ def from_dict(raw: dict[str, Any]):
     if kind not in METHODS:
         raise ValueError(f"unknown calibration method {kind!r}; expected one of {sorted(METHODS)}")
     return METHODS[kind](**{k: v for k, v in raw.items() if k != "method"})
+
+
+CALIBRATION_FILE = "calibration.json"
+
+
+def weights_sha256(model_dir: Path) -> str:
+    """Fingerprint of a model's weights: a calibration file is only valid for these exact weights."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(model_dir).glob("*.safetensors")):
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda h=handle: h.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def save_calibration(model_dir: Path, calibrator, report: dict[str, Any] | None = None) -> Path:
+    from electra_detect.fileio import atomic_write_json
+
+    path = Path(model_dir) / CALIBRATION_FILE
+    atomic_write_json(path, {**calibrator.to_dict(), "weights_sha256": weights_sha256(model_dir),
+                             "report": report or {}})
+    return path
+
+
+def load_calibration(model_dir: Path):
+    """The calibrator stored beside the weights, or None; a file for other weights is rejected."""
+    import json
+
+    path = Path(model_dir) / CALIBRATION_FILE
+    if not path.exists():
+        return None
+    try:
+        raw = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON: {exc}") from exc
+    if raw.get("weights_sha256") != weights_sha256(model_dir):
+        raise ValueError(f"{path} was fitted for other weights; refit it with `electra-detect calibrate` "
+                         f"or load the model with calibrated=False")
+    return from_dict({k: v for k, v in raw.items() if k not in ("weights_sha256", "report")})
