@@ -272,6 +272,42 @@ def cmd_ged_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_calibrate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("calibrate", help="fit calibration of replaced probabilities; writes calibration.json",
+                       description="Fit temperature / Platt / isotonic calibration on half of the data and report "
+                                   "ECE, MCE, Brier, NLL and AUC on the other half, raw and calibrated. Source rtd: "
+                                   "--text files corrupted by the run's own generator; source ged: labelled data.")
+    p.add_argument("--model", default=DEFAULT_MODEL, help="run dir (rtd needs its generator/)")
+    p.add_argument("--text", nargs="+", default=[], help="held-out text files for source rtd (one text per line)")
+    p.add_argument("--data", help="GED data for source ged")
+    p.add_argument("--format", choices=["m2", "tsv", "parallel"], default="m2", dest="fmt")
+    p.add_argument("--refs", nargs="+", default=[])
+    p.add_argument("--combine", choices=["first", "any", "majority"], default="majority")
+    p.add_argument("--method", choices=["temperature", "platt", "isotonic"], default="temperature")
+    p.add_argument("--plot", help="reliability diagram PNG path")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dry-run", action="store_true", help="report only; do not write calibration.json")
+    p.set_defaults(func=cmd_calibrate)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from calibration.fit import calibrate
+
+    texts: list[str] = []
+    for path in args.text:
+        try:
+            texts += [line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"cannot read text file {path}: {exc}") from None
+    sentences = _read_labelled(args, args.data) if args.data else []
+    if bool(texts) == bool(sentences):
+        raise ValueError("give exactly one source: --text FILE... (rtd) or --data FILE (ged)")
+    report = calibrate(args.model, texts=texts, sentences=sentences, method=args.method, seed=args.seed,
+                       plot=Path(args.plot) if args.plot else None, save=not args.dry_run)
+    print(json.dumps(report))
+    return 0
+
+
 def _fail(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 2
@@ -284,6 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_pretrain(sub)
     _add_score(sub)
     _add_ged(sub)
+    _add_calibrate(sub)
     return parser
 
 
@@ -302,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
         from training.data import CorpusError
 
         known += (CheckpointError, ConfigError, CorpusError)
+    if args.verb == "calibrate":
+        known += (ValueError,)
     if args.verb == "ged-train":
         from training.data import CorpusError
 

@@ -165,6 +165,10 @@ class Detector:
                 margin[index][target] = np.maximum(edge, margin[index][target])
         return [self._assemble(text, encodings[i], probs[i]) for i, text in enumerate(texts)]
 
+    def raw_logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        """Uncalibrated logits for already-tokenised ids (calibration fitting needs them)."""
+        return self.engine.logits(np.asarray(input_ids, dtype=np.int64), np.asarray(attention_mask, dtype=np.int64))
+
     def _windows(self, ids: list[int]) -> list[tuple[int, list[int]]]:
         body = self.max_length - 2
         if len(ids) <= body:

@@ -201,7 +201,7 @@ def token_spans(tokens: Sequence[str]) -> list[tuple[int, int]]:
 
 def to_token_scores(tokens: Sequence[str], pieces: Iterable[tuple[int, float]]) -> np.ndarray:
     """Max over the (start offset, value) pieces that begin inside each whitespace token."""
-    values = np.zeros(len(tokens))
+    values = np.full(len(tokens), -np.inf)
     spans = token_spans(tokens)
     cursor = 0
     for start, value in sorted(pieces):
@@ -209,6 +209,7 @@ def to_token_scores(tokens: Sequence[str], pieces: Iterable[tuple[int, float]]) 
             cursor += 1
         if cursor < len(spans) and start >= spans[cursor][0]:
             values[cursor] = max(values[cursor], value)
+    values[np.isneginf(values)] = 0.0  # a token no piece starts in (cannot happen with a fast tokenizer)
     return values
 
 

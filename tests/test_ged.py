@@ -138,3 +138,7 @@ def test_checker_spans_map_onto_tokens() -> None:
     assert ged.flags_to_token_labels(tokens, [(9, 9)]).tolist() == [0, 0, 0, 1, 0]  # insertion before "school"
     assert ged.flags_to_token_labels(tokens, [(17, 17)]).tolist() == [0, 0, 0, 0, 1]  # at the very end
     assert ged.to_token_scores(tokens, [(9, 0.2), (12, 0.7), (0, 0.1)]).tolist() == [0.1, 0, 0, 0.7, 0]
+
+
+def test_token_scores_take_the_max_of_negative_values_too() -> None:
+    assert ged.to_token_scores(["ab", "cd"], [(0, -3.0), (1, -1.0), (3, -2.0)]).tolist() == [-1.0, -2.0]
