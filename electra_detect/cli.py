@@ -308,6 +308,44 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_pos_bias(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("pos-bias", help="replaced probability and false-positive rate per part of speech",
+                       description="Tag clean text with spaCy and report, per universal POS tag, the mean replaced "
+                                   "probability and false-positive rate with bootstrap intervals (JSON, Markdown, "
+                                   "PNG bar chart).")
+    p.add_argument("--model", default=DEFAULT_MODEL)
+    p.add_argument("--text", nargs="+", required=True, help="clean text files (one text per line)")
+    p.add_argument("--out-dir", default="pos-bias", help="where pos_bias.{json,md,png} go")
+    p.add_argument("--threshold", type=float, help="flag threshold (default: the model's ged.json, else 0.5)")
+    p.add_argument("--raw", action="store_true", help="ignore the model's calibration.json")
+    p.add_argument("--bootstrap", type=int, default=1000)
+    p.set_defaults(func=cmd_pos_bias)
+
+
+def cmd_pos_bias(args: argparse.Namespace) -> int:
+    from calibration.pos_bias import pos_table, tag_and_score, write_report
+    from electra_detect.detector import Detector
+    from electra_detect.ged import default_threshold
+
+    texts: list[str] = []
+    for path in args.text:
+        try:
+            texts += [line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"cannot read text file {path}: {exc}") from None
+    if not texts:
+        raise ValueError("no text to analyse")
+    detector = Detector.load(args.model, calibrated=not args.raw)
+    threshold = default_threshold(args.model) if args.threshold is None else args.threshold
+    table = pos_table(tag_and_score(detector, texts), threshold, args.bootstrap)
+    table["calibration"] = detector.calibration
+    paths = write_report(table, Path(args.out_dir), f"POS bias on clean text ({detector.calibration} scores)")
+    print(json.dumps({"tokens": table["tokens"], "overall_fpr": table["overall_fpr"],
+                      "differs": [t for t, r in table["tags"].items() if r["differs_from_overall"]],
+                      **{k: str(v) for k, v in paths.items()}}))
+    return 0
+
+
 def _fail(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 2
@@ -321,6 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_score(sub)
     _add_ged(sub)
     _add_calibrate(sub)
+    _add_pos_bias(sub)
     return parser
 
 
@@ -339,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         from training.data import CorpusError
 
         known += (CheckpointError, ConfigError, CorpusError)
-    if args.verb == "calibrate":
+    if args.verb in ("calibrate", "pos-bias"):
         known += (ValueError,)
     if args.verb == "ged-train":
         from training.data import CorpusError
