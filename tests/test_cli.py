@@ -116,7 +116,7 @@ def test_two_process_ddp_run(tmp_path: Path, corpus_file: Path, cache_dir: Path)
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
          "-m", "electra_detect.cli", "pretrain", *MICRO, "--corpus", str(corpus_file), "--cache-dir", str(cache_dir),
          "--out", str(out), "--max-steps", "6", "--eval-every", "3", "--save-every", "3"],
-        capture_output=True, text=True, timeout=300, env=env)
+        capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     summaries = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert len(summaries) == 1, "only rank 0 reports"

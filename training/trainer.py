@@ -6,6 +6,7 @@ owns every write: metrics.jsonl, checkpoints and the exported HF directories.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import math
@@ -250,6 +251,11 @@ class Trainer:
             self._export(model, result)
         if info.enabled:
             dist.barrier()
+            # Tear gloo down explicitly, DDP's reducer first: left to interpreter exit, gloo's threads
+            # can abort the process ("terminate called without an active exception").
+            del ddp_model
+            gc.collect()
+            dist.destroy_process_group()
         return result
 
     def _train_step(self, ddp_model, model, optimizer, scheduler, sampler, rng, info, autocast, mask_id,
