@@ -290,15 +290,21 @@ def _add_calibrate(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_calibrate)
 
 
-def cmd_calibrate(args: argparse.Namespace) -> int:
-    from calibration.fit import calibrate
-
+def _read_text_files(paths: list[str]) -> list[str]:
+    """Non-empty lines of UTF-8 text files, one text per line."""
     texts: list[str] = []
-    for path in args.text:
+    for path in paths:
         try:
             texts += [line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"cannot read text file {path}: {exc}") from None
+    return texts
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from calibration.fit import calibrate
+
+    texts = _read_text_files(args.text)
     sentences = _read_labelled(args, args.data) if args.data else []
     if bool(texts) == bool(sentences):
         raise ValueError("give exactly one source: --text FILE... (rtd) or --data FILE (ged)")
@@ -327,12 +333,7 @@ def cmd_pos_bias(args: argparse.Namespace) -> int:
     from electra_detect.detector import Detector
     from electra_detect.ged import default_threshold
 
-    texts: list[str] = []
-    for path in args.text:
-        try:
-            texts += [line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValueError(f"cannot read text file {path}: {exc}") from None
+    texts = _read_text_files(args.text)
     if not texts:
         raise ValueError("no text to analyse")
     detector = Detector.load(args.model, calibrated=not args.raw)
