@@ -166,7 +166,7 @@ def _add_ged(sub: argparse._SubParsersAction) -> None:
                    help="how several --refs make one label per token")
     e.add_argument("--threshold", type=float, help="fixed threshold (default: tuned, else the model's ged.json, "
                                                   "else 0.5)")
-    e.add_argument("--tune-on", help="tune the threshold for max F0.5 on this file (m2/tsv, same format)")
+    e.add_argument("--tune-on", help="tune the threshold for max F0.5 on this file (m2/tsv; same format)")
     e.add_argument("--split", action="store_true", help="tune on half of --data, report on the other half")
     e.add_argument("--seed", type=int, default=13, help="seed of the --split")
     e.add_argument("--annotator", type=int, default=0, help="M2 annotator id whose edits are the labels")
@@ -255,7 +255,9 @@ def cmd_ged_eval(args: argparse.Namespace) -> int:
     if args.split:
         tuning, sentences = ged.split_sentences(sentences, 0.5, args.seed)
     elif args.tune_on:
-        tuning = ged.read_ged(args.tune_on, args.fmt)
+        if args.fmt == "parallel":  # --refs belong to --data; a second source would need its own
+            raise ged.GedDataError("--tune-on is not available with --format parallel; use --split")
+        tuning = _read_labelled(args, args.tune_on)
     threshold = args.threshold
     if threshold is None and tuning:
         threshold = ged.tune_threshold(*ged.flatten(tuning, ged.score_tokens(detector, tuning)))

@@ -185,10 +185,10 @@ class Detector:
             seq = [self.tokenizer.cls_token_id, *chunk, self.tokenizer.sep_token_id]
             input_ids[row, :len(seq)] = seq
             attention[row, :len(seq)] = 1
-        logits = self.engine.logits(input_ids, attention).astype(np.float64)
-        if self.calibrator is not None:
-            return self.calibrator.transform(logits)
-        return 1.0 / (1.0 + np.exp(-logits))
+        from electra_detect.calibrators import sigmoid
+
+        logits = self.engine.logits(input_ids, attention)
+        return self.calibrator.transform(logits) if self.calibrator is not None else sigmoid(logits)
 
     def _assemble(self, text: str, encoding: Any, probs: np.ndarray) -> TextScores:
         tokens = [TokenScore(tok, int(s), int(e), float(p))

