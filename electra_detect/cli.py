@@ -7,6 +7,7 @@ Known failures print one ``error:`` line on stderr and exit with status 2.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -45,7 +46,15 @@ PRETRAIN_OPTIONS: list[tuple[str, str, str, Any, str]] = [
     ("--save-every", "train", "save_every", int, "steps between checkpoints"),
     ("--keep-last", "train", "keep_last", int, "checkpoints kept"),
     ("--threads", "train", "threads", int, "torch CPU threads (0 = default)"),
+    ("--objective", "train", "objective", str,
+     "electra (default), bert_mlm, electra15, replace_mlm, all_tokens_mlm, adversarial"),
+    ("--mlm-first-steps", "train", "mlm_first_steps", int,
+     "two-stage training: plain MLM for this many steps, then ELECTRA (default 0)"),
 ]
+
+# Verbs that live beside the feature they front: each module has ``add_parser(sub)`` and sets
+# ``func`` (and optionally ``known_errors``, exception types reported as one ``error:`` line).
+PLUGIN_VERBS = ("electra_detect.rerank_cli", "electra_detect.export_cli", "app.serve_cli", "app.demo_cli")
 
 
 def _add_pretrain(sub: argparse._SubParsersAction) -> None:
@@ -363,6 +372,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ged(sub)
     _add_calibrate(sub)
     _add_pos_bias(sub)
+    for name in PLUGIN_VERBS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # feature not present in this checkout
+                continue
+            raise
+        module.add_parser(sub)
     return parser
 
 
@@ -381,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
         from training.data import CorpusError
 
         known += (CheckpointError, ConfigError, CorpusError)
+    known += tuple(getattr(args, "known_errors", ()))
     if args.verb in ("calibrate", "pos-bias"):
         known += (ValueError,)
     if args.verb == "ged-train":
