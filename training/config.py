@@ -105,7 +105,8 @@ class DataConfig:
 
 @dataclass
 class TrainConfig:
-    objective: str = "electra"
+    objective: str = "electra"  # training/objectives.py: electra, electra15, bert_mlm, replace_mlm, ...
+    mlm_first_steps: int = 0  # two-stage option: generator MLM only for this many steps, then ELECTRA
     batch_size: int = 32  # sequences per step per process (before accumulation)
     grad_accum: int = 1
     lr: float = 1e-3
@@ -141,8 +142,16 @@ class TrainConfig:
             raise ConfigError(f"temperature must be positive, got {self.temperature}")
         if self.lr <= 0:
             raise ConfigError(f"lr must be positive, got {self.lr}")
-        if self.objective != "electra":
-            raise ConfigError(f"unknown objective {self.objective!r}; available: electra")
+        from training.objectives import OBJECTIVES
+
+        if self.objective not in OBJECTIVES:
+            raise ConfigError(f"unknown objective {self.objective!r}; available: {', '.join(OBJECTIVES)}")
+        if self.mlm_first_steps < 0:
+            raise ConfigError(f"mlm_first_steps must be >= 0, got {self.mlm_first_steps}")
+        if self.mlm_first_steps and self.objective != "electra":
+            raise ConfigError("mlm_first_steps (two-stage training) needs objective 'electra'")
+        if self.mlm_first_steps and self.mlm_first_steps >= self.max_steps:
+            raise ConfigError(f"mlm_first_steps ({self.mlm_first_steps}) must be below max_steps ({self.max_steps})")
 
 
 @dataclass
@@ -155,6 +164,9 @@ class RunConfig:
         self.model.validate()
         self.data.validate()
         self.train.validate()
+        if self.train.mlm_first_steps and self.model.tie_all:
+            raise ConfigError("two-stage training (mlm_first_steps) freezes the generator in stage 2, "
+                              "so it cannot share the whole encoder (tie_all)")
         if self.data.seq_len > PRESETS[self.model.preset]["max_position_embeddings"]:
             raise ConfigError(
                 f"seq_len {self.data.seq_len} exceeds the {self.model.preset} preset's "
@@ -208,12 +220,15 @@ class RunConfig:
 
     def model_fingerprint(self) -> dict[str, Any]:
         """What a checkpoint must agree on to be resumed (shapes, tokenizer inputs, objective)."""
-        return {
+        fingerprint = {
             "model": dataclasses.asdict(self.model),
             "seq_len": self.data.seq_len,
             "lowercase": self.data.lowercase,
             "objective": self.train.objective,
         }
+        if self.train.mlm_first_steps:  # only when set, so checkpoints from before the option still resume
+            fingerprint["mlm_first_steps"] = self.train.mlm_first_steps
+        return fingerprint
 
 
 def _build(kind: type, raw: dict[str, Any], section: str) -> Any:

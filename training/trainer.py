@@ -31,6 +31,7 @@ from training.data import BlockSampler, PackedBlocks, default_cache_dir, prepare
 from training.evaluation import evaluate
 from training.masking import mask_tokens
 from training.model import ElectraPretrainingModel
+from training.objectives import RTD_OBJECTIVES
 
 RUN_CONFIG_FILE = "run_config.json"
 
@@ -155,7 +156,7 @@ class Trainer:
         self._prepare_data(info)
 
         torch.manual_seed(tcfg.seed + info.rank)
-        model = ElectraPretrainingModel.from_config(cfg.model, len(self.tokenizer)).to(device)
+        model = ElectraPretrainingModel.from_config(cfg.model, len(self.tokenizer), tcfg.objective).to(device)
         optimizer = build_optimizer(model, tcfg.lr, tcfg.weight_decay)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_linear_decay(tcfg.warmup_steps, tcfg.max_steps))
         rng = torch.Generator(device=device).manual_seed(tcfg.seed * 1000 + info.rank)
@@ -204,6 +205,7 @@ class Trainer:
         evaluated_at = saved_at = -1
         try:
             while step < tcfg.max_steps:
+                self._set_stage(model, step, info)
                 stats = self._train_step(ddp_model, model, optimizer, scheduler, sampler, rng, info,
                                          autocast, mask_id, device)
                 step += 1
@@ -258,11 +260,29 @@ class Trainer:
             dist.destroy_process_group()
         return result
 
+    def _set_stage(self, model: ElectraPretrainingModel, step: int, info: DistInfo) -> None:
+        """Two-stage training (``mlm_first_steps``): generator MLM alone, then ELECTRA with it frozen.
+
+        The switch happens at the start of step ``mlm_first_steps`` on every rank (also on a resume
+        from the checkpoint saved just before it), so the copied weights are the same everywhere.
+        """
+        first = self.config.train.mlm_first_steps
+        if not first:
+            return
+        if step < first:
+            model.stage = "mlm"
+        elif model.stage != "disc":
+            copied = model.start_second_stage()
+            if info.main and step == first:
+                tqdm.write(f"two-stage: step {step}, discriminator encoder "
+                           f"{'initialised from the generator' if copied else 'kept (generator of another width)'}")
+
     def _train_step(self, ddp_model, model, optimizer, scheduler, sampler, rng, info, autocast, mask_id,
                     device) -> dict[str, float]:
         tcfg = self.config.train
         totals = {"loss": 0.0, "mlm_loss": 0.0, "disc_loss": 0.0}
         gen_correct = gen_total = disc_correct = real_total = replaced = 0
+        extra: dict[str, float] = {}
         for micro in range(tcfg.grad_accum):
             ids = sampler.next(tcfg.batch_size * info.world_size)
             ids = ids[info.rank * tcfg.batch_size:(info.rank + 1) * tcfg.batch_size]
@@ -280,6 +300,8 @@ class Trainer:
             totals["loss"] += out.loss.item() / tcfg.grad_accum
             totals["mlm_loss"] += out.mlm_loss.item() / tcfg.grad_accum
             totals["disc_loss"] += out.disc_loss.item() / tcfg.grad_accum
+            for key, value in out.extra.items():
+                extra[key] = extra.get(key, 0.0) + value / tcfg.grad_accum
             with torch.no_grad():
                 gen_correct += (out.mlm_logits.argmax(-1) == masked.original[masked.masked]).sum().item()
                 gen_total += int(masked.masked.sum())
@@ -290,7 +312,9 @@ class Trainer:
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
-        return {**totals, "gen_acc": gen_correct / max(gen_total, 1), "disc_acc": disc_correct / real_total,
+        trains_rtd = model.stage == "disc" or (model.stage == "" and tcfg.objective in RTD_OBJECTIVES)
+        return {**totals, **extra, "gen_acc": gen_correct / max(gen_total, 1),
+                "disc_acc": disc_correct / real_total if trains_rtd else float("nan"),
                 "replaced_frac": replaced / real_total, "grad_norm": float(grad_norm)}
 
     def _agree_to_stop(self, info: DistInfo) -> bool:
@@ -332,12 +356,16 @@ class Trainer:
 
     def _export(self, model: ElectraPretrainingModel, result: TrainResult) -> None:
         """Write discriminator/ and generator/ as HF directories (tokenizer included), atomically."""
-        for name, module in (("discriminator", model.discriminator), ("generator", model.generator)):
+        modules = [("discriminator", model.discriminator), ("generator", model.generator)]
+        if model.mlm is not None:  # MLM objectives: the discriminator encoder with its MLM head
+            modules.append(("mlm", model.mlm))
+        for name, module in modules:
             def fill(tmp: Path, module=module) -> None:
                 module.save_pretrained(str(tmp), safe_serialization=True)
                 self.tokenizer.save_pretrained(str(tmp))
             atomic_write_dir(self.out_dir / name, fill)
-        summary = {"steps": result.steps, "tokens_seen": result.tokens_seen, "minutes": round(result.minutes, 3),
+        summary = {"objective": self.config.train.objective, "steps": result.steps, "tokens_seen": result.tokens_seen,
+                   "minutes": round(result.minutes, 3),
                    "stop_reason": result.stop_reason, "train": result.last_metrics, "val": result.val_metrics,
                    "corpus_tokens": self.corpus.num_tokens, "train_blocks": len(self.train_ids),
                    "val_blocks": len(self.val_ids)}
