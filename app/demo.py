@@ -1,0 +1,428 @@
+"""Gradio demo: each word coloured by the discriminator's replaced probability.
+
+Everything the page shows comes from one ``Detector`` (the same scoring path as the CLI, GED,
+reranking and the server); the demo only turns its ``TextScores`` into widgets. The handlers are
+plain methods of :class:`DemoApp` so they can be tested without a browser, and they never raise
+on user input: an empty, huge or malformed input becomes a message in the page's status line.
+
+Offline by construction: Gradio's default theme ships its fonts, analytics are switched off before
+Gradio is imported, server-side rendering (which needs Node) is off, and nothing is fetched from a
+hub. The server binds 127.0.0.1 unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import inspect
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported anywhere
+
+MAX_CHARS = 5_000  # one page of text; longer input is refused with a message (the CLI scores files)
+MAX_HYPOTHESES = 200
+MAX_NBEST_CHARS = 50_000
+DEFAULT_PORT = 7860
+
+# Probability bands, low to high: the legend reads left to right as a colour scale. Only words at or
+# above the threshold are coloured, each by the band its probability falls in.
+BANDS: list[tuple[float, str, str]] = [
+    (0.0, "p < 0.1", "#fef3c7"),
+    (0.1, "p 0.1–0.3", "#fde047"),
+    (0.3, "p 0.3–0.5", "#fb923c"),
+    (0.5, "p 0.5–0.7", "#f87171"),
+    (0.7, "p 0.7–0.9", "#ef4444"),
+    (0.9, "p ≥ 0.9", "#b91c1c"),
+]
+COLOR_MAP = {label: colour for _low, label, colour in BANDS}
+
+EXAMPLES = [
+    "He go to the store yesterday and buyed three apple.",
+    "The committee have decided to postpone the the meeting until next week.",
+    "We must strengthen our economy and protect our nation.",
+    "She don't like the new bridge near the school.",
+]
+NBEST_EXAMPLE = ("i want to recognize speech\t-12.1\n"
+                 "i want to wreck a nice beach\t-11.8\n"
+                 "eye want to recognise speech\t-12.6\n"
+                 "i want two recognize speech\t-12.0")
+
+CSS = "#model-info p { margin: 0; } #status-highlight, #status-ged, #status-rerank { min-height: 1.5em; }"
+
+
+class DemoError(ValueError):
+    """The demo cannot start (bad model dir, engine, port); printed as one ``error:`` line."""
+
+
+class InputProblem(ValueError):
+    """User input the demo refuses; shown as a message in the page, never as a traceback."""
+
+
+@dataclass
+class ModelInfo:
+    """What the header shows: which weights, which engine on which provider, which probabilities."""
+
+    name: str
+    path: str
+    engine: str
+    provider: str
+    calibration: str
+    note: str = ""
+
+    def markdown(self) -> str:
+        line = (f"**Model** `{self.name}` · **engine** `{self.engine}` · **provider** `{self.provider}` · "
+                f"**calibration** `{self.calibration}`")
+        return line + (f"  \n{self.note}" if self.note else "")
+
+
+def band(score: float) -> str:
+    """The legend label of the band ``score`` falls in."""
+    label = BANDS[0][1]
+    for low, name, _colour in BANDS:
+        if score >= low:
+            label = name
+    return label
+
+
+def escape_md(text: str) -> str:
+    """User text inside Markdown: HTML-escaped and with Markdown's special characters neutralised."""
+    out = html.escape(text, quote=False)
+    for char in "\\`*_{}[]()#+-.!|>~":
+        out = out.replace(char, "\\" + char)
+    return out
+
+
+def check_text(text: Any, limit: int = MAX_CHARS) -> str:
+    """The text to score, or InputProblem with a message a person can act on."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputProblem("Type or paste a sentence first (the box is empty).")
+    if len(text) > limit:
+        raise InputProblem(f"That input is {len(text):,} characters; the demo scores at most {limit:,} at a time. "
+                           f"Paste a shorter passage, or score whole files with `electra-detect score --file`.")
+    return text
+
+
+def check_threshold(threshold: Any) -> float:
+    try:
+        value = float(threshold)
+    except (TypeError, ValueError):
+        raise InputProblem(f"The threshold must be a number between 0 and 1, got {threshold!r}.") from None
+    if not 0.0 <= value <= 1.0:
+        raise InputProblem(f"The threshold must be between 0 and 1, got {value}.")
+    return value
+
+
+# ------------------------------------------------------------------------------------- model loading
+
+def find_onnx(model: str | Path) -> Path | None:
+    """An ONNX export in the run dir or its discriminator dir (what ``electra-detect export`` writes)."""
+    root = Path(model)
+    for folder in (root, root / "discriminator", root / "onnx", root / "discriminator" / "onnx"):
+        if folder.is_dir():
+            found = sorted(folder.glob("*.onnx"))
+            if found:
+                return found[0]
+    return None
+
+
+def load_detector(model: str | Path, engine: str = "auto", device: str | None = None) -> tuple[Any, str]:
+    """Load the Detector, on the ONNX engine when asked or (``auto``) when the model dir holds an export.
+
+    Returns (detector, note); the note says why the torch engine was used when ONNX was possible
+    but failed, so the page never hides a fallback.
+    """
+    from electra_detect.detector import Detector, DetectorError, resolve_model_dir
+
+    resolve_model_dir(model)  # a bad path fails here, before transformers is imported
+    if engine not in ("auto", "torch", "onnx"):
+        raise DemoError(f"unknown engine {engine!r}: use auto, torch or onnx")
+    supports_engine = "engine" in inspect.signature(Detector.load).parameters
+    onnx = find_onnx(model) if Path(model).is_dir() else None
+    if engine == "onnx" and not supports_engine:
+        raise DemoError("this Detector has no ONNX engine; use --engine torch")
+    if engine == "onnx" and onnx is None:
+        raise DemoError(f"{model} holds no ONNX export (*.onnx); run `electra-detect export` or use --engine torch")
+    note = ""
+    if supports_engine and onnx is not None and engine in ("auto", "onnx"):
+        try:
+            return Detector.load(model, device=device, engine="onnx"), note
+        except (DetectorError, ImportError, RuntimeError, ValueError) as exc:
+            if engine == "onnx":
+                raise DemoError(f"the ONNX engine failed: {exc}") from exc
+            note = f"ONNX export found but not usable ({exc}); using the torch engine."
+    kwargs = {"engine": "torch"} if supports_engine else {}
+    return Detector.load(model, device=device, **kwargs), note
+
+
+def engine_provider(engine: Any) -> str:
+    """The execution provider (ONNX Runtime) or device (torch) the engine runs on, as far as it says."""
+    for attr in ("provider", "providers"):
+        value = getattr(engine, attr, None)
+        if value:
+            return ", ".join(value) if isinstance(value, list | tuple) else str(value)
+    session = getattr(engine, "session", None)
+    if session is not None and hasattr(session, "get_providers"):
+        return ", ".join(session.get_providers())
+    device = getattr(engine, "device", None)
+    return str(device) if device is not None else "unknown"
+
+
+def model_name(model_dir: Path) -> str:
+    """A readable name: the run dir's name, with its preset and size when the run says them."""
+    run_dir = model_dir.parent if model_dir.name == "discriminator" else model_dir
+    name = run_dir.name or str(run_dir)
+    details = []
+    try:
+        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+        details.append(f"hidden {config.get('hidden_size')} × {config.get('num_hidden_layers')} layers")
+    except (OSError, ValueError):
+        pass
+    try:
+        run = json.loads((run_dir / "run_config.json").read_text(encoding="utf-8"))
+        preset = run.get("model", {}).get("preset")
+        if preset:
+            details.insert(0, f"preset {preset}")
+    except (OSError, ValueError, AttributeError):
+        pass
+    return f"{name} ({', '.join(details)})" if details else name
+
+
+# ------------------------------------------------------------------------------------------ the app
+
+class DemoApp:
+    """The demo's state (one calibrated and one raw view of the same Detector) and its handlers."""
+
+    def __init__(self, detector: Any, note: str = "") -> None:
+        self.detector = detector
+        self.raw = self._raw_view(detector)
+        self.has_calibration = detector.calibration != "raw"
+        self.info = ModelInfo(name=model_name(Path(detector.model_dir)), path=str(detector.model_dir),
+                              engine=str(getattr(detector.engine, "name", type(detector.engine).__name__)),
+                              provider=engine_provider(detector.engine), calibration=detector.calibration,
+                              note=note)
+        self._lock = threading.Lock()  # one scoring call at a time: the tokenizer and engine are shared
+
+    @staticmethod
+    def _raw_view(detector: Any) -> Any:
+        """The same engine and tokenizer without the calibrator (no second model in memory)."""
+        if detector.calibration == "raw":
+            return detector
+        raw = copy.copy(detector)
+        raw.calibrator = None
+        if raw.calibration != "raw":  # the Detector changed how it keeps calibration: load a raw one
+            raw = type(detector).load(detector.model_dir, calibrated=False)
+        return raw
+
+    def _detector(self, calibration: str) -> Any:
+        return self.raw if calibration == "raw" else self.detector
+
+    def _score(self, text: str, calibration: str) -> Any:
+        with self._lock:
+            return self._detector(calibration).score([text])[0]
+
+    # -- tab 1: highlighted words
+    def highlight(self, text: Any, threshold: Any = 0.5, calibration: str = "calibrated"
+                  ) -> tuple[list[tuple[str, str | None]], str]:
+        """(HighlightedText value, summary or message). Words with score >= threshold get their band."""
+        try:
+            text = check_text(text)
+            threshold = check_threshold(threshold)
+        except InputProblem as problem:
+            return [], f"⚠️ {problem}"
+        scores = self._score(text, calibration)
+        pieces: list[tuple[str, str | None]] = []
+        cursor = 0
+        for word in scores.words:
+            if word.start > cursor:
+                pieces.append((text[cursor:word.start], None))
+            pieces.append((word.word, band(word.score) if word.score >= threshold else None))
+            cursor = word.end
+        if cursor < len(text):
+            pieces.append((text[cursor:], None))
+        flagged = [w for w in scores.words if w.score >= threshold]
+        top = max(scores.words, key=lambda w: w.score, default=None)
+        kind = "raw" if calibration == "raw" or not self.has_calibration else self.info.calibration
+        summary = (f"**{len(flagged)} of {len(scores.words)} words flagged** at threshold {threshold:.2f} "
+                   f"({kind} probabilities). Sentence score (mean log(1−p), higher = more fluent): "
+                   f"{scores.sentence_mean:.3f}.")
+        if top is not None:
+            summary += f" Highest: “{escape_md(top.word)}” p = {top.score:.3f}."
+        return pieces, summary
+
+    # -- tab 2: GED spans
+    def ged(self, text: Any, threshold: Any = 0.5, calibration: str = "calibrated") -> tuple[list[list[Any]], str]:
+        """Flagged spans (runs of adjacent flagged words) with their probabilities, highest first."""
+        try:
+            text = check_text(text)
+            threshold = check_threshold(threshold)
+        except InputProblem as problem:
+            return [], f"⚠️ {problem}"
+        scores = self._score(text, calibration)
+        spans: list[list[Any]] = []  # each: [words]
+        previous = -2
+        for index, word in enumerate(scores.words):
+            if word.score < threshold:
+                continue
+            if index == previous + 1 and spans:
+                spans[-1].append(word)
+            else:
+                spans.append([word])
+            previous = index
+        rows = [[text[group[0].start:group[-1].end], group[0].start, group[-1].end,
+                 round(max(w.score for w in group), 4),
+                 ", ".join(f"{w.word} {w.score:.3f}" for w in group)] for group in spans]
+        rows.sort(key=lambda row: -row[3])
+        if not rows:
+            return [], f"No word reaches the threshold {threshold:.2f}; lower it to see weaker suspicions."
+        return rows, f"**{len(rows)} flagged span(s)** at threshold {threshold:.2f}."
+
+    # -- tab 3: n-best reranking
+    def rerank(self, nbest: Any, lm_weight: Any = 1.0, length_weight: Any = 0.0) -> tuple[list[list[Any]], str]:
+        """The pasted n-best list, best first, with each component of the total."""
+        from electra_detect.rerank import RerankError, parse_hypothesis_lines, rerank_hypotheses
+
+        try:
+            if not isinstance(nbest, str) or not nbest.strip():
+                raise InputProblem("Paste an n-best list first: one hypothesis per line, "
+                                   "optionally followed by a TAB and its recogniser score.")
+            if len(nbest) > MAX_NBEST_CHARS:
+                raise InputProblem(f"That list is {len(nbest):,} characters; the demo takes at most "
+                                   f"{MAX_NBEST_CHARS:,}. Use `electra-detect rerank` for files.")
+            hyps = parse_hypothesis_lines(nbest)
+            if not hyps:
+                raise InputProblem("The list holds no hypotheses (only blank lines).")
+            if len(hyps) > MAX_HYPOTHESES:
+                raise InputProblem(f"{len(hyps)} hypotheses; the demo reranks at most {MAX_HYPOTHESES} at a time.")
+            weights = []
+            for name, value in (("LM weight", lm_weight), ("length weight", length_weight)):
+                try:
+                    weights.append(float(value))
+                except (TypeError, ValueError):
+                    raise InputProblem(f"The {name} must be a number, got {value!r}.") from None
+            with self._lock:
+                rows = rerank_hypotheses(self.detector, hyps, lm_weight=weights[0], length_weight=weights[1])
+        except (InputProblem, RerankError) as problem:
+            return [], f"⚠️ {problem}"
+        table = [[row["rank"], row["text"], round(row["asr_score"], 4), round(row["electra_score"], 4),
+                  row["length"], round(row["total"], 4)] for row in rows]
+        return table, (f"**{len(rows)} hypotheses reranked**: total = ASR + {weights[0]:g} × ELECTRA "
+                       f"+ {weights[1]:g} × length. Best: “{escape_md(rows[0]['text'])}”.")
+
+    # ------------------------------------------------------------------------------------ the page
+    def build(self) -> Any:
+        """The Gradio Blocks page (not yet launched)."""
+        import gradio as gr
+
+        calib_choices = ["calibrated", "raw"]
+        with gr.Blocks(title="electra-detect demo", analytics_enabled=False) as page:
+            gr.Markdown("## electra-detect: which words look replaced?\n"
+                        "Each word is coloured by the ELECTRA discriminator's probability that it was replaced "
+                        "(max over its subwords); words under the threshold stay plain.")
+            gr.Markdown(self.info.markdown(), elem_id="model-info")
+            with gr.Row():
+                threshold = gr.Slider(0.0, 1.0, value=0.5, step=0.01, label="Threshold",
+                                      info="words with p(replaced) ≥ this are highlighted / flagged",
+                                      elem_id="threshold")
+                calibration = gr.Radio(calib_choices, value="calibrated" if self.has_calibration else "raw",
+                                       label="Probabilities", interactive=self.has_calibration,
+                                       info=(f"calibrated = {self.info.calibration} (calibration.json)"
+                                             if self.has_calibration else
+                                             "raw only: this model dir has no calibration.json"),
+                                       elem_id="calibration")
+            with gr.Tabs():
+                with gr.Tab("Highlight", id="highlight"):
+                    text = gr.Textbox(label="Text", lines=3, max_lines=12, elem_id="text-input",
+                                      placeholder="Type a sentence, e.g. He go to the store yesterday.")
+                    button = gr.Button("Score", variant="primary", elem_id="score-button")
+                    highlighted = gr.HighlightedText(label="Replaced probability per word", show_legend=True,
+                                                     color_map=COLOR_MAP, combine_adjacent=False,
+                                                     elem_id="highlighted")
+                    status = gr.Markdown(elem_id="status-highlight")
+                    gr.Examples(EXAMPLES, inputs=[text], label="Examples")
+                with gr.Tab("GED spans", id="ged"):
+                    ged_text = gr.Textbox(label="Text", lines=3, max_lines=12, elem_id="ged-input")
+                    ged_button = gr.Button("Find errors", variant="primary", elem_id="ged-button")
+                    ged_table = gr.Dataframe(headers=["span", "start", "end", "max p", "words (p)"],
+                                             datatype=["str", "number", "number", "number", "str"],
+                                             interactive=False, elem_id="ged-table", label="Flagged spans")
+                    ged_status = gr.Markdown(elem_id="status-ged")
+                    gr.Examples(EXAMPLES, inputs=[ged_text], label="Examples")
+                with gr.Tab("Rerank", id="rerank"):
+                    nbest = gr.Textbox(label="n-best list (one hypothesis per line; optional TAB + ASR score)",
+                                       lines=6, max_lines=20, elem_id="nbest-input")
+                    with gr.Row():
+                        lm_weight = gr.Number(1.0, label="LM weight (ELECTRA)", elem_id="lm-weight")
+                        length_weight = gr.Number(0.0, label="length weight (per word)", elem_id="length-weight")
+                    rerank_button = gr.Button("Rerank", variant="primary", elem_id="rerank-button")
+                    rerank_table = gr.Dataframe(headers=["rank", "hypothesis", "ASR score", "ELECTRA score",
+                                                         "words", "total"],
+                                                datatype=["number", "str", "number", "number", "number", "number"],
+                                                interactive=False, elem_id="rerank-table", label="Reranked")
+                    rerank_status = gr.Markdown(elem_id="status-rerank")
+                    gr.Examples([[NBEST_EXAMPLE]], inputs=[nbest], label="Example")
+
+            highlight_io = dict(fn=self.highlight, inputs=[text, threshold, calibration],
+                                outputs=[highlighted, status])
+            button.click(**highlight_io)
+            text.submit(**highlight_io)
+            ged_io = dict(fn=self.ged, inputs=[ged_text, threshold, calibration], outputs=[ged_table, ged_status])
+            ged_button.click(**ged_io)
+            ged_text.submit(**ged_io)
+            for control in (threshold, calibration):  # re-colour what is shown; say nothing while empty
+                control.change(fn=self._quiet(self.highlight, 2), inputs=[text, threshold, calibration],
+                               outputs=[highlighted, status])
+                control.change(fn=self._quiet(self.ged, 2), inputs=[ged_text, threshold, calibration],
+                               outputs=[ged_table, ged_status])
+            rerank_button.click(fn=self.rerank, inputs=[nbest, lm_weight, length_weight],
+                                outputs=[rerank_table, rerank_status])
+        return page
+
+    @staticmethod
+    def _quiet(handler: Any, outputs: int) -> Any:
+        """The handler, except that it leaves the page alone while its text box is empty."""
+        def run(text: Any, *rest: Any) -> Any:
+            if not isinstance(text, str) or not text.strip():
+                import gradio as gr
+
+                return tuple(gr.skip() for _ in range(outputs))
+            return handler(text, *rest)
+        return run
+
+
+def build_app(model: str | Path, engine: str = "auto", device: str | None = None) -> DemoApp:
+    """Load the model once and wrap it for the page."""
+    detector, note = load_detector(model, engine=engine, device=device)
+    return DemoApp(detector, note=note)
+
+
+def launch(app: DemoApp, host: str = "127.0.0.1", port: int = DEFAULT_PORT, block: bool = True,
+           started: float | None = None) -> tuple[Any, str]:
+    """Serve the page (no share link, no SSR, no analytics); returns (blocks, local URL)."""
+    import gradio as gr
+
+    page = app.build()
+    try:
+        _app, url, _share = page.launch(server_name=host, server_port=port, share=False, ssr_mode=False,
+                                        prevent_thread_lock=True, quiet=True, show_error=False,
+                                        footer_links=["settings"], theme=gr.themes.Default(), css=CSS)
+    except OSError as exc:
+        raise DemoError(f"cannot serve on {host}:{port}: {exc}") from exc
+    message = f"electra-detect demo: {app.info.name}, engine {app.info.engine} ({app.info.provider}), " \
+              f"calibration {app.info.calibration}; serving at {url}"
+    if started is not None:
+        message += f" (ready {time.perf_counter() - started:.1f} s after start)"
+    print(message, flush=True)
+    if block:
+        try:
+            page.block_thread()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            page.close()
+    return page, url
