@@ -1,0 +1,181 @@
+"""The demo's handlers and page without a browser: what each tab returns for good and bad input."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.demo import (
+    BANDS,
+    COLOR_MAP,
+    MAX_CHARS,
+    MAX_HYPOTHESES,
+    DemoApp,
+    DemoError,
+    band,
+    build_app,
+    find_onnx,
+    load_detector,
+)
+from electra_detect.detector import Detector
+
+SENTENCE = "The farmer go to the market yesterday."
+
+
+@pytest.fixture(scope="module")
+def app(micro_run: Path) -> DemoApp:
+    return build_app(micro_run)
+
+
+@pytest.fixture(scope="module")
+def scores(app: DemoApp):
+    return app.detector.score([SENTENCE])[0]
+
+
+def test_bands_cover_zero_to_one_in_order() -> None:
+    assert band(0.0) == "p < 0.1" and band(0.0999) == "p < 0.1"
+    assert band(0.1) == "p 0.1–0.3" and band(0.5) == "p 0.5–0.7" and band(0.95) == "p ≥ 0.9" and band(1.0) == "p ≥ 0.9"
+    lows = [low for low, _label, _colour in BANDS]
+    assert lows == sorted(lows) and list(COLOR_MAP) == [label for _low, label, _c in BANDS]
+
+
+def test_highlight_covers_the_text_and_flags_exactly_the_words_over_the_threshold(app: DemoApp, scores) -> None:
+    top = max(w.score for w in scores.words)
+    threshold = top - 1e-6  # at least the top word is over it, whatever the micro model learned
+    pieces, summary = app.highlight(SENTENCE, threshold, "calibrated")
+    assert "".join(piece for piece, _label in pieces) == SENTENCE
+    flagged = [(piece, label) for piece, label in pieces if label is not None]
+    expected = [w for w in scores.words if w.score >= threshold]
+    assert [piece for piece, _ in flagged] == [w.word for w in expected]
+    assert [label for _, label in flagged] == [band(w.score) for w in expected]
+    assert f"{len(expected)} of {len(scores.words)} words flagged" in summary
+    everything, _ = app.highlight(SENTENCE, 0.0, "calibrated")
+    assert sum(label is not None for _, label in everything) == len(scores.words)
+    nothing, _ = app.highlight(SENTENCE, 1.0, "calibrated") if top < 1.0 else ([], "")
+    assert all(label is None for _, label in nothing)
+
+
+@pytest.mark.parametrize("text, fragment", [("", "empty"), ("   \n\t", "empty"), (None, "empty"),
+                                            ("word " * (MAX_CHARS // 5 + 1), "at most 5,000")])
+def test_empty_or_huge_text_gives_a_message_not_an_exception(app: DemoApp, text, fragment: str) -> None:
+    pieces, message = app.highlight(text, 0.5, "calibrated")
+    assert pieces == [] and message.startswith("⚠️") and fragment in message
+    rows, message = app.ged(text, 0.5, "calibrated")
+    assert rows == [] and fragment in message
+
+
+@pytest.mark.parametrize("threshold", [-0.1, 1.5, "abc", None])
+def test_bad_threshold_gives_a_message(app: DemoApp, threshold) -> None:
+    pieces, message = app.highlight(SENTENCE, threshold, "calibrated")
+    assert pieces == [] and "threshold" in message
+
+
+def test_ged_merges_adjacent_flagged_words_into_spans(app: DemoApp, scores) -> None:
+    rows, message = app.ged(SENTENCE, 0.0, "calibrated")  # every word flagged: one span over all of them
+    assert len(rows) == 1 and "1 flagged span" in message
+    span, start, end, max_p, words = rows[0]
+    assert (start, end) == (scores.words[0].start, scores.words[-1].end) and span == SENTENCE[start:end]
+    assert max_p == pytest.approx(max(w.score for w in scores.words), abs=1e-4)
+    assert words.count(",") == len(scores.words) - 1
+    ranked = sorted(scores.words, key=lambda w: -w.score)
+    threshold = ranked[0].score - 1e-6
+    rows, _ = app.ged(SENTENCE, threshold, "calibrated")
+    assert rows[0][0] == ranked[0].word or ranked[0].word in rows[0][0]
+    assert [r[3] for r in rows] == sorted((r[3] for r in rows), reverse=True)
+    rows, message = app.ged(SENTENCE, 1.0, "calibrated") if ranked[0].score < 1.0 else ([], "No word")
+    assert rows == [] and "No word" in message
+
+
+def test_rerank_tab_matches_the_shared_rerank_api(app: DemoApp) -> None:
+    from electra_detect.rerank import parse_hypothesis_lines, rerank_hypotheses
+
+    nbest = "the farmer saw a red house\t-3.5\nthe farmer saw a red horse\t-3.4\n\nfarmer the saw red a house\t-3.0\n"
+    table, message = app.rerank(nbest, 2.0, 0.5)
+    expected = rerank_hypotheses(app.detector, parse_hypothesis_lines(nbest), lm_weight=2.0, length_weight=0.5)
+    assert [row[1] for row in table] == [row["text"] for row in expected]
+    assert [row[0] for row in table] == [1, 2, 3]
+    for row, exp in zip(table, expected, strict=True):
+        assert row[2:] == [round(exp["asr_score"], 4), round(exp["electra_score"], 4), exp["length"],
+                           round(exp["total"], 4)]
+        assert row[5] == pytest.approx(row[2] + 2.0 * row[3] + 0.5 * row[4], abs=1e-3)
+    assert "3 hypotheses reranked" in message
+
+
+@pytest.mark.parametrize("nbest, weight, fragment", [
+    ("", 1.0, "Paste an n-best list"),
+    ("\n\n  \n", 1.0, "Paste an n-best list"),
+    ("a fine sentence\t-1\nanother one\tnot-a-number\n", 1.0, "line 2"),
+    ("a fine sentence\t-1\n", "heavy", "LM weight"),
+    ("one hypothesis\n" * (MAX_HYPOTHESES + 1), 1.0, f"at most {MAX_HYPOTHESES}"),
+    ("x" * 60_000, 1.0, "at most 50,000"),
+])
+def test_rerank_bad_input_gives_a_message(app: DemoApp, nbest: str, weight, fragment: str) -> None:
+    table, message = app.rerank(nbest, weight, 0.0)
+    assert table == [] and message.startswith("⚠️") and fragment in message
+
+
+def test_raw_toggle_shares_the_engine_and_undoes_calibration(tmp_path: Path, micro_run: Path) -> None:
+    from electra_detect.calibrators import TemperatureScaling, save_calibration
+
+    model = tmp_path / "model"
+    shutil.copytree(micro_run / "discriminator", model)
+    save_calibration(model, TemperatureScaling(4.0))
+    app = build_app(model)
+    assert app.has_calibration and app.info.calibration == "temperature"
+    assert app.raw.engine is app.detector.engine and app.raw.calibration == "raw"
+    assert app.detector.calibration == "temperature"  # the calibrated view is untouched
+    raw_top = max(w.score for w in app.raw.score(SENTENCE)[0].words)
+    cal_top = max(w.score for w in app.detector.score(SENTENCE)[0].words)
+    expected_raw = max(w.score for w in Detector.load(model, calibrated=False).score(SENTENCE)[0].words)
+    assert raw_top == pytest.approx(expected_raw, abs=1e-6) and abs(raw_top - cal_top) > 1e-4
+    _, raw_summary = app.highlight(SENTENCE, 0.0, "raw")
+    _, cal_summary = app.highlight(SENTENCE, 0.0, "calibrated")
+    assert "(raw probabilities)" in raw_summary and "(temperature probabilities)" in cal_summary
+
+
+def test_model_info_names_model_engine_and_provider(app: DemoApp, micro_run: Path) -> None:
+    info = app.info
+    assert info.name.startswith(micro_run.name) and "preset micro" in info.name
+    assert info.engine == app.detector.engine.name and info.provider
+    assert info.calibration == "raw"
+    text = info.markdown()
+    assert info.engine in text and info.provider in text and "raw" in text
+
+
+def test_engine_choice_without_an_onnx_export(micro_run: Path) -> None:
+    assert find_onnx(micro_run) is None
+    detector, note = load_detector(micro_run, engine="auto")
+    assert detector.engine.name == "torch" and note == ""
+    with pytest.raises(DemoError):
+        load_detector(micro_run, engine="onnx")
+    with pytest.raises(DemoError, match="unknown engine"):
+        load_detector(micro_run, engine="tpu")
+
+
+def test_page_has_every_widget_the_issue_asks_for(app: DemoApp) -> None:
+    import gradio as gr
+
+    page = app.build()
+    assert isinstance(page, gr.Blocks)
+    components = {getattr(block, "elem_id", None): block for block in page.blocks.values()}
+    highlighted = components["highlighted"]
+    assert isinstance(highlighted, gr.HighlightedText) and highlighted.show_legend
+    assert highlighted.color_map == COLOR_MAP
+    assert isinstance(components["threshold"], gr.Slider)
+    assert isinstance(components["calibration"], gr.Radio)
+    assert isinstance(components["ged-table"], gr.Dataframe) and isinstance(components["rerank-table"], gr.Dataframe)
+    assert app.info.engine in components["model-info"].value
+
+
+def test_demo_cli_bad_model_is_one_error_line(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "electra_detect.cli", "demo", "--model", str(tmp_path / "nope")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("error: model path not found")
+    result = subprocess.run([sys.executable, "-m", "electra_detect.cli", "demo", "--port", "70000"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "error: --port must be between 0 and 65535" in result.stderr
