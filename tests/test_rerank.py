@@ -1,0 +1,201 @@
+"""N-best reranking: readers, fusion, WER tuning and the `electra-detect rerank` verb."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from electra_detect import rerank
+from electra_detect.cli import main
+from electra_detect.rerank import RerankError
+
+UTTS = {
+    "u1": {"hyp_1": {"score": -10.0, "text": "the farmer saw a red house"},
+           "hyp_2": {"score": -10.2, "text": "the farmer saw the red house"},
+           "hyp_3": {"score": -11.0, "text": "the farmer saw a red house yesterday"},
+           "ref": "the farmer saw a red house yesterday"},
+    "u2": {"hyp_1": {"score": -7.0, "text": "my sister likes the river"},
+           "hyp_2": {"score": -7.5, "text": "my sister liked the river"},
+           "ref": "My sister likes the river."},
+}
+
+
+def write_formats(tmp_path: Path) -> dict[str, Path]:
+    """The same two utterances in all three formats."""
+    mlm = tmp_path / "nbest.json"
+    mlm.write_text(json.dumps(UTTS), encoding="utf-8")
+    jsonl = tmp_path / "nbest.jsonl"
+    jsonl.write_text("".join(json.dumps({"id": k, "ref": v["ref"],
+                                         "hyps": [v[h] for h in v if h.startswith("hyp_")]}) + "\n"
+                             for k, v in UTTS.items()), encoding="utf-8")
+    kaldi, scores, refs = tmp_path / "nbest.txt", tmp_path / "scores.txt", tmp_path / "refs.txt"
+    kaldi_lines, score_lines = [], []
+    for k, v in UTTS.items():
+        for h in (h for h in v if h.startswith("hyp_")):
+            kaldi_lines.append(f"{k}-{h[4:]} {v[h]['text']}")
+            score_lines.append(f"{k}-{h[4:]} {v[h]['score']}")
+    kaldi.write_text("\n".join(kaldi_lines) + "\n", encoding="utf-8")
+    scores.write_text("\n".join(score_lines) + "\n", encoding="utf-8")
+    refs.write_text("".join(f"{k} {v['ref']}\n" for k, v in UTTS.items()), encoding="utf-8")
+    return {"mlm": mlm, "jsonl": jsonl, "kaldi": kaldi, "scores": scores, "refs": refs}
+
+
+def test_parse_hypothesis_lines_scores_separators_and_bad_line() -> None:
+    text = "the cat sat\t-1.5\n\n  \nthe cat sad ||| -2\nno score here\n"
+    assert rerank.parse_hypothesis_lines(text) == [("the cat sat", -1.5), ("the cat sad", -2.0),
+                                                    ("no score here", None)]
+    with pytest.raises(RerankError, match="line 3"):
+        rerank.parse_hypothesis_lines("a\t1\n\nb\tnot-a-number\n")
+    with pytest.raises(RerankError, match="line 1"):
+        rerank.parse_hypothesis_lines("a\tnan\n")
+    assert issubclass(RerankError, ValueError)
+
+
+def test_three_readers_agree(tmp_path: Path) -> None:
+    paths = write_formats(tmp_path)
+    got = {
+        "mlm": list(rerank.read_nbest(paths["mlm"])),
+        "jsonl": list(rerank.read_nbest(paths["jsonl"])),
+        "kaldi": list(rerank.read_nbest(paths["kaldi"], "kaldi", paths["scores"], paths["refs"])),
+    }
+    for utts in got.values():
+        assert [u.id for u in utts] == ["u1", "u2"]
+        assert [h.text for h in utts[0].hyps] == [UTTS["u1"][f"hyp_{i}"]["text"] for i in (1, 2, 3)]
+        assert [h.asr_score for h in utts[1].hyps] == [-7.0, -7.5]
+        assert utts[1].ref == "My sister likes the river."
+    assert rerank.detect_format(paths["kaldi"]) == "kaldi"
+
+
+def test_malformed_lists_name_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "hyps": [{"text": "x", "score": 1}]}\n\n{"id": "b", "hyps": [{"text": "y", '
+                   '"score": "high"}]}\n', encoding="utf-8")
+    with pytest.raises(RerankError, match=r"bad.jsonl:3"):
+        list(rerank.read_nbest(bad))
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"id": "a", "hyps": []}\n', encoding="utf-8")
+    with pytest.raises(RerankError, match="no hypotheses"):
+        list(rerank.read_nbest(broken))
+    kaldi = tmp_path / "k.txt"
+    kaldi.write_text("a-1 x\nb-1 y\na-2 z\n", encoding="utf-8")
+    with pytest.raises(RerankError, match=r"k.txt:3.*not contiguous"):
+        list(rerank.read_nbest(kaldi, "kaldi"))
+    nokey = tmp_path / "n.txt"
+    nokey.write_text("a-1 x\nfoo bar\n", encoding="utf-8")
+    with pytest.raises(RerankError, match=r"n.txt:2"):
+        list(rerank.read_nbest(nokey, "kaldi"))
+    mlm = tmp_path / "m.json"
+    mlm.write_text('{"u": {"hyp_1": {"text": "x", "score": 1},\n "hyp_2": }}', encoding="utf-8")
+    with pytest.raises(RerankError, match=r"m.json:2"):
+        list(rerank.read_nbest(mlm))
+
+
+def test_word_errors_and_tuning_with_an_oracle_like_scorer() -> None:
+    errors, n = rerank.word_errors("The cat sat.", ["the cat sat", "a cat sat down", ""])
+    assert n == 3 and errors.tolist() == [0.0, 2.0, 3.0]
+
+    # A scorer that knows the reference: the tuned weight must use it and reach the oracle.
+    utts = [rerank.Utterance(k, [rerank.Hypothesis(v[h]["text"], v[h]["score"]) for h in v if h.startswith("hyp_")],
+                             v["ref"]) for k, v in UTTS.items()]
+    refs = {rerank.normalise(v["ref"]) for v in UTTS.values()}
+    items = rerank.score_utterances(utts, lambda texts: [0.0 if rerank.normalise(t) in refs else -1.0
+                                                         for t in texts])
+    tuned = rerank.tune_weights(items)
+    assert tuned["dev_wer_before"] == pytest.approx(1 / 12)
+    assert tuned["dev_wer_after"] == 0.0 == tuned["dev_wer_oracle"]
+    assert tuned["lm_weight"] > 0
+    assert rerank.corpus_wer(items, tuned["lm_weight"], tuned["length_weight"]) == 0.0
+    # An uninformative scorer keeps the recogniser's choice (weight 0 wins ties).
+    flat = rerank.score_utterances(utts, lambda texts: [0.0] * len(texts))
+    assert rerank.tune_weights(flat, length_grid=[0.0])["lm_weight"] == 0.0
+
+
+def test_rerank_hypotheses_rows(micro_run: Path) -> None:
+    from electra_detect.detector import Detector
+
+    detector = Detector.load(micro_run)
+    hyps = [("the farmer saw a red house", -3.0), ("farmer the a house saw red", None), ("the river", -4.0)]
+    rows = rerank.rerank_hypotheses(detector, hyps, lm_weight=2.0, length_weight=0.5)
+    assert [r["rank"] for r in rows] == [1, 2, 3]
+    assert [r["total"] for r in rows] == sorted((r["total"] for r in rows), reverse=True)
+    direct = {s.text: s.sentence_sum for s in detector.score([h for h, _ in hyps])}
+    for row in rows:
+        assert row["electra_score"] == pytest.approx(direct[row["text"]])
+        assert row["total"] == pytest.approx(row["asr_score"] + 2.0 * row["electra_score"] + 0.5 * row["length"])
+    assert next(r for r in rows if r["text"].startswith("farmer"))["asr_score"] == 0.0
+    with pytest.raises(RerankError):
+        rerank.rerank_hypotheses(detector, [])
+
+
+def _summary(capsys: pytest.CaptureFixture) -> dict:
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def test_cli_rerank_all_formats_and_tuning(micro_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    paths = write_formats(tmp_path)
+    out = tmp_path / "out.jsonl"
+    assert main(["rerank", str(paths["mlm"]), "--model", str(micro_run), "--out", str(out),
+                 "--tune-on", str(paths["jsonl"]), "--no-progress", "--chunk", "1"]) == 0
+    summary = _summary(capsys)
+    assert summary["utterances"] == 2 and summary["hypotheses"] == 5
+    assert summary["wer_before"] == pytest.approx(1 / 12)
+    assert summary["wer_oracle"] == 0.0
+    assert summary["wer_oracle"] <= summary["wer_after"] <= summary["wer_before"]  # tuned on the same lists
+    assert summary["tuned_on"]["dev_utterances"] == 2 and summary["seconds"] >= 0
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in rows] == ["u1", "u2"]
+    for row in rows:
+        best = min(row["hyps"], key=lambda h: h["rank"])
+        assert best["text"] == row["chosen"] == row["hyps"][row["chosen_index"] - 1]["text"]
+        assert {"asr_score", "electra_score", "length", "total", "word_errors"} <= set(best)
+
+    kaldi_out = tmp_path / "kaldi.jsonl"
+    assert main(["rerank", str(paths["kaldi"]), "--format", "kaldi", "--scores", str(paths["scores"]),
+                 "--refs", str(paths["refs"]), "--model", str(micro_run), "--out", str(kaldi_out),
+                 "--lm-weight", "0", "--no-progress"]) == 0
+    kaldi_summary = _summary(capsys)
+    assert kaldi_summary["wer_after"] == kaldi_summary["wer_before"]  # lm weight 0 = the recogniser's 1-best
+    assert [json.loads(line)["chosen_index"] for line in kaldi_out.read_text().splitlines()] == [1, 1]
+
+
+def test_cli_pll_baseline(micro_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    paths = write_formats(tmp_path)
+    out = tmp_path / "pll.jsonl"
+    assert main(["rerank", str(paths["jsonl"]), "--model", str(micro_run), "--scorer", "pll",
+                 "--lm-weight", "1", "--out", str(out), "--no-progress"]) == 0
+    assert _summary(capsys)["scorer"] == "pll"
+    row = json.loads(out.read_text().splitlines()[0])
+    assert all(h["pll_score"] < 0 for h in row["hyps"])  # log-probabilities of real tokens
+
+
+def test_cli_bad_input_leaves_no_output(micro_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    good = "".join(json.dumps({"id": str(i), "hyps": [{"text": "the river", "score": -1}]}) + "\n" for i in range(5))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(good + '{"id": "x", "hyps": [{"text": "y", "score": "high"}]}\n', encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    code = main(["rerank", str(bad), "--model", str(micro_run), "--out", str(out), "--chunk", "2", "--no-progress"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "bad.jsonl:6" in err
+    assert not out.exists() and not list(tmp_path.glob(".out.jsonl*"))  # no partial or temp file
+    assert main(["rerank", str(tmp_path / "missing.json"), "--model", str(micro_run), "--out", str(out)]) == 2
+    assert "not found" in capsys.readouterr().err
+    assert main(["rerank", str(bad), "--model", str(micro_run), "--out", str(out),
+                 "--lm-weight", "nan"]) == 2
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    assert main(["rerank", str(empty), "--format", "jsonl", "--model", str(micro_run), "--out", str(out),
+                 "--no-progress"]) == 2
+    assert "no utterances" in capsys.readouterr().err and not out.exists()
+
+
+def test_tuning_needs_references() -> None:
+    utts = [rerank.Utterance("a", [rerank.Hypothesis("x", 0.0)])]
+    items = rerank.score_utterances(utts, lambda texts: [0.0] * len(texts))
+    assert items[0].errors is None
+    with pytest.raises(RerankError, match="no references"):
+        rerank.tune_weights(items)
+    assert np.isfinite(items[0].asr).all()
