@@ -1,8 +1,9 @@
 """The one scoring path: text in, per-token replaced probabilities out.
 
 Every product (CLI, GED, reranking, calibration, demo, server) calls ``Detector.score``; none
-tokenizes for inference or runs the model itself. The engine under it is swappable; this
-module ships the PyTorch engine.
+tokenizes for inference or runs the model itself. The engine under it is swappable: ``torch``
+(this module) or ``onnx`` (``electra_detect.onnx_engine``, onnxruntime over an exported model, so a
+deployment needs no PyTorch).
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class Engine(Protocol):
     """Maps padded input ids to discriminator logits [batch, seq]."""
 
     name: str
+    provider: str  # where it actually runs: "cpu", "cuda:0", "CUDAExecutionProvider", ...
+    max_positions: int
 
     def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray: ...
 
@@ -71,6 +74,7 @@ class TorchEngine:
         self.model = ElectraForPreTraining.from_pretrained(str(model_dir), use_safetensors=True).to(self.device)
         self.model.eval()
         self.max_positions = int(self.model.config.max_position_embeddings)
+        self.provider = str(self.device)
 
     def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         torch = self._torch
@@ -80,8 +84,12 @@ class TorchEngine:
         return out.logits.float().cpu().numpy()
 
 
+ENGINES = ("torch", "onnx")
+
+
 def resolve_model_dir(path: str | Path) -> Path:
-    """Accept a run dir (uses its ``discriminator/``) or any HF ELECTRA discriminator dir."""
+    """Accept a run dir (uses its ``discriminator/``), any HF ELECTRA discriminator dir, or an ONNX
+    export dir (``export.json`` in place of safetensors weights; only the onnx engine runs it)."""
     path = Path(path)
     if not path.exists():
         raise DetectorError(f"model path not found: {path}")
@@ -92,7 +100,7 @@ def resolve_model_dir(path: str | Path) -> Path:
                             f"`electra-detect pretrain` or pass an ELECTRA discriminator directory")
     if not any((path / name).exists() for name in ("tokenizer.json", "vocab.txt")):
         raise DetectorError(f"{path} has no tokenizer (tokenizer.json or vocab.txt)")
-    if not any(path.glob("*.safetensors")):
+    if not any(path.glob("*.safetensors")) and not (path / "export.json").exists():
         raise DetectorError(f"{path} has no safetensors weights (pickled weights are not loaded)")
     return path
 
@@ -119,26 +127,49 @@ class Detector:
 
     @classmethod
     def load(cls, path: str | Path, device: str | None = None, max_length: int | None = None,
-             calibrated: bool = True) -> Detector:
-        """``calibrated``: apply the model dir's calibration.json when there is one (the default)."""
+             calibrated: bool = True, engine: str = "torch", variant: str | None = None,
+             require_gpu: bool = False, threads: int | None = None) -> Detector:
+        """``calibrated``: apply the model dir's calibration.json when there is one (the default).
+
+        ``engine="onnx"`` runs onnxruntime over the export written by ``electra-detect export``
+        (``path`` may be the export dir, or a run/discriminator dir holding one in ``onnx/``);
+        ``variant`` picks fp32 / optimized / fp16 / int8, ``device`` "cpu" or "cuda" (default: CUDA
+        when onnxruntime has it, else CPU, with a warning when CUDA was there but could not be used);
+        ``require_gpu`` turns that fallback into an error. ``threads`` caps onnxruntime's intra-op pool.
+        """
         from transformers import AutoTokenizer
 
-        from electra_detect.calibrators import load_calibration
+        if engine not in ENGINES:
+            raise DetectorError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+        if engine == "onnx":
+            from electra_detect.onnx_engine import OnnxEngine, find_export_dir, load_export_calibration
 
-        model_dir = resolve_model_dir(path)
-        calibrator = None
-        if calibrated:
-            try:
-                calibrator = load_calibration(model_dir)
-            except ValueError as exc:
-                raise DetectorError(str(exc)) from exc
+            model_dir = find_export_dir(path)
+            calibrator = load_export_calibration(model_dir) if calibrated else None
+            runner: Engine = OnnxEngine(model_dir, variant=variant, device=device, require_gpu=require_gpu,
+                                        threads=threads)
+        else:
+            from electra_detect.calibrators import load_calibration
+
+            if variant is not None:
+                raise DetectorError("variant applies to engine='onnx' only")
+            model_dir = resolve_model_dir(path)
+            if not any(model_dir.glob("*.safetensors")):
+                raise DetectorError(f"{model_dir} holds an ONNX export only (no safetensors weights); "
+                                    f"load it with engine='onnx' (CLI: --engine onnx)")
+            calibrator = None
+            if calibrated:
+                try:
+                    calibrator = load_calibration(model_dir)
+                except ValueError as exc:
+                    raise DetectorError(str(exc)) from exc
+            runner = TorchEngine(model_dir, device=device)
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
         tokenizer.model_max_length = 1 << 30  # long texts are windowed by score(), not truncated
         if not tokenizer.is_fast:
             raise DetectorError(f"{model_dir}: a fast tokenizer is needed for character offsets")
-        engine = TorchEngine(model_dir, device=device)
-        limit = min(engine.max_positions, max_length or engine.max_positions)
-        return cls(model_dir, engine, tokenizer, limit, calibrator)
+        limit = min(runner.max_positions, max_length or runner.max_positions)
+        return cls(model_dir, runner, tokenizer, limit, calibrator)
 
     def score(self, texts: str | Sequence[str], batch_size: int = 32) -> list[TextScores]:
         if isinstance(texts, str):
@@ -177,7 +208,14 @@ class Detector:
         starts = list(range(0, len(ids) - body, stride)) + [len(ids) - body]
         return [(s, ids[s:s + body]) for s in starts]
 
-    def _probabilities(self, chunks: list[list[int]]) -> np.ndarray:
+    def windows(self, texts: Sequence[str]) -> list[list[int]]:
+        """Every model window (ids without [CLS]/[SEP]) of the texts, as ``score`` runs them; export
+        parity checks and benchmarks feed the engines exactly these."""
+        encodings = self.tokenizer(list(texts), add_special_tokens=False)
+        return [chunk for ids in encodings["input_ids"] for _, chunk in self._windows(ids)]
+
+    def pad_batch(self, chunks: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """[CLS] chunk [SEP], right-padded: (input_ids, attention_mask), both int64 [batch, width]."""
         width = max(len(c) for c in chunks) + 2
         input_ids = np.full((len(chunks), width), self.tokenizer.pad_token_id, dtype=np.int64)
         attention = np.zeros((len(chunks), width), dtype=np.int64)
@@ -185,8 +223,12 @@ class Detector:
             seq = [self.tokenizer.cls_token_id, *chunk, self.tokenizer.sep_token_id]
             input_ids[row, :len(seq)] = seq
             attention[row, :len(seq)] = 1
+        return input_ids, attention
+
+    def _probabilities(self, chunks: list[list[int]]) -> np.ndarray:
         from electra_detect.calibrators import sigmoid
 
+        input_ids, attention = self.pad_batch(chunks)
         logits = self.engine.logits(input_ids, attention)
         return self.calibrator.transform(logits) if self.calibrator is not None else sigmoid(logits)
 

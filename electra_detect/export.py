@@ -1,0 +1,376 @@
+"""Export the discriminator to ONNX (fp32, graph-optimised, fp16, int8) with a parity gate.
+
+Why each step uses what it uses:
+- fp32: optimum's exporter on the *model instance* (``task="token-classification"`` keeps our RTD
+  head: the head's logits are [batch, seq] like a one-label token classifier). Pointing optimum at
+  the folder would replace the head, so we never do. If optimum fails, ``torch.onnx.export`` with
+  dynamic batch and sequence axes.
+- optimized: onnxruntime's transformer optimiser (attention / LayerNorm / GELU fusions), at a
+  provider-independent level so one file serves CPU and CUDA.
+- fp16: onnxruntime's float16 converter with fp32 inputs/outputs kept, for GPUs.
+- int8: onnxruntime dynamic quantisation (int8 weights, activations quantised on the fly), for CPUs.
+
+Parity: every variant runs on held-out text, in the batches ``Detector`` would build, against the
+PyTorch logits. fp32 variants must agree to ``max|Δlogit| <= 1e-4``; fp16 and int8 must flag the
+same tokens at the default threshold (>= 99%). A failing variant stops the export: nothing is put in
+place, and the report is written beside the target as ``<name>.parity_failed.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from electra_detect.detector import Detector, DetectorError, resolve_model_dir
+from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text
+from electra_detect.onnx_engine import MANIFEST, VARIANT_FILES
+
+VARIANTS = ("fp32", "optimized", "fp16", "int8")
+PARITY_FILE = "parity.json"
+FP32_TOLERANCE = 1e-4
+MIN_FLAG_AGREEMENT = 0.99
+TRAVELLING_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                    "vocab.txt", "calibration.json", "ged.json")
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+
+# Held-out parity text when the user gives none: plain, erroneous and long sentences (the last one
+# spans several 128-token windows), none from the default training corpus.
+DEFAULT_PARITY_TEXTS = [
+    "The farmer saw a red house yesterday.",
+    "He go to the store yesterday and buyed three apple.",
+    "She has been working at the hospital since nineteen ninety-eight.",
+    "Their going too the park on sunday, aren't they?",
+    "A quick brown fox jumps over the lazy dog.",
+    "The committee have decided to postpone the meeting until further notice.",
+    "I am agree with you about this problem.",
+    "Researchers at the university published results that surprised everyone in the field.",
+    "Despite of the rain, we went outside.",
+    "The children played in the garden while their parents cooked dinner.",
+    "Can you tell me where is the station?",
+    "Prices rose sharply in the third quarter, according to the report.",
+    "Ok",
+    "The the cat sat on on the mat.",
+    " ".join(["The river runs past the old mill, under the stone bridge, and on towards the sea, where "
+              "fishing boats wait for the tide and gulls circle above the harbour."] * 8),
+]
+
+
+class ExportError(RuntimeError):
+    """The export could not be made, or a variant failed its parity check."""
+
+
+@dataclass
+class ExportResult:
+    out_dir: Path
+    manifest: dict[str, Any]
+    parity: dict[str, Any]
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class _LogitsOnly:
+    """Wraps ElectraForPreTraining so torch.onnx.export sees tensors in and one tensor out."""
+
+    def __new__(cls, model: Any) -> Any:
+        import torch
+
+        class Wrapper(torch.nn.Module):
+            def __init__(self, inner: Any) -> None:
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+                return self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                                  token_type_ids=token_type_ids).logits
+
+        return Wrapper(model).eval()
+
+
+def export_fp32(model_dir: Path, target: Path, exporter: str = "auto", opset: int = 18) -> str:
+    """Write ``target`` (model.onnx); returns the exporter that made it ("optimum" or "torch.onnx")."""
+    import torch
+    from transformers import ElectraForPreTraining
+
+    model = ElectraForPreTraining.from_pretrained(str(model_dir), use_safetensors=True).eval()
+    errors = []
+    if exporter in ("auto", "optimum"):
+        try:
+            from optimum.exporters.onnx import onnx_export_from_model
+
+            with tempfile.TemporaryDirectory() as tmp:
+                onnx_export_from_model(model, tmp, task="token-classification", opset=opset, do_validation=False)
+                shutil.move(str(Path(tmp) / "model.onnx"), target)
+            return "optimum"
+        except Exception as exc:  # optimum raises many types; any failure means "use the fallback"
+            if exporter == "optimum":
+                raise ExportError(f"optimum export failed: {exc}") from exc
+            errors.append(f"optimum: {exc}")
+    axes = {name: {0: "batch_size", 1: "sequence_length"} for name in (*INPUT_NAMES, "logits")}
+    example = torch.full((2, 8), 5, dtype=torch.long)
+    inputs = (example, torch.ones_like(example), torch.zeros_like(example))
+    for dynamo in (False, True):  # the TorchScript exporter first: faster, and dynamic_axes is native to it
+        try:
+            torch.onnx.export(_LogitsOnly(model), inputs, str(target), input_names=list(INPUT_NAMES),
+                              output_names=["logits"], dynamic_axes=axes, opset_version=opset, dynamo=dynamo,
+                              external_data=False)
+            return "torch.onnx" + (" (dynamo)" if dynamo else "")
+        except Exception as exc:
+            errors.append(f"torch.onnx.export(dynamo={dynamo}): {exc}")
+    raise ExportError("every exporter failed: " + " | ".join(e[:300] for e in errors))
+
+
+def optimize(source: Path, target: Path, config: dict[str, Any]) -> dict[str, int]:
+    """Transformer fusions; opt_level 1 keeps the graph provider-independent (CPU and CUDA)."""
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    model = optimize_model(str(source), model_type="bert", num_heads=int(config["num_attention_heads"]),
+                           hidden_size=int(config["hidden_size"]), opt_level=1, use_gpu=False)
+    model.save_model_to_file(str(target))
+    return {k: int(v) for k, v in model.get_fused_operator_statistics().items() if v}
+
+
+def to_fp16(source: Path, target: Path) -> None:
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    onnx.save(convert_float_to_float16(onnx.load(str(source)), keep_io_types=True), str(target))
+
+
+def to_int8(source: Path, target: Path) -> None:
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    # DefaultTensorType: the fused contrib ops carry no type info the quantiser can infer
+    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=False,
+                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+
+
+def parity_batches(detector: Detector, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The windows ``Detector.score`` would run, in batches of 1, 4 and 32 (dynamic axes and padding)."""
+    chunks = detector.windows(texts)
+    if not chunks:
+        raise ExportError("the parity text holds no tokens")
+    batches, start = [], 0
+    for size in (1, 4, 32):
+        if start < len(chunks):
+            batches.append(detector.pad_batch(chunks[start:start + size]))
+            start += size
+    while start < len(chunks):
+        batches.append(detector.pad_batch(chunks[start:start + 32]))
+        start += 32
+    return batches
+
+
+def compare(reference: list[np.ndarray], candidate: list[np.ndarray], masks: list[np.ndarray],
+            to_prob: Any, threshold: float) -> dict[str, Any]:
+    """max |Δlogit| over real tokens, and agreement of flagged tokens at ``threshold`` (and at the
+    reference's 90th percentile, a stricter look when few tokens reach the default threshold)."""
+    ref = np.concatenate([r[m.astype(bool)] for r, m in zip(reference, masks, strict=True)])
+    new = np.concatenate([c[m.astype(bool)] for c, m in zip(candidate, masks, strict=True)])
+    p_ref, p_new = to_prob(ref), to_prob(new)
+    p90 = float(np.quantile(p_ref, 0.9))
+    return {"tokens": int(ref.size), "max_abs_logit_diff": float(np.max(np.abs(ref - new))),
+            "mean_abs_logit_diff": float(np.mean(np.abs(ref - new))),
+            "threshold": threshold, "flagged_reference": int((p_ref >= threshold).sum()),
+            "flag_agreement": float(np.mean((p_ref >= threshold) == (p_new >= threshold))),
+            "flag_agreement_p90": float(np.mean((p_ref >= p90) == (p_new >= p90))), "p90_threshold": p90}
+
+
+def _gate(variant: str, row: dict[str, Any], tolerance: float, min_agreement: float) -> None:
+    if variant in ("fp32", "optimized"):
+        row["gate"] = f"max_abs_logit_diff <= {tolerance:g}"
+        row["passed"] = row["max_abs_logit_diff"] <= tolerance
+    else:
+        row["gate"] = f"flag_agreement >= {min_agreement:g}"
+        row["passed"] = row["flag_agreement"] >= min_agreement
+
+
+def parity_markdown(parity: dict[str, Any]) -> str:
+    lines = [f"# ONNX parity: {parity['source']}", "",
+             f"{parity['texts']} held-out texts, {parity['windows']} windows; threshold {parity['threshold']:g} "
+             f"({parity['threshold_source']}).", "",
+             "| variant | tokens | max abs Δlogit | mean abs Δlogit | flagged (ref) | flag agreement | "
+             "agreement @p90 | gate | passed |", "|---|---:|---:|---:|---:|---:|---:|---|---|"]
+    for name, row in parity["variants"].items():
+        lines.append(f"| {name} | {row['tokens']} | {row['max_abs_logit_diff']:.2e} | {row['mean_abs_logit_diff']:.2e}"
+                     f" | {row['flagged_reference']} | {row['flag_agreement']:.4f} | {row['flag_agreement_p90']:.4f}"
+                     f" | {row['gate']} | {'yes' if row['passed'] else '**NO**'} |")
+    return "\n".join(lines) + "\n"
+
+
+def default_out_dir(model_path: str | Path) -> Path:
+    return resolve_model_dir(model_path) / "onnx"
+
+
+def export_model(model_path: str | Path, out_dir: str | Path | None = None, variants: Sequence[str] = VARIANTS,
+                 parity_texts: Sequence[str] | None = None, exporter: str = "auto", opset: int = 18,
+                 tolerance: float = FP32_TOLERANCE, min_agreement: float = MIN_FLAG_AGREEMENT,
+                 threshold: float | None = None, progress: bool = True) -> ExportResult:
+    """Export, check parity, and put the export dir in place atomically (default ``<model>/onnx``)."""
+    from tqdm import tqdm
+
+    from electra_detect.calibrators import load_calibration, sigmoid, weights_sha256
+    from electra_detect.ged import default_threshold
+
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or not variants:
+        raise ExportError(f"unknown variant(s) {unknown}; choose from {', '.join(VARIANTS)}")
+    variants = ["fp32", *[v for v in VARIANTS if v in variants and v != "fp32"]]  # fp32 is the base of all
+    if "optimized" not in variants and any(v in variants for v in ("fp16", "int8")):
+        variants.insert(1, "optimized")  # fp16 and int8 are made from the fused graph
+    model_dir = resolve_model_dir(model_path)
+    if not any(model_dir.glob("*.safetensors")):
+        raise ExportError(f"{model_dir} has no safetensors weights to export (is it an export already?)")
+    out = Path(out_dir) if out_dir else model_dir / "onnx"
+    if out.resolve() == model_dir.resolve():
+        raise ExportError("--out must not be the model directory itself")
+    detector = Detector.load(model_dir, calibrated=False)
+    calibrator = load_calibration(model_dir)
+    to_prob = calibrator.transform if calibrator is not None else sigmoid
+    if threshold is None:
+        threshold = default_threshold(model_dir)
+        threshold_source = "ged.json" if (model_dir / "ged.json").exists() else "default 0.5"
+    else:
+        threshold_source = "given"
+    texts = [t for t in (parity_texts if parity_texts is not None else DEFAULT_PARITY_TEXTS) if t.strip()]
+    batches = parity_batches(detector, texts)
+    masks = [mask for _, mask in batches]
+    reference = [detector.raw_logits(ids, mask) for ids, mask in batches]  # before export touches the model
+    config = json.loads((model_dir / "config.json").read_text())
+    report: dict[str, Any] = {"source": str(model_dir), "texts": len(texts), "windows": int(sum(len(m) for m in masks)),
+                              "threshold": threshold, "threshold_source": threshold_source,
+                              "calibration": calibrator.to_dict()["method"] if calibrator else "raw",
+                              "variants": {}}
+    manifest: dict[str, Any] = {}
+
+    def fill(tmp: Path) -> None:
+        import onnxruntime as ort
+
+        steps = tqdm(variants, desc="export", unit="variant", disable=not progress)
+        made: dict[str, Any] = {}
+        for variant in steps:
+            steps.set_postfix_str(variant)
+            target = tmp / VARIANT_FILES[variant]
+            started = time.perf_counter()
+            if variant == "fp32":
+                made["exporter"] = export_fp32(model_dir, target, exporter, opset)
+            elif variant == "optimized":
+                made["fusions"] = optimize(tmp / VARIANT_FILES["fp32"], target, config)
+            elif variant == "fp16":
+                to_fp16(tmp / VARIANT_FILES["optimized"], target)
+            else:
+                to_int8(tmp / VARIANT_FILES["optimized"], target)
+            seconds = time.perf_counter() - started
+            session = ort.InferenceSession(str(target), providers=["CPUExecutionProvider"])
+            names = {i.name for i in session.get_inputs()}
+            outputs = []
+            for ids, mask in batches:
+                feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+                outputs.append(np.asarray(session.run(["logits"], {k: v for k, v in feed.items() if k in names})[0],
+                                          dtype=np.float32))
+            row = compare(reference, outputs, masks, to_prob, threshold)
+            _gate(variant, row, tolerance, min_agreement)
+            report["variants"][variant] = row
+            made.setdefault("variants", {})[variant] = {"file": target.name, "bytes": target.stat().st_size,
+                                                        "sha256": _sha256(target), "seconds": round(seconds, 2)}
+        failed = [v for v, row in report["variants"].items() if not row["passed"]]
+        report["passed"] = not failed
+        if failed:
+            atomic_write_json(out.with_name(f"{out.name}.parity_failed.json"), report)
+            details = "; ".join(f"{v}: max|Δlogit| {report['variants'][v]['max_abs_logit_diff']:.3g}, "
+                                f"flag agreement {report['variants'][v]['flag_agreement']:.4f} "
+                                f"(gate {report['variants'][v]['gate']})" for v in failed)
+            raise ExportError(f"parity check failed, nothing exported: {details} "
+                              f"(report: {out.with_name(out.name + '.parity_failed.json')})")
+        for name in TRAVELLING_FILES:
+            if (model_dir / name).exists():
+                shutil.copy2(model_dir / name, tmp / name)
+        import onnx
+        import onnxruntime
+        import torch
+        import transformers
+
+        manifest.update({"format": 1, "source": str(model_dir), "source_weights_sha256": weights_sha256(model_dir),
+                         "opset": opset, "max_positions": int(config["max_position_embeddings"]),
+                         "inputs": list(INPUT_NAMES), "output": "logits",
+                         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                         "versions": {"onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
+                                      "torch": torch.__version__, "transformers": transformers.__version__},
+                         **made})
+        atomic_write_json(tmp / MANIFEST, manifest)
+        atomic_write_json(tmp / PARITY_FILE, report)
+        atomic_write_text(tmp / "parity.md", parity_markdown(report))
+
+    try:
+        atomic_write_dir(out, fill)
+    except (DetectorError, ExportError, OSError):
+        raise
+    except Exception as exc:  # ONNX tooling raises assorted types; report them as one export failure
+        raise ExportError(f"export failed: {type(exc).__name__}: {exc}") from exc
+    out.with_name(f"{out.name}.parity_failed.json").unlink(missing_ok=True)
+    return ExportResult(out, manifest, report)
+
+
+# ------------------------------------------------------------------------------------ Triton repository
+
+def triton_config(name: str, max_batch_size: int = 64, preferred: Sequence[int] = (8, 16, 32),
+                  max_queue_delay_us: int = 2000) -> str:
+    """config.pbtxt for Triton's onnxruntime backend: [batch, seq] int64 inputs, [batch, seq] logits,
+    server-side dynamic batching (Triton pads nothing: clients send equal-length rows per request)."""
+    inputs = "\n".join(
+        f'  {{\n    name: "{n}"\n    data_type: TYPE_INT64\n    dims: [ -1 ]\n  }}{"," if i < 2 else ""}'
+        for i, n in enumerate(INPUT_NAMES))
+    sizes = ", ".join(str(s) for s in preferred if s <= max_batch_size)
+    return (f'name: "{name}"\nbackend: "onnxruntime"\nmax_batch_size: {max_batch_size}\n'
+            f"input [\n{inputs}\n]\n"
+            f'output [\n  {{\n    name: "logits"\n    data_type: TYPE_FP32\n    dims: [ -1 ]\n  }}\n]\n'
+            f"dynamic_batching {{\n  preferred_batch_size: [ {sizes} ]\n"
+            f"  max_queue_delay_microseconds: {max_queue_delay_us}\n}}\n"
+            f"version_policy: {{ latest {{ num_versions: 1 }} }}\n")
+
+
+def write_triton_repo(export_dir: str | Path, repo: str | Path, variant: str = "optimized",
+                      name: str = "electra_detect", max_batch_size: int = 64, max_queue_delay_us: int = 2000) -> Path:
+    """A Triton model repository: ``repo/name/config.pbtxt``, ``repo/name/1/model.onnx``, and the
+    tokenizer, config and calibration under ``repo/name/tokenizer/`` (clients tokenize; Triton skips
+    non-numeric folders). Written atomically as a whole model folder."""
+    from electra_detect.onnx_engine import read_manifest
+
+    export_dir = Path(export_dir)
+    manifest = read_manifest(export_dir)
+    exported = ", ".join(manifest.get("variants", {}))
+    if variant not in manifest.get("variants", {}):
+        raise ExportError(f"variant {variant!r} is not in {export_dir}; exported: {exported}")
+    if not name.replace("_", "").replace("-", "").isalnum():
+        raise ExportError(f"bad Triton model name {name!r}: letters, digits, - and _ only")
+    if max_batch_size < 1:
+        raise ExportError("max batch size must be >= 1")
+
+    def fill(tmp: Path) -> None:
+        (tmp / "1").mkdir()
+        shutil.copy2(export_dir / VARIANT_FILES[variant], tmp / "1" / "model.onnx")
+        (tmp / "tokenizer").mkdir()
+        for file in (*TRAVELLING_FILES, MANIFEST, PARITY_FILE):
+            if (export_dir / file).exists():
+                shutil.copy2(export_dir / file, tmp / "tokenizer" / file)
+        config = triton_config(name, max_batch_size, max_queue_delay_us=max_queue_delay_us)  # io stays fp32
+        atomic_write_text(tmp / "config.pbtxt", config)
+
+    target = Path(repo) / name
+    atomic_write_dir(target, fill)
+    return target

@@ -1,0 +1,95 @@
+"""``electra-detect export``: ONNX variants with a parity report, optionally a Triton model repository.
+
+Only argparse at the top: the exporters (torch, optimum, onnxruntime) load inside the verb.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from electra_detect.export import VARIANTS  # light: numpy and the detector module, no torch
+
+    p = sub.add_parser("export", help="export the discriminator to ONNX (fp32, optimized, fp16, int8) with parity",
+                       description="Export a discriminator (pre-trained or GED fine-tuned) to ONNX. Each variant is "
+                                   "checked against PyTorch on held-out text (fp32: max |Δlogit| <= 1e-4; fp16/int8: "
+                                   ">= 99%% of tokens flagged alike); a failure exports nothing. Tokenizer, config, "
+                                   "calibration.json and ged.json travel with the model.")
+    p.add_argument("--model", default=os.environ.get("ELECTRA_DETECT_MODEL", "runs/quickstart"),
+                   help="run dir or discriminator dir (an existing export dir with --triton: only the Triton repo)")
+    p.add_argument("--out", help="export dir (default: MODEL's discriminator dir /onnx)")
+    p.add_argument("--variants", default=",".join(VARIANTS),
+                   help=f"comma-separated subset of {','.join(VARIANTS)} (default: all)")
+    p.add_argument("--text", help="held-out text for the parity check, one text per line (default: built-in sentences)")
+    p.add_argument("--exporter", choices=("auto", "optimum", "torch"), default="auto",
+                   help="auto: optimum, falling back to torch.onnx.export")
+    p.add_argument("--opset", type=int, default=18)
+    p.add_argument("--threshold", type=float, help="flag threshold for the fp16/int8 agreement check "
+                                                   "(default: the model's ged.json threshold, else 0.5)")
+    p.add_argument("--tolerance", type=float, default=1e-4, help="max |Δlogit| allowed for fp32 variants")
+    p.add_argument("--min-agreement", type=float, default=0.99, help="flag agreement required for fp16/int8")
+    p.add_argument("--triton", metavar="REPO", help="also write a Triton Inference Server model repository here")
+    p.add_argument("--triton-variant", default="optimized", help="variant served by Triton (default optimized)")
+    p.add_argument("--triton-name", default="electra_detect", help="Triton model name")
+    p.add_argument("--triton-max-batch", type=int, default=64, help="Triton max_batch_size")
+    p.add_argument("--triton-delay-us", type=int, default=2000, help="Triton dynamic batching max queue delay")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from electra_detect.detector import DetectorError
+    from electra_detect.export import ExportError
+
+    p.set_defaults(func=cmd_export, known_errors=(ExportError, DetectorError))
+
+
+def _read_texts(path: str) -> list[str]:
+    from electra_detect.export import ExportError
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            texts = [line.strip() for line in handle if line.strip()]
+    except FileNotFoundError:
+        raise ExportError(f"parity text file not found: {path}") from None
+    except UnicodeDecodeError:
+        raise ExportError(f"parity text file is not UTF-8 text: {path}") from None
+    if not texts:
+        raise ExportError(f"parity text file {path} holds no text")
+    return texts
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from electra_detect.detector import resolve_model_dir
+    from electra_detect.export import ExportError, export_model, write_triton_repo
+    from electra_detect.onnx_engine import MANIFEST
+
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    if args.tolerance <= 0 or not 0 < args.min_agreement <= 1:
+        raise ExportError("--tolerance must be > 0 and --min-agreement in (0, 1]")
+    if args.threshold is not None and not 0 <= args.threshold <= 1:
+        raise ExportError("--threshold must be in [0, 1]")
+    model_dir = resolve_model_dir(args.model)
+    summary: dict[str, object] = {}
+    if not any(model_dir.glob("*.safetensors")) and (model_dir / MANIFEST).exists():
+        if not args.triton:
+            raise ExportError(f"{model_dir} is already an ONNX export; "
+                              f"give --triton REPO to build a Triton repo from it")
+        export_dir = model_dir
+    else:
+        texts = _read_texts(args.text) if args.text else None
+        result = export_model(model_dir, args.out, variants=variants, parity_texts=texts,
+                              exporter=args.exporter, opset=args.opset,
+                              tolerance=args.tolerance, min_agreement=args.min_agreement, threshold=args.threshold,
+                              progress=not args.no_progress)
+        export_dir = result.out_dir
+        summary.update({"out": str(result.out_dir), "exporter": result.manifest["exporter"],
+                        "parity": {v: {"max_abs_logit_diff": row["max_abs_logit_diff"],
+                                       "flag_agreement": row["flag_agreement"], "passed": row["passed"]}
+                                   for v, row in result.parity["variants"].items()}})
+    if args.triton:
+        summary["triton"] = str(write_triton_repo(Path(export_dir), args.triton, args.triton_variant, args.triton_name,
+                                                  args.triton_max_batch, args.triton_delay_us))
+    print(json.dumps(summary))
+    return 0

@@ -1,0 +1,160 @@
+"""onnxruntime engine: the exported discriminator without PyTorch, CUDA first with a loud CPU fallback.
+
+The engine reads an export dir written by ``electra_detect.export`` (``export.json`` lists the
+variants; tokenizer, config and calibration files sit beside them). It maps the same padded ids to
+the same logits as ``TorchEngine``, so ``Detector`` is unchanged above it.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from electra_detect.detector import DetectorError
+
+MANIFEST = "export.json"
+VARIANT_FILES = {"fp32": "model.onnx", "optimized": "model_optimized.onnx", "fp16": "model_fp16.onnx",
+                 "int8": "model_int8.onnx"}
+CPU_PREFERENCE = ("optimized", "fp32", "int8", "fp16")  # exact fp32 numerics first on CPU
+GPU_PREFERENCE = ("fp16", "optimized", "fp32", "int8")  # fp16 is what tensor cores are for
+
+_warned: set[str] = set()  # warn once per process and message kind, however many engines are built
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def find_export_dir(path: str | Path) -> Path:
+    """The export dir for ``path``: the dir itself, or ``onnx/`` in it or in its ``discriminator/``."""
+    path = Path(path)
+    if not path.exists():
+        raise DetectorError(f"model path not found: {path}")
+    for candidate in (path, path / "onnx", path / "discriminator" / "onnx"):
+        if (candidate / MANIFEST).exists():
+            return candidate
+    raise DetectorError(f"no ONNX export in {path} (no {MANIFEST}); create one with "
+                        f"`electra-detect export --model {path}`")
+
+
+def read_manifest(export_dir: Path) -> dict[str, Any]:
+    try:
+        return json.loads((Path(export_dir) / MANIFEST).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DetectorError(f"{export_dir}/{MANIFEST} is unreadable: {exc}") from exc
+
+
+def load_export_calibration(export_dir: Path):
+    """The calibration that travelled with the export. It was fitted on the source weights, so it is
+    checked against the source-weights hash the manifest recorded (there are no safetensors here)."""
+    from electra_detect.calibrators import CALIBRATION_FILE, from_dict
+
+    path = Path(export_dir) / CALIBRATION_FILE
+    if not path.exists():
+        return None
+    try:
+        raw = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise DetectorError(f"{path} is not valid JSON: {exc}") from exc
+    if raw.get("weights_sha256") != read_manifest(export_dir).get("source_weights_sha256"):
+        raise DetectorError(f"{path} was fitted for other weights than the exported ones; re-export after "
+                            f"calibrating, or load with calibrated=False")
+    try:
+        return from_dict({k: v for k, v in raw.items() if k not in ("weights_sha256", "report")})
+    except ValueError as exc:
+        raise DetectorError(str(exc)) from exc
+
+
+def _wants_cuda(device: str | None) -> tuple[bool, int, bool]:
+    """(try CUDA, device id, explicitly asked for)."""
+    if device is None or device == "auto":
+        return True, 0, False
+    if device == "cpu":
+        return False, 0, False
+    if device in ("cuda", "gpu"):
+        return True, 0, True
+    if device.startswith("cuda:") and device[5:].isdigit():
+        return True, int(device[5:]), True
+    raise DetectorError(f"unknown device {device!r}; expected cpu, cuda or cuda:N")
+
+
+class OnnxEngine:
+    """One onnxruntime session over one exported variant.
+
+    ``provider`` is the execution provider the session actually uses (onnxruntime-gpu lists CUDA
+    even where it cannot load it, and then silently runs on CPU; we check and say so).
+    """
+
+    name = "onnx"
+
+    def __init__(self, export_dir: str | Path, variant: str | None = None, device: str | None = None,
+                 require_gpu: bool = False, threads: int | None = None) -> None:
+        import onnxruntime as ort
+
+        self.export_dir = Path(export_dir)
+        manifest = read_manifest(self.export_dir)
+        exported = [v for v in manifest.get("variants", {}) if (self.export_dir / VARIANT_FILES.get(v, "-")).exists()]
+        if not exported:
+            raise DetectorError(f"{self.export_dir}: the export holds no model files")
+        if variant is not None and variant not in exported:
+            raise DetectorError(f"variant {variant!r} is not in {self.export_dir} (exported: {', '.join(exported)})")
+        try_cuda, device_id, explicit = _wants_cuda(device)
+        available = ort.get_available_providers()
+        cuda_listed = "CUDAExecutionProvider" in available
+        if try_cuda and not cuda_listed and (explicit or require_gpu):
+            self._no_gpu(f"CUDA was requested but this onnxruntime build has no CUDAExecutionProvider "
+                         f"(available: {', '.join(available)}); install the gpu extra (onnxruntime-gpu)",
+                         require_gpu)
+        use_cuda = try_cuda and cuda_listed
+        self.variant = variant or self._pick(exported, use_cuda)
+        self.session = self._session(ort, self.variant, use_cuda, device_id, threads)
+        self.provider = self.session.get_providers()[0]
+        if use_cuda and self.provider != "CUDAExecutionProvider":
+            self._no_gpu(f"onnxruntime lists CUDAExecutionProvider but could not use it (no GPU, or CUDA/cuDNN "
+                         f"libraries missing); running on {self.provider}", require_gpu)
+            if variant is None and self.variant != self._pick(exported, False):
+                self.variant = self._pick(exported, False)
+                self.session = self._session(ort, self.variant, False, 0, threads)
+                self.provider = self.session.get_providers()[0]
+        self.input_names = [i.name for i in self.session.get_inputs()]
+        config = json.loads((self.export_dir / "config.json").read_text())
+        self.max_positions = int(config["max_position_embeddings"])
+
+    @staticmethod
+    def _no_gpu(message: str, require_gpu: bool) -> None:
+        if require_gpu:
+            raise DetectorError(message)
+        _warn_once(message.split(";")[0], message)
+
+    @staticmethod
+    def _pick(exported: list[str], cuda: bool) -> str:
+        order = GPU_PREFERENCE if cuda else CPU_PREFERENCE
+        return next(v for v in order if v in exported)
+
+    def _session(self, ort: Any, variant: str, cuda: bool, device_id: int, threads: int | None) -> Any:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3  # our own warning reports a CUDA fallback; ORT's would repeat it per session
+        if threads:
+            options.intra_op_num_threads = threads
+        providers: list[Any] = ["CPUExecutionProvider"]
+        if cuda:
+            providers.insert(0, ("CUDAExecutionProvider", {"device_id": device_id}))
+        path = self.export_dir / VARIANT_FILES[variant]
+        try:
+            return ort.InferenceSession(str(path), sess_options=options, providers=providers)
+        except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
+            raise DetectorError(f"onnxruntime cannot load {path}: {exc}") from exc
+
+    def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        feed = {"input_ids": input_ids.astype(np.int64, copy=False),
+                "attention_mask": attention_mask.astype(np.int64, copy=False)}
+        if "token_type_ids" in self.input_names:
+            feed["token_type_ids"] = np.zeros_like(feed["input_ids"])
+        return np.asarray(self.session.run(["logits"], feed)[0], dtype=np.float32)
