@@ -4,11 +4,15 @@
   (mask 15%, sample with Gumbel-max, label = sample differs from the original), every real token.
 - ``ged``: GED data (any reader of ``electra_detect.ged``); one pair per whitespace token, its logit
   being the max over its subwords (the word score's logit, since the sigmoid is monotone).
+
+The corruption keeps each subword's character offsets into the *original* text, so the POS-bias
+analysis can tag the original words with spaCy and ask which of them the generator replaced.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +22,29 @@ from electra_detect.detector import Detector
 from electra_detect.ged import GedSentence, to_token_scores
 
 
-def rtd_pairs(detector: Detector, generator_dir: Path, texts: Sequence[str], seed: int = 0,
-              mask_prob: float = 0.15, batch_size: int = 16) -> tuple[np.ndarray, np.ndarray]:
+@dataclass
+class CorruptedText:
+    """One text after the pre-training corruption, scored by the discriminator (raw logits).
+
+    Arrays run over the sequence's real tokens, ``[CLS]`` and ``[SEP]`` included (offsets (0, 0)).
+    """
+
+    text: str
+    offsets: np.ndarray  # [n, 2] character span of each subword in ``text`` (the original)
+    special: np.ndarray  # [n] bool: [CLS] / [SEP]
+    masked: np.ndarray  # [n] bool: the generator predicted this position
+    replaced: np.ndarray  # [n] int: 1 = the sample differs from the original (the RTD label)
+    logits: np.ndarray  # [n] raw discriminator logits on the corrupted sequence
+
+
+def corrupt_texts(detector: Detector, generator_dir: Path, texts: Sequence[str], seed: int = 0,
+                  mask_prob: float = 0.15, batch_size: int = 16, progress: bool = False) -> list[CorruptedText]:
+    """Mask ``mask_prob`` of each text's subwords, fill them with the run's generator (Gumbel-max
+    samples, as in pre-training), and score the result through ``Detector.raw_logits``.
+
+    Texts longer than the model window are truncated (the tail is not scored).
+    """
+    from tqdm import tqdm
     from transformers import ElectraForMaskedLM
 
     from training.masking import gumbel_sample, mask_tokens, replace_with_samples
@@ -27,10 +52,12 @@ def rtd_pairs(detector: Detector, generator_dir: Path, texts: Sequence[str], see
     generator = ElectraForMaskedLM.from_pretrained(str(generator_dir), use_safetensors=True).eval()
     tok = detector.tokenizer
     rng = torch.Generator().manual_seed(seed)
-    encoded = tok(list(texts), truncation=True, max_length=detector.max_length)["input_ids"]
-    logits_out, labels_out = [], []
-    for first in range(0, len(encoded), batch_size):
-        chunk = encoded[first:first + batch_size]
+    encoded = tok(list(texts), truncation=True, max_length=detector.max_length, return_offsets_mapping=True)
+    special_ids = set(tok.all_special_ids)
+    out: list[CorruptedText] = []
+    starts = range(0, len(texts), batch_size)
+    for first in tqdm(starts, desc="corrupt + score", unit="batch", disable=not progress):
+        chunk = encoded["input_ids"][first:first + batch_size]
         width = max(len(ids) for ids in chunk)
         ids = torch.full((len(chunk), width), tok.pad_token_id)
         for row, seq in enumerate(chunk):
@@ -42,10 +69,21 @@ def rtd_pairs(detector: Detector, generator_dir: Path, texts: Sequence[str], see
             gen_logits = generator(input_ids=masked.input_ids, attention_mask=attention).logits[masked.masked]
         disc_input, labels = replace_with_samples(masked, gumbel_sample(gen_logits, rng))
         logits = detector.raw_logits(disc_input.numpy(), attention.numpy())
-        real = attention.bool().numpy()
-        logits_out.append(logits[real])
-        labels_out.append(labels.numpy()[real])
-    return np.concatenate(logits_out), np.concatenate(labels_out).astype(float)
+        for row, seq in enumerate(chunk):
+            n = len(seq)
+            out.append(CorruptedText(
+                text=texts[first + row], offsets=np.asarray(encoded["offset_mapping"][first + row], dtype=np.int64),
+                special=np.array([i in special_ids for i in seq]), masked=masked.masked[row, :n].numpy(),
+                replaced=labels[row, :n].numpy().astype(np.int64), logits=logits[row, :n].astype(np.float64)))
+    return out
+
+
+def rtd_pairs(detector: Detector, generator_dir: Path, texts: Sequence[str], seed: int = 0,
+              mask_prob: float = 0.15, batch_size: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    """(raw logit, replaced label) for every real token of the corrupted texts."""
+    corrupted = corrupt_texts(detector, generator_dir, texts, seed, mask_prob, batch_size)
+    return (np.concatenate([c.logits for c in corrupted]),
+            np.concatenate([c.replaced for c in corrupted]).astype(float))
 
 
 def ged_pairs(detector: Detector, sentences: Sequence[GedSentence]) -> tuple[np.ndarray, np.ndarray]:

@@ -179,6 +179,9 @@ def _add_ged(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--split", action="store_true", help="tune on half of --data, report on the other half")
     e.add_argument("--seed", type=int, default=13, help="seed of the --split")
     e.add_argument("--annotator", type=int, default=0, help="M2 annotator id whose edits are the labels")
+    e.add_argument("--per-pos-thresholds", action="store_true",
+                   help="also tune one threshold per universal POS tag (spaCy) on the tuning data; used when it "
+                        "beats the single threshold in 2-fold cross-validation on the tuning data")
     e.set_defaults(func=cmd_ged_eval)
 
     t = sub.add_parser("ged-train", help="fine-tune a discriminator for GED (also spelled `ged train`)",
@@ -267,9 +270,13 @@ def cmd_ged_eval(args: argparse.Namespace) -> int:
         if args.fmt == "parallel":  # --refs belong to --data; a second source would need its own
             raise ged.GedDataError("--tune-on is not available with --format parallel; use --split")
         tuning = _read_labelled(args, args.tune_on)
+    if args.per_pos_thresholds and (not tuning or args.threshold is not None):
+        raise ged.GedDataError("--per-pos-thresholds tunes its thresholds: give --split or --tune-on, "
+                               "and no --threshold")
     threshold = args.threshold
+    tune_scores = ged.score_tokens(detector, tuning) if tuning else []
     if threshold is None and tuning:
-        threshold = ged.tune_threshold(*ged.flatten(tuning, ged.score_tokens(detector, tuning)))
+        threshold = ged.tune_threshold(*ged.flatten(tuning, tune_scores))
     threshold = ged.default_threshold(args.model) if threshold is None else threshold
     started = time.perf_counter()
     scores = ged.score_tokens(detector, sentences)
@@ -278,9 +285,39 @@ def cmd_ged_eval(args: argparse.Namespace) -> int:
     report.update(sentences=len(sentences), seconds=round(seconds, 3),
                   sentences_per_s=round(len(sentences) / max(seconds, 1e-9), 2),
                   threshold_source="given" if args.threshold is not None else ("tuned" if tuning else "model"),
-                  per_type=ged.per_type_recall(sentences, scores, threshold))
+                  per_type=ged.per_type_recall(sentences, scores, threshold), calibration=detector.calibration)
+    if args.per_pos_thresholds:
+        report = _with_pos_thresholds(report, detector, tuning, tune_scores, sentences, scores, args.seed)
     print(json.dumps(report))
     return 0
+
+
+def _with_pos_thresholds(report: dict[str, Any], detector: Any, tuning: list, tune_scores: list, sentences: list,
+                         scores: list, seed: int) -> dict[str, Any]:
+    """Choose single vs per-POS thresholds on the tuning data; report both on the report data.
+
+    The headline metrics are those of the adopted choice (``threshold_source`` says which)."""
+    from electra_detect import ged
+
+    nlp = ged.load_tagger()
+    choice = ged.select_pos_thresholds(tuning, tune_scores, ged.tag_pos(tuning, nlp), seed=seed)
+    labels, values = ged.flatten(sentences, scores)
+    pos = [tag for tags in ged.tag_pos(sentences, nlp) for tag in tags]
+    per_pos = ged.pos_threshold_metrics(labels, values, pos, choice["thresholds"], choice["global_threshold"])
+    choice.update(report_single={k: report[k] for k in ("f05", "precision", "recall", "threshold")},
+                  report_per_pos={k: per_pos[k] for k in ("f05", "precision", "recall")})
+    if choice["adopted"]:
+        report.update({k: per_pos[k] for k in ("precision", "recall", "f05", "flagged")},
+                      threshold_source="tuned per POS")
+        flags = values >= ged.thresholds_for(pos, choice["thresholds"], choice["global_threshold"])
+        start = 0
+        per_sentence = []
+        for sentence in sentences:  # per-type recall under the per-POS flags: flags as 0/1 scores
+            per_sentence.append(flags[start:start + len(sentence.tokens)].astype(float))
+            start += len(sentence.tokens)
+        report["per_type"] = ged.per_type_recall(sentences, per_sentence, 0.5)
+    report["per_pos"] = choice
+    return report
 
 
 def _add_calibrate(sub: argparse._SubParsersAction) -> None:
@@ -326,35 +363,70 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _add_pos_bias(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("pos-bias", help="replaced probability and false-positive rate per part of speech",
-                       description="Tag clean text with spaCy and report, per universal POS tag, the mean replaced "
-                                   "probability and false-positive rate with bootstrap intervals (JSON, Markdown, "
-                                   "PNG bar chart).")
-    p.add_argument("--model", default=DEFAULT_MODEL)
-    p.add_argument("--text", nargs="+", required=True, help="clean text files (one text per line)")
+    p = sub.add_parser("pos-bias", help="replaced probability, false-positive rate and recall per part of speech",
+                       description="Tag words with spaCy and report per universal POS tag, with sentence-bootstrap "
+                                   "intervals and Holm-corrected tests against the overall rate (JSON, Markdown, PNG). "
+                                   "Clean --text: mean p and false-positive rate. --text --corrupt: the text corrupted "
+                                   "by the run's generator: which POS it replaces, recall per POS. --ged: recall of "
+                                   "true errors per POS. Raw and calibrated scores side by side when the model has "
+                                   "a calibration.json.")
+    p.add_argument("--model", default=DEFAULT_MODEL, help="run dir (--corrupt needs its generator/)")
+    p.add_argument("--text", nargs="+", default=[], help="clean text files (one text per line)")
+    p.add_argument("--corrupt", action="store_true", help="corrupt --text with the run's generator (pre-training task)")
+    p.add_argument("--rounds", type=int, default=1, help="--corrupt: corrupt the texts this many times (new seeds)")
+    p.add_argument("--ged", help="labelled GED data (formats as in `ged eval`)")
+    p.add_argument("--format", choices=["m2", "tsv", "parallel"], default="m2", dest="fmt")
+    p.add_argument("--refs", nargs="+", default=[], help="correction file(s) for --format parallel")
+    p.add_argument("--combine", choices=["first", "any", "majority"], default="majority")
+    p.add_argument("--annotator", type=int, default=0)
     p.add_argument("--out-dir", default="pos-bias", help="where pos_bias.{json,md,png} go")
     p.add_argument("--threshold", type=float, help="flag threshold (default: the model's ged.json, else 0.5)")
-    p.add_argument("--raw", action="store_true", help="ignore the model's calibration.json")
+    p.add_argument("--raw", action="store_true", help="raw scores only (ignore the model's calibration.json)")
     p.add_argument("--bootstrap", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_pos_bias)
 
 
 def cmd_pos_bias(args: argparse.Namespace) -> int:
-    from calibration.pos_bias import pos_table, tag_and_score, write_report
-    from electra_detect.detector import Detector
+    from calibration.pos_bias import analyse, clean_rows, corrupt_rows, ged_rows, load_tagger, write_report
+    from electra_detect.calibrators import load_calibration
+    from electra_detect.detector import Detector, resolve_model_dir
     from electra_detect.ged import default_threshold
 
+    if bool(args.text) == bool(args.ged):
+        raise ValueError("give exactly one source: --text FILE... (clean, or with --corrupt) or --ged FILE")
+    if args.corrupt and not args.text:
+        raise ValueError("--corrupt corrupts --text files")
+    if args.rounds < 1 or args.bootstrap < 10:
+        raise ValueError("--rounds must be >= 1 and --bootstrap >= 10")
+    generator = Path(args.model) / "generator"
+    if args.corrupt and not generator.is_dir():
+        raise ValueError(f"--corrupt needs the run dir's generator/ next to discriminator/ ({args.model})")
     texts = _read_text_files(args.text)
-    if not texts:
+    sentences = _read_labelled(args, args.ged) if args.ged else []
+    if not texts and not sentences:
         raise ValueError("no text to analyse")
-    detector = Detector.load(args.model, calibrated=not args.raw)
+    calibrator = None if args.raw else load_calibration(resolve_model_dir(args.model))
+    detector = Detector.load(args.model, calibrated=False)  # raw once; calibrated = the calibrator on the same logits
     threshold = default_threshold(args.model) if args.threshold is None else args.threshold
-    table = pos_table(tag_and_score(detector, texts), threshold, args.bootstrap)
-    table["calibration"] = detector.calibration
-    paths = write_report(table, Path(args.out_dir), f"POS bias on clean text ({detector.calibration} scores)")
-    print(json.dumps({"tokens": table["tokens"], "overall_fpr": table["overall_fpr"],
-                      "differs": [t for t, r in table["tags"].items() if r["differs_from_overall"]],
-                      **{k: str(v) for k, v in paths.items()}}))
+    nlp = load_tagger()
+    if sentences:
+        mode, rows = "ged", ged_rows(detector, sentences, nlp)
+    elif args.corrupt:
+        mode, rows = "corrupt", corrupt_rows(detector, generator, texts, nlp, args.seed, args.rounds, progress=True)
+    else:
+        mode, rows = "clean", clean_rows(detector, texts, nlp)
+    report = analyse(rows, mode, threshold, calibrator, args.bootstrap, args.seed)
+    if mode == "corrupt":
+        report["rounds"] = args.rounds
+    titles = {"clean": "clean text", "corrupt": "generator-corrupted text", "ged": "GED data"}
+    paths = write_report(report, Path(args.out_dir), f"POS bias on {titles[mode]} ({Path(args.model).name})")
+    summary = {"mode": mode, "tokens": report["tokens"], "threshold": threshold, "calibration": report["calibration"],
+               "overall_fpr": report["overall_fpr"], "overall_recall": report.get("overall_recall"),
+               "differs": [t for t, r in report["tags"].items() if r.get("differs_from_overall")],
+               "recall_differs": [t for t, r in report["tags"].items() if r.get("recall_differs")],
+               **{k: str(v) for k, v in paths.items()}}
+    print(json.dumps(summary))
     return 0
 
 
