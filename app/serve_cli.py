@@ -1,0 +1,87 @@
+"""``electra-detect serve``: the HTTP inference server (FastAPI + uvicorn) over the ONNX engine.
+
+Only argparse at the top: the engine, FastAPI and uvicorn load inside the verb.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class ServeError(ValueError):
+    """A setting the server cannot run with."""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="HTTP server: /v1/score, /v1/ged, /v1/rerank, /healthz, /metrics, /docs",
+                       description="Serve a model over HTTP with micro-batching. Runs the ONNX export (make it with "
+                                   "`electra-detect export`); --engine torch serves the PyTorch weights instead. "
+                                   "Binds 127.0.0.1 unless --host says otherwise; set an API key (read from the "
+                                   "environment variable named by --api-key-env) before binding elsewhere.")
+    p.add_argument("--model", default=os.environ.get("ELECTRA_DETECT_MODEL", "runs/quickstart"),
+                   help="export dir, or a run/discriminator dir holding one in onnx/")
+    p.add_argument("--engine", choices=("onnx", "torch"), default="onnx")
+    p.add_argument("--variant", choices=("fp32", "optimized", "fp16", "int8"),
+                   help="ONNX variant (default: optimized on CPU, fp16 on CUDA)")
+    p.add_argument("--device", help="cpu, cuda or cuda:N (default: CUDA if onnxruntime has it, else CPU)")
+    p.add_argument("--require-gpu", action="store_true", help="fail instead of falling back to CPU")
+    p.add_argument("--threads", type=int, help="onnxruntime intra-op threads (default: all cores)")
+    p.add_argument("--no-calibration", action="store_true", help="serve raw sigmoid scores")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--api-key-env", default="ELECTRA_DETECT_API_KEY",
+                   help="environment variable holding the API key clients send in X-API-Key (unset: no key)")
+    p.add_argument("--no-batching", action="store_true", help="one model call per request")
+    p.add_argument("--max-batch", type=int, default=32, help="texts per model call when batching")
+    p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a batch waits to fill")
+    p.add_argument("--max-texts", type=int, default=64, help="texts (or hypotheses) per request")
+    p.add_argument("--max-chars", type=int, default=10_000, help="characters per text")
+    p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="request body size limit")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds a request may take, queueing included")
+    p.add_argument("--ged-threshold", type=float, help="default /v1/ged threshold (default: ged.json, else 0.5)")
+    p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    from electra_detect.detector import DetectorError
+
+    p.set_defaults(func=cmd_serve, known_errors=(ServeError, DetectorError, OSError))
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from electra_detect.detector import Detector
+
+    for name in ("max_batch", "max_texts", "max_chars", "max_body_bytes"):
+        if getattr(args, name) < 1:
+            raise ServeError(f"--{name.replace('_', '-')} must be >= 1")
+    if args.max_wait_ms < 0 or args.timeout <= 0:
+        raise ServeError("--max-wait-ms must be >= 0 and --timeout > 0")
+    if not 0 < args.port < 65536:
+        raise ServeError(f"--port {args.port} is not a TCP port")
+    if args.ged_threshold is not None and not 0 <= args.ged_threshold <= 1:
+        raise ServeError("--ged-threshold must be in [0, 1]")
+    api_key = os.environ.get(args.api_key_env) or None
+    if args.host not in LOOPBACK and api_key is None:
+        print(f"warning: serving on {args.host} without an API key; anyone who can reach the port can use it "
+              f"(set ${args.api_key_env})", file=sys.stderr)
+    from app.server import ServerSettings, serve
+
+    detector = Detector.load(args.model, device=args.device, calibrated=not args.no_calibration, engine=args.engine,
+                             variant=args.variant if args.engine == "onnx" else None,
+                             require_gpu=args.require_gpu, threads=args.threads)
+    threshold = args.ged_threshold
+    if threshold is None:
+        from electra_detect.ged import default_threshold
+
+        threshold = default_threshold(detector.model_dir)
+    settings = ServerSettings(max_texts=args.max_texts, max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
+                              timeout_s=args.timeout, batching=not args.no_batching, max_batch=args.max_batch,
+                              max_wait_ms=args.max_wait_ms, api_key=api_key, ged_threshold=threshold)
+    engine = detector.engine
+    print(f"serving {detector.model_dir} on http://{args.host}:{args.port} (engine {engine.name}, "
+          f"provider {engine.provider}, variant {getattr(engine, 'variant', '-')}, "
+          f"batching {'off' if args.no_batching else f'{args.max_batch} texts / {args.max_wait_ms:g} ms'}); "
+          f"docs at /docs", file=sys.stderr, flush=True)
+    serve(detector, settings, args.host, args.port, args.log_level)
+    return 0
