@@ -1,0 +1,310 @@
+"""Pre-training objectives (training/objectives.py), two-stage training, CoLA fine-tuning and the
+ablation benchmark end to end on micro runs."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.conftest import micro_config, synthetic_text
+from training.config import ConfigError, RunConfig
+from training.masking import mask_tokens
+from training.model import ElectraPretrainingModel
+from training.objectives import OBJECTIVES
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _micro_model(objective: str, gen_fraction: float = 0.25) -> ElectraPretrainingModel:
+    config = RunConfig()
+    config.model.preset = "micro"
+    config.model.gen_fraction = gen_fraction
+    config.model.dropout = 0.0
+    torch.manual_seed(0)
+    return ElectraPretrainingModel.from_config(config.model, 120, objective)
+
+
+def _batch(seed: int = 0):
+    rng = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, 120, (4, 24), generator=rng)
+    ids[:, 0], ids[:, -1] = 2, 3  # [CLS] ... [SEP]
+    attention = torch.ones_like(ids)
+    masked = mask_tokens(ids, attention, mask_id=4, special_ids=[0, 1, 2, 3, 4], mask_prob=0.25, generator=rng)
+    return masked, attention, rng
+
+
+def test_config_accepts_every_objective_and_rejects_bad_two_stage() -> None:
+    for objective in OBJECTIVES:
+        config = RunConfig()
+        config.train.objective = objective
+        config.validate()
+    config = RunConfig()
+    config.train.objective = "gpt"
+    with pytest.raises(ConfigError, match="unknown objective"):
+        config.validate()
+    config = RunConfig()
+    config.train.objective, config.train.mlm_first_steps = "bert_mlm", 10
+    with pytest.raises(ConfigError, match="needs objective 'electra'"):
+        config.validate()
+    config = RunConfig()
+    config.model.gen_fraction, config.model.tie_all, config.train.mlm_first_steps = 1.0, True, 10
+    with pytest.raises(ConfigError, match="tie_all"):
+        config.validate()
+
+
+def test_fingerprint_unchanged_without_two_stage() -> None:
+    """Checkpoints written before the option existed must keep resuming."""
+    config = RunConfig()
+    assert set(config.model_fingerprint()) == {"model", "seq_len", "lowercase", "objective"}
+    config.train.mlm_first_steps = 5
+    assert config.model_fingerprint()["mlm_first_steps"] == 5
+
+
+def test_electra15_discriminator_loss_only_on_masked_positions() -> None:
+    for objective, unmasked_grad in (("electra15", False), ("electra", True)):
+        model = _micro_model(objective)
+        masked, attention, rng = _batch()
+        out = model(masked, attention, rng, disc_weight=50.0)
+        out.disc_logits.retain_grad()
+        out.loss.backward()
+        grad = out.disc_logits.grad
+        assert grad[masked.masked].abs().sum() > 0
+        assert bool(grad[~masked.masked].abs().sum() > 0) is unmasked_grad
+
+
+def test_bert_mlm_trains_the_discriminator_encoder_without_generator() -> None:
+    model = _micro_model("bert_mlm")
+    masked, attention, rng = _batch()
+    out = model(masked, attention, rng, disc_weight=50.0)
+    out.loss.backward()
+    assert model.mlm.electra is model.discriminator.electra
+    assert all(p.grad is None for p in model.generator.electra.encoder.parameters())
+    assert model.discriminator.electra.encoder.layer[0].attention.self.query.weight.grad.abs().sum() > 0
+    expected = F.cross_entropy(model.mlm_logits(masked.input_ids, attention, masked.masked), masked.original[
+        masked.masked])
+    assert torch.allclose(out.loss, expected, atol=1e-5)
+    assert out.mlm_logits.shape == (int(masked.masked.sum()), 120)
+
+
+def test_replace_mlm_feeds_generator_samples_not_mask() -> None:
+    model = _micro_model("replace_mlm")
+    seen: list[torch.Tensor] = []
+    model.discriminator.electra.register_forward_hook(lambda _m, args, kwargs, _o: seen.append(kwargs["input_ids"]),
+                                                      with_kwargs=True)
+    masked, attention, rng = _batch()
+    out = model(masked, attention, rng, disc_weight=50.0)
+    assert len(seen) == 1 and (masked.input_ids == 4).any()
+    # The trained encoder sees the samples at the masked positions and the original tokens elsewhere, no [MASK].
+    assert torch.equal(seen[0][masked.masked], out.sampled)
+    assert torch.equal(seen[0][~masked.masked], masked.original[~masked.masked])
+    assert "gen_mlm_loss" in out.extra and out.loss > out.mlm_loss  # generator MLM loss is part of it
+
+
+def test_all_tokens_mlm_copy_mechanism() -> None:
+    """D -> 0 (copy gate closed): the loss is plain cross-entropy over every real token."""
+    model = _micro_model("all_tokens_mlm")
+    head = model.discriminator.discriminator_predictions.dense_prediction
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.fill_(30.0)  # r = 30: D = sigmoid(-30) ~ 0
+    masked, attention, rng = _batch()
+    state = rng.get_state()
+    out = model(masked, attention, rng, disc_weight=50.0)
+    rng.set_state(state)
+    gen_logits = model.generator_logits(masked.input_ids, attention, masked.masked)
+    from training.masking import gumbel_sample, replace_with_samples
+
+    corrupted, _labels = replace_with_samples(masked, gumbel_sample(gen_logits, rng))
+    hidden = model.discriminator.electra(input_ids=corrupted, attention_mask=attention).last_hidden_state
+    plain = F.cross_entropy(model.mlm_head(hidden.reshape(-1, hidden.shape[-1])).float(), masked.original.reshape(-1))
+    assert torch.allclose(out.mlm_loss, plain, atol=1e-4)
+    with torch.no_grad():
+        head.bias.fill_(-30.0)  # D ~ 1: unreplaced tokens are free, replaced ones cost ~30 nats
+    out = model(masked, attention, rng, disc_weight=50.0)
+    replaced = out.disc_labels.float().mean()
+    assert out.mlm_loss > 25 * replaced
+    assert out.mlm_loss < 30 * replaced + 15 * replaced + 1e-3
+
+
+def test_adversarial_generator_learns_from_reinforce_only() -> None:
+    model = _micro_model("adversarial")
+    masked, attention, rng = _batch()
+    out = model(masked, attention, rng, disc_weight=50.0)
+    out.loss.backward()
+    gen_grad = model.generator.electra.encoder.layer[0].attention.self.query.weight.grad
+    assert gen_grad is not None and gen_grad.abs().sum() > 0
+    assert {"reinforce_loss", "mean_reward"} <= set(out.extra)
+    assert torch.allclose(out.loss, torch.tensor(out.extra["reinforce_loss"]) + 50.0 * out.disc_loss, atol=1e-4)
+
+
+@pytest.mark.parametrize("objective", ["bert_mlm", "all_tokens_mlm", "adversarial"])
+def test_trainer_runs_objective_and_exports(objective: str, corpus_file: Path, cache_dir: Path,
+                                            tmp_path: Path) -> None:
+    from transformers import ElectraForMaskedLM, ElectraForPreTraining
+
+    from training.trainer import Trainer
+
+    out = tmp_path / objective
+    result = Trainer(micro_config(corpus_file, cache_dir, max_steps=6, objective=objective), out,
+                     show_progress=False).run()
+    assert result.steps == 6
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    train = [r for r in rows if r["split"] == "train"]
+    assert all(r["loss"] is not None and r["loss"] == r["loss"] for r in train)
+    assert json.loads((out / "summary.json").read_text())["objective"] == objective
+    disc = ElectraForPreTraining.from_pretrained(str(out / "discriminator"))
+    if objective == "adversarial":
+        assert not (out / "mlm").exists()
+        return
+    mlm = ElectraForMaskedLM.from_pretrained(str(out / "mlm"))
+    assert mlm.config.hidden_size == disc.config.hidden_size
+    assert torch.equal(mlm.electra.encoder.layer[0].output.dense.weight,
+                       disc.electra.encoder.layer[0].output.dense.weight)  # one encoder, two heads
+    assert all(r["disc_acc"] is None for r in train)  # no replaced-token loss trained
+
+
+def test_two_stage_freezes_generator_and_copies_encoder(corpus_file: Path, cache_dir: Path, tmp_path: Path) -> None:
+    from training.trainer import Trainer
+
+    config = micro_config(corpus_file, cache_dir, max_steps=8, mlm_first_steps=4, lr=1e-2)
+    config.model.preset = "tiny"  # FFN = 4 x width, so a gen_fraction-1 generator has the discriminator's shape
+    config.model.gen_fraction = 1.0
+    trainer = Trainer(config, tmp_path / "two", show_progress=False)
+    snapshots: dict[int, dict[str, torch.Tensor]] = {}
+
+    def snap(t: Trainer, row: dict) -> None:
+        if row["step"] in (4, 5):
+            model = t._model_for_test
+            snapshots[row["step"]] = {
+                "gen": {k: v.clone() for k, v in model.generator.electra.encoder.state_dict().items()},
+                "disc": {k: v.clone() for k, v in model.discriminator.electra.encoder.state_dict().items()}}
+
+    original = ElectraPretrainingModel.start_second_stage
+
+    def capture(self: ElectraPretrainingModel) -> bool:
+        trainer._model_for_test = self
+        copied = original(self)
+        snapshots["copied"] = {k: v.clone() for k, v in self.discriminator.electra.encoder.state_dict().items()}
+        snapshots["gen_at_switch"] = {k: v.clone() for k, v in self.generator.electra.encoder.state_dict().items()}
+        assert copied
+        return copied
+
+    trainer.callbacks.append(lambda t, row: snap(t, row) if hasattr(t, "_model_for_test") else None)
+    ElectraPretrainingModel.start_second_stage = capture
+    try:
+        trainer.run()
+    finally:
+        ElectraPretrainingModel.start_second_stage = original
+    # At the switch the discriminator encoder became the MLM-trained generator's ...
+    assert all(torch.equal(snapshots["copied"][k], snapshots["gen_at_switch"][k]) for k in snapshots["copied"])
+    # ... then only the discriminator kept learning; the generator stayed frozen.
+    final_gen = snapshots[5]["gen"]
+    assert all(torch.equal(final_gen[k], snapshots["gen_at_switch"][k]) for k in final_gen)
+    assert any(not torch.equal(snapshots[5]["disc"][k], snapshots["copied"][k]) for k in final_gen)
+    rows = [json.loads(line) for line in (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()]
+    train = {r["step"]: r for r in rows if r["split"] == "train"}
+    assert train[2]["disc_acc"] is None and train[6]["disc_acc"] is not None
+    assert train[2]["loss"] == pytest.approx(train[2]["mlm_loss"])
+
+
+def _cola_file(path: Path, n: int, seed: int) -> Path:
+    import random
+
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(n):
+        good = rng.random() < 0.5
+        sentence = synthetic_text(1, rng.randint(0, 10_000)).split(".")[0] + "."
+        if not good:  # a crude, learnable unacceptability: the verb is doubled
+            words = sentence.split()
+            sentence = " ".join([*words[:3], words[2], *words[3:]])
+        lines.append(f"src\t{int(good)}\t\t{sentence}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_cola_reader_and_finetune(micro_run: Path, tmp_path: Path) -> None:
+    from training.cola import ColaConfig, ColaDataError, finetune_cola, read_cola
+
+    train = read_cola(_cola_file(tmp_path / "train.tsv", 120, 0))
+    dev = read_cola(_cola_file(tmp_path / "dev.tsv", 40, 1))
+    assert len(train[0]) == 120 and set(train[1]) == {0, 1}
+    result = finetune_cola(micro_run / "discriminator", train, dev, ColaConfig(epochs=1, batch_size=16), device="cpu")
+    assert -1.0 <= result["mcc"] <= 1.0 and 0.0 <= result["accuracy"] <= 1.0
+    assert result["steps"] == 8 and result["train_sentences"] == 120
+    (tmp_path / "bad.tsv").write_text("only\ttwo\n")
+    with pytest.raises(ColaDataError, match="bad.tsv:1"):
+        read_cola(tmp_path / "bad.tsv")
+
+
+def _load_ablation():
+    spec = importlib.util.spec_from_file_location("ablation", ROOT / "benchmarks" / "ablation.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["ablation"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ablation_end_to_end_on_micro_runs(corpus_file: Path, cache_dir: Path, tmp_path: Path) -> None:
+    ablation = _load_ablation()
+    data = tmp_path / "eval"
+    data.mkdir()
+    _cola_file(data / "cola_train.tsv", 48, 2)
+    _cola_file(data / "cola_dev.tsv", 24, 3)
+    pairs = [{"good": "The farmer saw a red house.", "bad": "The farmer saw saw a red house.", "uid": "dup"},
+             {"good": "A teacher likes the river.", "bad": "A teacher likes river the.", "uid": "order"}]
+    (data / "blimp.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pairs))
+    ged_rows = [{"tokens": "the farmer saw saw a house".split(), "labels": [0, 0, 0, 1, 0, 0]},
+                {"tokens": "a teacher likes the river".split(), "labels": [0, 0, 0, 0, 0]}]
+    (data / "jfleg_ged.json").write_text(json.dumps({"tune": ged_rows, "report": ged_rows}))
+    out = tmp_path / "out"
+    args = argparse.Namespace(
+        eval_data=str(data), corpus=[str(corpus_file)], variants=["electra", "bert_mlm", "all_tokens_mlm"],
+        seeds=[0, 1], preset="micro", vocab_size=200, seq_len=32, batch_size=8, lr=2e-3, warmup_steps=2,
+        seconds_per_run=1.0, probe_steps=4, total_seconds=0.0, cola_epochs=1, threads=1, cache_dir=str(cache_dir),
+        work_dir=str(tmp_path / "work"), keep_runs=False, sequential=True, out_dir=str(out))
+    summary = ablation.run(args)
+    assert not [r for r in summary["rows"] if "error" in r], summary["rows"]
+    agg = summary["aggregate"]
+    assert set(agg) == {"electra", "bert_mlm", "all_tokens_mlm"}
+    assert agg["electra"]["score"] == "rtd" and agg["bert_mlm"]["score"] == "pll"
+    assert agg["all_tokens_mlm"]["score"] == "one_pass"
+    for entry in agg.values():
+        assert entry["runs"] == 2 and 0.0 <= entry["blimp_acc"] <= 1.0 and entry["cola_mcc_std"] >= 0.0
+        assert entry["steps"] >= 2
+    for name in ("ablation.json", "ablation.md", "ablation_objectives.png", "ablation_gensize.png",
+                 "ablation_twostage.png"):
+        assert (out / name).stat().st_size > 0
+    text = (out / "ablation.md").read_text()
+    assert "| ELECTRA | 85.0 |" in text and "| ELECTRA > BERT (MLM) | cola_mcc |" in text
+    assert "Replace MLM > " not in text  # only orderings between variants that ran
+    assert not list((tmp_path / "work").glob("*-seed*"))  # runs removed unless --keep-runs
+
+
+def test_mlm_token_log_probs_pll_matches_manual(micro_run: Path, tmp_path: Path, corpus_file: Path,
+                                                cache_dir: Path) -> None:
+    """bert_mlm PLL: one [MASK] per subword, read at that position."""
+    from transformers import AutoTokenizer, ElectraForMaskedLM
+
+    from training.trainer import Trainer
+
+    ablation = _load_ablation()
+    run = tmp_path / "bert"
+    Trainer(micro_config(corpus_file, cache_dir, max_steps=3, objective="bert_mlm"), run, show_progress=False).run()
+    (offsets, log_probs), = ablation.mlm_token_log_probs(run, "bert_mlm", ["the farmer saw a house"], "cpu")
+    tokenizer = AutoTokenizer.from_pretrained(str(run / "mlm"))
+    model = ElectraForMaskedLM.from_pretrained(str(run / "mlm")).eval()
+    ids = tokenizer("the farmer saw a house")["input_ids"]
+    masked = list(ids)
+    masked[2] = tokenizer.mask_token_id
+    with torch.no_grad():
+        expected = model(input_ids=torch.tensor([masked])).logits[0, 2].log_softmax(-1)[ids[2]].item()
+    assert len(log_probs) == len(ids) - 2 == len(offsets)
+    assert log_probs[1] == pytest.approx(expected, abs=1e-4)
