@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 QUICKSTART_MINUTES ?= 10
 QUICKSTART_STEPS ?= 800
 
-.PHONY: install quickstart test lint bench clean
+.PHONY: install browser quickstart test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,11 @@ quickstart: install
 		"We must strengthen our economy and protect our nation." \
 		"He go to the store yesterday and buyed three apple."
 
-test: install
+# Debian chromium + Playwright for the browser tests; never fails (those tests skip, saying why).
+browser: install
+	bash scripts/install_browser.sh $(BIN)/python
+
+test: install browser
 	$(BIN)/python -m pytest -q
 
 lint: install
