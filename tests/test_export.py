@@ -1,0 +1,207 @@
+"""ONNX export: variants, parity report and gate, travelling files, CLI, Triton repository."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from electra_detect.cli import main
+from electra_detect.detector import Detector
+from electra_detect.export import VARIANTS, ExportError, export_model, write_triton_repo
+from electra_detect.onnx_engine import VARIANT_FILES
+
+
+@pytest.fixture(scope="module")
+def source(micro_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the micro discriminator with a GED threshold and a calibration file beside it."""
+    from electra_detect.calibrators import TemperatureScaling, save_calibration
+
+    path = tmp_path_factory.mktemp("src") / "disc"
+    shutil.copytree(micro_run / "discriminator", path)
+    (path / "ged.json").write_text(json.dumps({"threshold": 0.2}))
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=400)
+    save_calibration(path, TemperatureScaling().fit(logits, (rng.random(400) < 0.3).astype(float)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def exported(source: Path, tmp_path_factory: pytest.TempPathFactory):
+    return export_model(source, tmp_path_factory.mktemp("exp") / "onnx", progress=False)
+
+
+def test_all_variants_written_with_passing_parity(exported) -> None:
+    out = exported.out_dir
+    for variant in VARIANTS:
+        assert (out / VARIANT_FILES[variant]).stat().st_size > 0
+    parity = json.loads((out / "parity.json").read_text())
+    assert parity["passed"] is True and set(parity["variants"]) == set(VARIANTS)
+    for variant in ("fp32", "optimized"):
+        assert parity["variants"][variant]["max_abs_logit_diff"] <= 1e-4
+    for variant in ("fp16", "int8"):
+        assert parity["variants"][variant]["flag_agreement"] >= 0.99
+    assert parity["threshold"] == 0.2 and parity["threshold_source"] == "ged.json"
+    assert parity["variants"]["fp32"]["tokens"] > 200  # the long default text spans several windows
+    assert "| int8 |" in (out / "parity.md").read_text()
+    # int8 stores weights in a quarter of the bytes; the optimiser fused attention
+    assert (out / "model_int8.onnx").stat().st_size < 0.5 * (out / "model.onnx").stat().st_size
+    assert exported.manifest["fusions"].get("Attention", 0) >= 1
+
+
+def test_manifest_and_travelling_files(exported, source: Path) -> None:
+    import hashlib
+
+    from electra_detect.calibrators import weights_sha256
+
+    out = exported.out_dir
+    manifest = json.loads((out / "export.json").read_text())
+    assert manifest["source_weights_sha256"] == weights_sha256(source)
+    assert manifest["exporter"] == "optimum"
+    for variant, row in manifest["variants"].items():
+        assert hashlib.sha256((out / row["file"]).read_bytes()).hexdigest() == row["sha256"], variant
+    for name in ("tokenizer.json", "config.json", "calibration.json", "ged.json", "vocab.txt"):
+        assert (out / name).read_bytes() == (source / name).read_bytes(), name
+    assert not list(out.glob("*.safetensors"))  # no PyTorch weights in a deployment
+
+
+def test_dynamic_axes_any_batch_and_length(exported) -> None:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(exported.out_dir / "model.onnx"), providers=["CPUExecutionProvider"])
+    for batch, length in ((1, 3), (5, 17), (2, 64)):
+        ids = np.full((batch, length), 5, dtype=np.int64)
+        out = session.run(["logits"], {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                                        "token_type_ids": np.zeros_like(ids)})[0]
+        assert out.shape == (batch, length)
+
+
+def test_parity_failure_exports_nothing(source: Path, tmp_path: Path) -> None:
+    out = tmp_path / "onnx"
+    with pytest.raises(ExportError, match="parity check failed"):
+        export_model(source, out, variants=["fp32"], tolerance=1e-12, progress=False)
+    assert not out.exists()
+    report = json.loads((tmp_path / "onnx.parity_failed.json").read_text())
+    assert report["passed"] is False and report["variants"]["fp32"]["passed"] is False
+
+
+def test_torch_exporter_fallback_matches(source: Path, tmp_path: Path) -> None:
+    result = export_model(source, tmp_path / "onnx", variants=["fp32"], exporter="torch", progress=False)
+    assert result.manifest["exporter"].startswith("torch.onnx")
+    assert result.parity["variants"]["fp32"]["max_abs_logit_diff"] <= 1e-4
+    assert list(result.manifest["variants"]) == ["fp32"]
+
+
+def test_default_out_dir_is_beside_the_model(source: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(source, run / "discriminator")
+    export_model(run, variants=["fp32"], parity_texts=["The farmer saw a red house."], progress=False)
+    assert (run / "discriminator" / "onnx" / "export.json").exists()
+    detector = Detector.load(run, engine="onnx")  # finds discriminator/onnx from the run dir
+    assert detector.engine.variant == "fp32"
+
+
+def _pbtxt(text: str) -> dict[str, Any]:
+    """Minimal protobuf text-format reader for the test (Triton's proto is not installable here
+    without downgrading protobuf): messages, lists and scalars into dicts and lists."""
+    tokens = re.findall(r'"[^"]*"|[{}\[\]:,]|[^\s{}\[\]:,]+', text)
+    pos = 0
+
+    def value() -> Any:
+        nonlocal pos
+        tok = tokens[pos]
+        pos += 1
+        if tok == "{":
+            return message("}")
+        if tok == "[":
+            items = []
+            while tokens[pos] != "]":
+                if tokens[pos] == ",":
+                    pos += 1
+                    continue
+                items.append(value())
+            pos += 1
+            return items
+        if tok.startswith('"'):
+            return tok[1:-1]
+        return int(tok) if re.fullmatch(r"-?\d+", tok) else tok
+
+    def message(end: str | None) -> dict[str, Any]:
+        nonlocal pos
+        fields: dict[str, Any] = {}
+        while pos < len(tokens) and tokens[pos] != end:
+            if tokens[pos] == ",":
+                pos += 1
+                continue
+            key = tokens[pos]
+            pos += 1
+            if tokens[pos] == ":":
+                pos += 1
+            fields[key] = value()
+        pos += 1
+        return fields
+
+    return message(None)
+
+
+def test_triton_repository_structure(exported, tmp_path: Path) -> None:
+    import onnxruntime as ort
+
+    model = write_triton_repo(exported.out_dir, tmp_path / "repo", variant="int8", max_batch_size=16)
+    config = _pbtxt((model / "config.pbtxt").read_text())
+    assert config["name"] == model.name == "electra_detect"
+    assert config["backend"] == "onnxruntime" and config["max_batch_size"] == 16
+    assert config["dynamic_batching"]["preferred_batch_size"] == [8, 16]
+    assert config["dynamic_batching"]["max_queue_delay_microseconds"] > 0
+    session = ort.InferenceSession(str(model / "1" / "model.onnx"), providers=["CPUExecutionProvider"])
+    assert [i["name"] for i in config["input"]] == [i.name for i in session.get_inputs()]
+    assert all(i["data_type"] == "TYPE_INT64" and i["dims"] == [-1] for i in config["input"])
+    assert [o["name"] for o in config["output"]] == [o.name for o in session.get_outputs()] == ["logits"]
+    assert config["output"][0]["data_type"] == "TYPE_FP32" and config["output"][0]["dims"] == [-1]
+    assert (model / "1" / "model.onnx").read_bytes() == (exported.out_dir / "model_int8.onnx").read_bytes()
+    assert (model / "tokenizer" / "tokenizer.json").exists()
+    with pytest.raises(ExportError, match="not in"):
+        write_triton_repo(exported.out_dir, tmp_path / "repo2", variant="bf16")
+
+
+def test_cli_export_and_triton(source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = tmp_path / "held_out.txt"
+    text.write_text("The farmer saw a red house yesterday.\n\nA doctor bought three apples.\n")
+    code = main(["export", "--model", str(source), "--out", str(tmp_path / "onnx"), "--variants", "fp32,int8",
+                 "--text", str(text), "--no-progress", "--triton", str(tmp_path / "triton")])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(summary["parity"]) == {"fp32", "optimized", "int8"}  # int8 is made from the optimised graph
+    assert all(row["passed"] for row in summary["parity"].values())
+    assert (tmp_path / "triton" / "electra_detect" / "config.pbtxt").exists()
+    # an existing export can feed a Triton repository without re-exporting
+    assert main(["export", "--model", str(tmp_path / "onnx"), "--triton", str(tmp_path / "t2"),
+                 "--triton-variant", "int8"]) == 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--variants", "fp32,bf16"], "unknown variant"),
+    (["--tolerance", "0"], "--tolerance"),
+    (["--text", "/nonexistent/held_out.txt"], "not found"),
+])
+def test_cli_errors(source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+                    message: str) -> None:
+    code = main(["export", "--model", str(source), "--out", str(tmp_path / "o"), "--no-progress", *argv])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_missing_model_and_bad_text(tmp_path: Path, source: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", "--model", str(tmp_path / "nope")]) == 2
+    assert "not found" in capsys.readouterr().err
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("caf\xe9\n".encode("latin-1"))
+    assert main(["export", "--model", str(source), "--out", str(tmp_path / "o"), "--text", str(bad)]) == 2
+    assert "not UTF-8" in capsys.readouterr().err

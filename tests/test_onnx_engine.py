@@ -1,0 +1,134 @@
+"""The onnxruntime engine: same outputs as the torch engine, provider reporting, CUDA fallback, errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+
+from electra_detect import onnx_engine
+from electra_detect.detector import Detector, DetectorError
+from electra_detect.export import export_model
+
+TEXTS = ["The farmer saw a red house yesterday.", "A doctor", "Every student painted the river again and again.",
+         " ".join(["The children visited the quiet village before the storm."] * 12)]  # several windows
+
+
+@pytest.fixture(scope="module")
+def export_dir(micro_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return export_model(micro_run, tmp_path_factory.mktemp("onnx") / "onnx", progress=False).out_dir
+
+
+@pytest.fixture(scope="module")
+def torch_detector(micro_run: Path) -> Detector:
+    return Detector.load(micro_run)
+
+
+@pytest.mark.parametrize("variant", ["fp32", "optimized"])
+def test_same_outputs_as_torch_engine(export_dir: Path, torch_detector: Detector, variant: str) -> None:
+    detector = Detector.load(export_dir, engine="onnx", variant=variant, device="cpu")
+    assert detector.engine.name == "onnx" and detector.engine.variant == variant
+    assert detector.max_length == torch_detector.max_length
+    for a, b in zip(torch_detector.score(TEXTS, batch_size=3), detector.score(TEXTS, batch_size=3), strict=True):
+        assert [t.token for t in a.tokens] == [t.token for t in b.tokens]
+        assert [t.p_replaced for t in b.tokens] == pytest.approx([t.p_replaced for t in a.tokens], abs=1e-5)
+        assert [(w.word, w.start, w.end) for w in a.words] == [(w.word, w.start, w.end) for w in b.words]
+        assert b.sentence_mean == pytest.approx(a.sentence_mean, abs=1e-5)
+        assert b.sentence_sum == pytest.approx(a.sentence_sum, abs=1e-4)
+
+
+def test_raw_logits_match(export_dir: Path, torch_detector: Detector) -> None:
+    detector = Detector.load(export_dir, engine="onnx", variant="fp32", device="cpu")
+    ids, mask = torch_detector.pad_batch(torch_detector.windows(TEXTS))
+    import numpy as np
+
+    diff = np.abs(detector.raw_logits(ids, mask) - torch_detector.raw_logits(ids, mask))[mask.astype(bool)]
+    assert diff.max() <= 1e-4
+
+
+@pytest.mark.parametrize("variant", ["fp16", "int8"])
+def test_reduced_precision_variants_close(export_dir: Path, torch_detector: Detector, variant: str) -> None:
+    detector = Detector.load(export_dir, engine="onnx", variant=variant, device="cpu")
+    a, b = torch_detector.score(TEXTS[0])[0], detector.score(TEXTS[0])[0]
+    assert [t.p_replaced for t in b.tokens] == pytest.approx([t.p_replaced for t in a.tokens], abs=0.02)
+
+
+def test_cpu_provider_reported_and_default_variant(export_dir: Path) -> None:
+    detector = Detector.load(export_dir, engine="onnx")
+    assert detector.engine.provider == "CPUExecutionProvider"
+    assert detector.engine.variant == "optimized"  # the exact fused fp32 graph is the CPU default
+
+
+def test_cuda_request_without_cuda_warns_once_then_falls_back(export_dir: Path, monkeypatch) -> None:
+    import onnxruntime as ort
+
+    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    monkeypatch.setattr(onnx_engine, "_warned", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = Detector.load(export_dir, engine="onnx", device="cuda")
+        Detector.load(export_dir, engine="onnx", device="cuda")
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(messages) == 1 and "CUDA was requested" in messages[0]
+    assert first.engine.provider == "CPUExecutionProvider"
+    with pytest.raises(DetectorError, match="no CUDAExecutionProvider"):
+        Detector.load(export_dir, engine="onnx", device="cuda", require_gpu=True)
+
+
+def test_cuda_listed_but_unusable_falls_back_loudly(export_dir: Path, monkeypatch) -> None:
+    """onnxruntime-gpu on a machine without a GPU: CUDA is listed, the session silently runs on CPU."""
+    import onnxruntime as ort
+
+    monkeypatch.setattr(ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    monkeypatch.setattr(onnx_engine, "_warned", set())
+    with pytest.warns(RuntimeWarning, match="could not use it"):
+        detector = Detector.load(export_dir, engine="onnx")  # auto device: tries CUDA first
+    assert detector.engine.provider == "CPUExecutionProvider"
+    assert detector.engine.variant == "optimized"  # re-picked for CPU (fp16 is the GPU default)
+    with pytest.raises(DetectorError, match="could not use it"):
+        Detector.load(export_dir, engine="onnx", require_gpu=True)
+
+
+def test_errors(export_dir: Path, micro_run: Path, tmp_path: Path) -> None:
+    with pytest.raises(DetectorError, match="no ONNX export"):
+        Detector.load(micro_run, engine="onnx")
+    with pytest.raises(DetectorError, match="unknown engine"):
+        Detector.load(micro_run, engine="tensorrt")
+    with pytest.raises(DetectorError, match="ONNX export only"):
+        Detector.load(export_dir)  # torch engine on a folder without weights
+    with pytest.raises(DetectorError, match="unknown device"):
+        Detector.load(export_dir, engine="onnx", device="tpu")
+    partial = tmp_path / "partial"
+    shutil.copytree(export_dir, partial)
+    (partial / "model_int8.onnx").unlink()
+    with pytest.raises(DetectorError, match="variant 'int8' is not in"):
+        Detector.load(partial, engine="onnx", variant="int8")
+    (partial / "model.onnx").write_bytes(b"not an onnx model")
+    with pytest.raises(DetectorError, match="cannot load"):
+        Detector.load(partial, engine="onnx", variant="fp32")
+
+
+def test_calibration_travels_and_is_checked(micro_run: Path, tmp_path: Path) -> None:
+    import numpy as np
+
+    from electra_detect.calibrators import TemperatureScaling, save_calibration
+
+    source = tmp_path / "disc"
+    shutil.copytree(micro_run / "discriminator", source)
+    rng = np.random.default_rng(1)
+    save_calibration(source, TemperatureScaling().fit(rng.normal(size=300) * 3, (rng.random(300) < 0.5) * 1.0))
+    out = export_model(source, tmp_path / "onnx", variants=["fp32"], progress=False).out_dir
+    torch_cal, onnx_cal = Detector.load(source), Detector.load(out, engine="onnx")
+    assert onnx_cal.calibration == torch_cal.calibration == "temperature"
+    a, b = torch_cal.score(TEXTS[0])[0], onnx_cal.score(TEXTS[0])[0]
+    assert [t.p_replaced for t in b.tokens] == pytest.approx([t.p_replaced for t in a.tokens], abs=1e-5)
+    raw = Detector.load(out, engine="onnx", calibrated=False)
+    assert raw.calibration == "raw"
+    stale = json.loads((out / "calibration.json").read_text())
+    stale["weights_sha256"] = "0" * 64
+    (out / "calibration.json").write_text(json.dumps(stale))
+    with pytest.raises(DetectorError, match="other weights"):
+        Detector.load(out, engine="onnx")
