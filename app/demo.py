@@ -48,10 +48,11 @@ EXAMPLES = [
     "We must strengthen our economy and protect our nation.",
     "She don't like the new bridge near the school.",
 ]
-NBEST_EXAMPLE = ("i want to recognize speech\t-12.1\n"
-                 "i want to wreck a nice beach\t-11.8\n"
-                 "eye want to recognise speech\t-12.6\n"
-                 "i want two recognize speech\t-12.0")
+NBEST_EXAMPLES = [  # (label shown on the button, list): a multi-line value would render as an empty button
+    ("4-best with recogniser scores", "i want to recognize speech\t-12.1\ni want to wreck a nice beach\t-11.8\n"
+                                      "eye want to recognise speech\t-12.6\ni want two recognize speech\t-12.0"),
+    ("3-best, no scores", "their going to the station\nthey're going to the station\nthere going to the station"),
+]
 
 CSS = "#model-info p { margin: 0; } #status-highlight, #status-ged, #status-rerank { min-height: 1.5em; }"
 
@@ -120,18 +121,22 @@ def check_threshold(threshold: Any) -> float:
 
 # ------------------------------------------------------------------------------------- model loading
 
-def find_onnx(model: str | Path) -> Path | None:
-    """An ONNX export in the run dir or its discriminator dir (what ``electra-detect export`` writes)."""
-    root = Path(model)
-    for folder in (root, root / "discriminator", root / "onnx", root / "discriminator" / "onnx"):
-        if folder.is_dir():
-            found = sorted(folder.glob("*.onnx"))
-            if found:
-                return found[0]
-    return None
+def find_export(model: str | Path) -> Path | None:
+    """The ONNX export dir ``electra-detect export`` wrote for this model (or the model is one), else None."""
+    from electra_detect.detector import DetectorError
+
+    try:
+        from electra_detect.onnx_engine import find_export_dir
+    except ImportError:  # a checkout without the ONNX engine
+        return None
+    try:
+        return find_export_dir(model)
+    except DetectorError:
+        return None
 
 
-def load_detector(model: str | Path, engine: str = "auto", device: str | None = None) -> tuple[Any, str]:
+def load_detector(model: str | Path, engine: str = "auto", device: str | None = None,
+                  variant: str | None = None) -> tuple[Any, str]:
     """Load the Detector, on the ONNX engine when asked or (``auto``) when the model dir holds an export.
 
     Returns (detector, note); the note says why the torch engine was used when ONNX was possible
@@ -143,19 +148,22 @@ def load_detector(model: str | Path, engine: str = "auto", device: str | None = 
     if engine not in ("auto", "torch", "onnx"):
         raise DemoError(f"unknown engine {engine!r}: use auto, torch or onnx")
     supports_engine = "engine" in inspect.signature(Detector.load).parameters
-    onnx = find_onnx(model) if Path(model).is_dir() else None
+    export = find_export(model)
     if engine == "onnx" and not supports_engine:
         raise DemoError("this Detector has no ONNX engine; use --engine torch")
-    if engine == "onnx" and onnx is None:
-        raise DemoError(f"{model} holds no ONNX export (*.onnx); run `electra-detect export` or use --engine torch")
+    if engine == "onnx" and export is None:
+        raise DemoError(f"{model} holds no ONNX export; run `electra-detect export --model {model}` "
+                        f"or use --engine torch")
+    if variant is not None and (export is None or engine == "torch"):
+        raise DemoError("--variant picks an ONNX export variant; it needs an export and --engine auto or onnx")
     note = ""
-    if supports_engine and onnx is not None and engine in ("auto", "onnx"):
+    if supports_engine and export is not None and engine in ("auto", "onnx"):
         try:
-            return Detector.load(model, device=device, engine="onnx"), note
+            return Detector.load(model, device=device, engine="onnx", variant=variant), note
         except (DetectorError, ImportError, RuntimeError, ValueError) as exc:
-            if engine == "onnx":
+            if engine == "onnx" or variant is not None:
                 raise DemoError(f"the ONNX engine failed: {exc}") from exc
-            note = f"ONNX export found but not usable ({exc}); using the torch engine."
+            note = f"⚠️ ONNX export found but not usable ({exc}); running on the torch engine."
     kwargs = {"engine": "torch"} if supports_engine else {}
     return Detector.load(model, device=device, **kwargs), note
 
@@ -173,9 +181,19 @@ def engine_provider(engine: Any) -> str:
     return str(device) if device is not None else "unknown"
 
 
+def engine_label(engine: Any) -> str:
+    """``torch``, or ``onnx (optimized)``: the engine and, for ONNX, which exported variant runs."""
+    name = str(getattr(engine, "name", type(engine).__name__))
+    variant = getattr(engine, "variant", None)
+    return f"{name} ({variant})" if variant else name
+
+
 def model_name(model_dir: Path) -> str:
     """A readable name: the run dir's name, with its preset and size when the run says them."""
-    run_dir = model_dir.parent if model_dir.name == "discriminator" else model_dir
+    run_dir = model_dir
+    for inner in ("onnx", "discriminator"):  # an export dir sits in <run>/onnx or <run>/discriminator/onnx
+        if run_dir.name == inner:
+            run_dir = run_dir.parent
     name = run_dir.name or str(run_dir)
     details = []
     try:
@@ -203,7 +221,7 @@ class DemoApp:
         self.raw = self._raw_view(detector)
         self.has_calibration = detector.calibration != "raw"
         self.info = ModelInfo(name=model_name(Path(detector.model_dir)), path=str(detector.model_dir),
-                              engine=str(getattr(detector.engine, "name", type(detector.engine).__name__)),
+                              engine=engine_label(detector.engine),
                               provider=engine_provider(detector.engine), calibration=detector.calibration,
                               note=note)
         self._lock = threading.Lock()  # one scoring call at a time: the tokenizer and engine are shared
@@ -365,7 +383,8 @@ class DemoApp:
                                                 datatype=["number", "str", "number", "number", "number", "number"],
                                                 interactive=False, elem_id="rerank-table", label="Reranked")
                     rerank_status = gr.Markdown(elem_id="status-rerank")
-                    gr.Examples([[NBEST_EXAMPLE]], inputs=[nbest], label="Example")
+                    gr.Examples([[nbest_list] for _label, nbest_list in NBEST_EXAMPLES], inputs=[nbest],
+                                label="Examples", example_labels=[label for label, _list in NBEST_EXAMPLES])
 
             highlight_io = dict(fn=self.highlight, inputs=[text, threshold, calibration],
                                 outputs=[highlighted, status])
@@ -395,9 +414,10 @@ class DemoApp:
         return run
 
 
-def build_app(model: str | Path, engine: str = "auto", device: str | None = None) -> DemoApp:
+def build_app(model: str | Path, engine: str = "auto", device: str | None = None,
+              variant: str | None = None) -> DemoApp:
     """Load the model once and wrap it for the page."""
-    detector, note = load_detector(model, engine=engine, device=device)
+    detector, note = load_detector(model, engine=engine, device=device, variant=variant)
     return DemoApp(detector, note=note)
 
 

@@ -16,6 +16,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=7860, help="port (default 7860; 0 = any free port)")
     p.add_argument("--engine", choices=("auto", "torch", "onnx"), default="auto",
                    help="auto (default): ONNX when the model dir holds an export, else torch")
+    p.add_argument("--variant", choices=("fp32", "optimized", "fp16", "int8"), default=None,
+                   help="ONNX export variant (default: the engine's choice for the device)")
     p.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
     from app.demo import DemoError  # stdlib-only at import time; gradio loads inside run()
 
@@ -32,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise DemoError(f"--port must be between 0 and 65535, got {args.port}")
     port = args.port or _free_port(args.host)
-    app = build_app(args.model, engine=args.engine, device=args.device)
+    app = build_app(args.model, engine=args.engine, device=args.device, variant=args.variant)
     launch(app, host=args.host, port=port, block=True, started=started)
     return 0
 

@@ -18,7 +18,7 @@ from app.demo import (
     DemoError,
     band,
     build_app,
-    find_onnx,
+    find_export,
     load_detector,
 )
 from electra_detect.detector import Detector
@@ -147,13 +147,36 @@ def test_model_info_names_model_engine_and_provider(app: DemoApp, micro_run: Pat
 
 
 def test_engine_choice_without_an_onnx_export(micro_run: Path) -> None:
-    assert find_onnx(micro_run) is None
+    assert find_export(micro_run) is None
     detector, note = load_detector(micro_run, engine="auto")
     assert detector.engine.name == "torch" and note == ""
-    with pytest.raises(DemoError):
+    with pytest.raises(DemoError, match="no ONNX export"):
         load_detector(micro_run, engine="onnx")
+    with pytest.raises(DemoError, match="--variant"):
+        load_detector(micro_run, variant="int8")
     with pytest.raises(DemoError, match="unknown engine"):
         load_detector(micro_run, engine="tpu")
+
+
+def test_auto_engine_uses_the_onnx_export_and_shows_it(tmp_path: Path, micro_run: Path) -> None:
+    from electra_detect.export import export_model
+
+    run = tmp_path / "run"
+    shutil.copytree(micro_run / "discriminator", run / "discriminator")
+    shutil.copy(micro_run / "run_config.json", run / "run_config.json")
+    export_model(run, variants=["fp32"], parity_texts=[SENTENCE], progress=False)
+    onnx_app = build_app(run)
+    assert find_export(run) == run / "discriminator" / "onnx"
+    assert onnx_app.info.engine == "onnx (fp32)" and onnx_app.info.provider == "CPUExecutionProvider"
+    assert onnx_app.info.name.startswith("run (preset micro")
+    torch_app = build_app(run, engine="torch")
+    assert torch_app.info.engine == "torch" and torch_app.info.provider == "cpu"
+    onnx_scores = [w.score for w in onnx_app.detector.score(SENTENCE)[0].words]
+    torch_scores = [w.score for w in torch_app.detector.score(SENTENCE)[0].words]
+    assert onnx_scores == pytest.approx(torch_scores, abs=1e-4)
+    threshold = sorted(torch_scores)[len(torch_scores) // 2]
+    flagged = [piece for piece, label in onnx_app.highlight(SENTENCE, threshold)[0] if label]
+    assert flagged and "ONNX" not in onnx_app.info.markdown()  # no fallback note
 
 
 def test_page_has_every_widget_the_issue_asks_for(app: DemoApp) -> None:
