@@ -30,8 +30,9 @@ class CorruptedText:
     """
 
     text: str
+    ids: np.ndarray  # [n] the original token ids
     offsets: np.ndarray  # [n, 2] character span of each subword in ``text`` (the original)
-    special: np.ndarray  # [n] bool: [CLS] / [SEP]
+    special: np.ndarray  # [n] bool: [CLS] / [SEP] (no characters; [UNK] has some and is kept)
     masked: np.ndarray  # [n] bool: the generator predicted this position
     replaced: np.ndarray  # [n] int: 1 = the sample differs from the original (the RTD label)
     logits: np.ndarray  # [n] raw discriminator logits on the corrupted sequence
@@ -53,7 +54,6 @@ def corrupt_texts(detector: Detector, generator_dir: Path, texts: Sequence[str],
     tok = detector.tokenizer
     rng = torch.Generator().manual_seed(seed)
     encoded = tok(list(texts), truncation=True, max_length=detector.max_length, return_offsets_mapping=True)
-    special_ids = set(tok.all_special_ids)
     out: list[CorruptedText] = []
     starts = range(0, len(texts), batch_size)
     for first in tqdm(starts, desc="corrupt + score", unit="batch", disable=not progress):
@@ -71,9 +71,10 @@ def corrupt_texts(detector: Detector, generator_dir: Path, texts: Sequence[str],
         logits = detector.raw_logits(disc_input.numpy(), attention.numpy())
         for row, seq in enumerate(chunk):
             n = len(seq)
+            offsets = np.asarray(encoded["offset_mapping"][first + row], dtype=np.int64).reshape(-1, 2)
             out.append(CorruptedText(
-                text=texts[first + row], offsets=np.asarray(encoded["offset_mapping"][first + row], dtype=np.int64),
-                special=np.array([i in special_ids for i in seq]), masked=masked.masked[row, :n].numpy(),
+                text=texts[first + row], ids=np.asarray(seq, dtype=np.int64), offsets=offsets,
+                special=np.isin(seq, [tok.cls_token_id, tok.sep_token_id]), masked=masked.masked[row, :n].numpy(),
                 replaced=labels[row, :n].numpy().astype(np.int64), logits=logits[row, :n].astype(np.float64)))
     return out
 
