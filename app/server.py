@@ -474,9 +474,19 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
 
 def serve(detector: Detector, settings: ServerSettings, host: str = "127.0.0.1", port: int = 8000,
           log_level: str = "info") -> None:
-    """Run uvicorn until SIGINT/SIGTERM; in-flight requests get ``timeout_s`` + 5 s to finish."""
+    """Run uvicorn until SIGINT/SIGTERM; in-flight requests get ``timeout_s`` + 5 s to finish, then the
+    process returns normally (exit 0, like ``pretrain`` after a signal)."""
     import uvicorn
 
+    class DrainingServer(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            self._captured_signals.clear()  # uvicorn re-raises the signal after draining; we exit 0 instead
+
     detector.score(["warm up the engine"])  # the first call allocates; keep it out of request latency
-    uvicorn.run(create_app(detector, settings), host=host, port=port, log_level=log_level,
-                timeout_graceful_shutdown=int(settings.timeout_s) + 5, access_log=False)
+    config = uvicorn.Config(create_app(detector, settings), host=host, port=port, log_level=log_level,
+                            timeout_graceful_shutdown=int(settings.timeout_s) + 5, access_log=False)
+    server = DrainingServer(config)
+    server.run()
+    if not server.started:
+        raise OSError(f"the server could not start on {host}:{port} (port in use, or not an address here?)")

@@ -1,0 +1,257 @@
+"""The HTTP server as users run it: a real uvicorn process on a free loopback port, hit over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from electra_detect.cli import main
+from electra_detect.detector import Detector
+from electra_detect.export import export_model
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = "test-key-123"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    def __init__(self, model: Path, log: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "electra_detect.cli", "serve", "--model", str(model), "--port", str(self.port),
+             "--log-level", "warning", *args],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(log, "wb"), env={**os.environ, **(env or {})})
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}: {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"server did not start: {log.read_text()[-2000:]}")
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+@pytest.fixture(scope="module")
+def export_dir(micro_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import shutil
+
+    source = tmp_path_factory.mktemp("srv") / "disc"
+    shutil.copytree(micro_run / "discriminator", source)
+    (source / "ged.json").write_text(json.dumps({"threshold": 0.123}))
+    return export_model(source, source / "onnx", variants=["fp32", "optimized"], progress=False).out_dir
+
+
+@pytest.fixture(scope="module")
+def server(export_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = Server(export_dir, tmp_path_factory.mktemp("log") / "server.log", "--max-texts", "8", "--max-chars", "300",
+                 "--max-body-bytes", "8192", "--timeout", "20", "--max-wait-ms", "20", "--max-batch", "64")
+    yield srv
+    assert srv.stop() == 0
+
+
+def post(server: Server, path: str, body: object, **kwargs: object) -> httpx.Response:
+    return httpx.post(f"{server.url}{path}", json=body, timeout=30, **kwargs)
+
+
+def test_health_docs_and_openapi(server: Server) -> None:
+    health = httpx.get(f"{server.url}/healthz").json()
+    assert health["status"] == "ok" and health["engine"] == "onnx"
+    assert health["provider"] == "CPUExecutionProvider" and health["variant"] == "optimized"
+    spec = httpx.get(f"{server.url}/openapi.json").json()
+    assert {"/v1/score", "/v1/ged", "/v1/rerank", "/healthz", "/metrics"} <= set(spec["paths"])
+    assert "swagger" in httpx.get(f"{server.url}/docs").text.lower()
+
+
+def test_score_matches_in_process_detector(server: Server, export_dir: Path) -> None:
+    texts = ["The farmer saw a red house yesterday.", "A doctor bought three apples."]
+    body = post(server, "/v1/score", {"texts": texts}).json()
+    local = Detector.load(export_dir, engine="onnx").score(texts)
+    assert [r["text"] for r in body["results"]] == texts
+    for remote, mine in zip(body["results"], local, strict=True):
+        assert [t["p_replaced"] for t in remote["tokens"]] == pytest.approx([t.p_replaced for t in mine.tokens],
+                                                                            abs=1e-6)
+        assert [w["word"] for w in remote["words"]] == [w.word for w in mine.words]
+        assert remote["sentence_mean"] == pytest.approx(mine.sentence_mean, abs=1e-6)
+    short = post(server, "/v1/score", {"texts": texts[:1], "tokens": False}).json()
+    assert "tokens" not in short["results"][0] and short["results"][0]["words"]
+
+
+def test_ged_uses_model_threshold(server: Server) -> None:
+    body = post(server, "/v1/ged", {"texts": ["He go to the store yesterday ."]}).json()
+    assert body["threshold"] == pytest.approx(0.123)
+    flagged = body["results"][0]["flagged"]
+    assert all(f["score"] >= 0.123 for f in flagged)
+    everything = post(server, "/v1/ged", {"texts": ["He go to the store yesterday ."], "threshold": 0}).json()
+    assert len(everything["results"][0]["flagged"]) == 7
+    assert post(server, "/v1/ged", {"texts": ["a"], "threshold": 2}).status_code == 422
+
+
+def test_rerank_lists_and_line_format(server: Server) -> None:
+    body = post(server, "/v1/rerank", {"lists": [
+        [{"text": "the farmer saw a red house", "score": -1.0}, {"text": "the farmer saw a red house", "score": -5}],
+        "a doctor bought apples\t-2.5\na doctor bot apples\t-0.5",
+    ], "lm_weight": 1.0, "length_weight": 0.5}).json()
+    first, second = (r["hypotheses"] for r in body["results"])
+    assert [h["rank"] for h in first] == [1, 2] and first[0]["asr_score"] == -1.0  # same text: ASR decides
+    assert {h["text"] for h in second} == {"a doctor bought apples", "a doctor bot apples"}
+    for row in first + second:
+        assert row["total"] == pytest.approx(row["asr_score"] + row["electra_score"] + 0.5 * row["length"])
+    bad = post(server, "/v1/rerank", {"lists": ["ok hyp\t-1\nbad hyp\tnot-a-number"]})
+    assert bad.status_code == 422 and "line 2" in bad.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("body, status, kind", [
+    ({"texts": []}, 422, "invalid_request"),
+    ({"texts": ["ok", 3]}, 422, "invalid_request"),
+    ({"texts": "not a list"}, 422, "invalid_request"),
+    ({"text": ["misspelt field"]}, 422, "invalid_request"),
+    ({"texts": ["ok"], "extra": 1}, 422, "invalid_request"),
+    ({"texts": ["   "]}, 422, "invalid_request"),
+    ({"texts": ["a"] * 9}, 413, "too_many_texts"),
+    ({"texts": ["x" * 301]}, 413, "text_too_long"),
+    ([1, 2], 422, "invalid_request"),
+    (None, 422, "invalid_request"),
+])
+def test_bad_json_bodies(server: Server, body: object, status: int, kind: str) -> None:
+    response = post(server, "/v1/score", body)
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["type"] == kind
+
+
+def test_bad_raw_bodies(server: Server) -> None:
+    headers = {"content-type": "application/json"}
+
+    def raw(data: bytes | object, **extra: object) -> httpx.Response:
+        return httpx.post(f"{server.url}/v1/score", content=data, headers={**headers, **extra.pop("headers", {})},
+                          timeout=30, **extra)
+
+    cases = [
+        (raw(b'{"texts": ["unclosed'), 400, "malformed_json"),
+        (raw(b'{"texts": ["\xff\xfe bad bytes"]}'), 400, "bad_request"),
+        (raw(b'{"texts": ["\\ud800 lone surrogate"]}'), 422, "invalid_text"),
+        (raw(b'{"texts": ["' + b"a" * 9000 + b'"]}'), 413, "body_too_large"),
+        (raw((b"x" * 1024 for _ in range(12))), 413, "body_too_large"),  # chunked: no Content-Length
+        (raw(b'{"texts": ["ok"]}', headers={"content-type": "text/plain"}), 415, "unsupported_media_type"),
+        (httpx.get(f"{server.url}/v1/score"), 405, "http_error"),
+        (httpx.get(f"{server.url}/v2/nothing"), 404, "not_found"),
+    ]
+    for response, status, kind in cases:
+        assert response.status_code == status, response.text
+        assert response.json()["error"]["type"] == kind, response.text
+    assert httpx.get(f"{server.url}/healthz").status_code == 200  # still up
+
+
+def test_fifty_concurrent_clients_are_batched(server: Server) -> None:
+    texts = [f"The farmer saw {n} red houses yesterday." for n in range(150)]
+
+    async def client(start: int, http: httpx.AsyncClient) -> list[tuple[int, str, str]]:
+        seen = []
+        for text in texts[start::50]:
+            response = await http.post(f"{server.url}/v1/score", json={"texts": [text], "tokens": False})
+            seen.append((response.status_code, text, response.json()["results"][0]["text"]))
+        return seen
+
+    async def run() -> list[tuple[int, str, str]]:
+        limits = httpx.Limits(max_connections=50)
+        async with httpx.AsyncClient(timeout=60, limits=limits) as http:
+            return [row for rows in await asyncio.gather(*(client(i, http) for i in range(50))) for row in rows]
+
+    before = _metric(server, "electra_batch_texts_count")
+    rows = asyncio.run(run())
+    assert len(rows) == 150 and all(status == 200 for status, _, _ in rows)
+    assert all(sent == got for _, sent, got in rows)  # every client gets its own text back
+    calls = _metric(server, "electra_batch_texts_count") - before
+    assert 0 < calls < 150  # concurrent requests shared model calls
+    assert _metric(server, 'electra_requests_total{path="/v1/score",status="200"}') >= 150
+
+
+def _metric(server: Server, name: str) -> float:
+    text = httpx.get(f"{server.url}/metrics").text
+    match = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
+    assert match, f"{name} not in /metrics"
+    return float(match.group(1))
+
+
+def test_api_key_and_graceful_shutdown(export_dir: Path, tmp_path: Path) -> None:
+    srv = Server(export_dir, tmp_path / "server.log", "--max-wait-ms", "1500", "--max-batch", "64",
+                 env={"ELECTRA_DETECT_API_KEY": KEY})
+    try:
+        assert httpx.get(f"{srv.url}/healthz").status_code == 200  # liveness stays open
+        for headers in ({}, {"x-api-key": "wrong"}):
+            response = post(srv, "/v1/score", {"texts": ["a"]}, headers=headers)
+            assert response.status_code == 401 and response.json()["error"]["type"] == "unauthorized"
+        assert httpx.get(f"{srv.url}/metrics").status_code == 401
+        result: dict[str, object] = {}
+
+        def slow_request() -> None:  # waits ~1.5 s in the batcher: in flight when SIGTERM arrives
+            started = time.monotonic()
+            result["response"] = post(srv, "/v1/score", {"texts": ["The farmer saw a red house."]},
+                                      headers={"x-api-key": KEY})
+            result["seconds"] = time.monotonic() - started
+
+        thread = threading.Thread(target=slow_request)
+        thread.start()
+        time.sleep(0.5)
+        srv.proc.send_signal(signal.SIGTERM)
+        thread.join(timeout=30)
+        response = result["response"]
+        assert isinstance(response, httpx.Response) and response.status_code == 200
+        assert response.json()["results"][0]["text"] == "The farmer saw a red house."
+        assert result["seconds"] >= 1.0
+        assert srv.proc.wait(timeout=30) == 0
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{srv.url}/healthz")
+    finally:
+        srv.stop()
+
+
+def test_request_timeout_is_a_json_504(export_dir: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from app.server import ServerSettings, create_app
+
+    detector = Detector.load(export_dir, engine="onnx")
+    app = create_app(detector, ServerSettings(timeout_s=0.2, max_wait_ms=1500, max_batch=64))
+    with TestClient(app) as client:
+        response = client.post("/v1/score", json={"texts": ["The farmer saw a red house."]})
+        assert response.status_code == 504 and response.json()["error"]["type"] == "timeout"
+
+
+def test_serve_cli_errors(micro_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--model", str(micro_run)]) == 2  # no export yet
+    assert "no ONNX export" in capsys.readouterr().err
+    assert main(["serve", "--model", str(micro_run), "--max-batch", "0"]) == 2
+    assert "--max-batch" in capsys.readouterr().err
