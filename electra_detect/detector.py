@@ -137,18 +137,19 @@ class Detector:
         when onnxruntime has it, else CPU, with a warning when CUDA was there but could not be used);
         ``require_gpu`` turns that fallback into an error. ``threads`` caps onnxruntime's intra-op pool.
         """
-        from transformers import AutoTokenizer
-
         if engine not in ENGINES:
             raise DetectorError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
         if engine == "onnx":
-            from electra_detect.onnx_engine import OnnxEngine, find_export_dir, load_export_calibration
+            from electra_detect.onnx_engine import OnnxEngine, find_export_dir, load_export_calibration, load_tokenizer
 
             model_dir = find_export_dir(path)
             calibrator = load_export_calibration(model_dir) if calibrated else None
             runner: Engine = OnnxEngine(model_dir, variant=variant, device=device, require_gpu=require_gpu,
                                         threads=threads)
+            tokenizer = load_tokenizer(model_dir)  # without transformers (and so torch) when it can
         else:
+            from transformers import AutoTokenizer
+
             from electra_detect.calibrators import load_calibration
 
             if variant is not None:
@@ -164,7 +165,7 @@ class Detector:
                 except ValueError as exc:
                     raise DetectorError(str(exc)) from exc
             runner = TorchEngine(model_dir, device=device)
-        tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+            tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
         tokenizer.model_max_length = 1 << 30  # long texts are windowed by score(), not truncated
         if not tokenizer.is_fast:
             raise DetectorError(f"{model_dir}: a fast tokenizer is needed for character offsets")

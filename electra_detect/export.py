@@ -300,6 +300,11 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
         for name in TRAVELLING_FILES:
             if (model_dir / name).exists():
                 shutil.copy2(model_dir / name, tmp / name)
+        # the exact backend HF builds from those files, so the ONNX engine can tokenize without transformers
+        tok = detector.tokenizer
+        atomic_write_text(tmp / "backend_tokenizer.json", tok.backend_tokenizer.to_str())
+        made["tokenizer"] = {"file": "backend_tokenizer.json", "cls_token_id": tok.cls_token_id,
+                             "sep_token_id": tok.sep_token_id, "pad_token_id": tok.pad_token_id}
         import onnx
         import onnxruntime
         import torch
@@ -365,7 +370,7 @@ def write_triton_repo(export_dir: str | Path, repo: str | Path, variant: str = "
         (tmp / "1").mkdir()
         shutil.copy2(export_dir / VARIANT_FILES[variant], tmp / "1" / "model.onnx")
         (tmp / "tokenizer").mkdir()
-        for file in (*TRAVELLING_FILES, MANIFEST, PARITY_FILE):
+        for file in (*TRAVELLING_FILES, MANIFEST, PARITY_FILE, "backend_tokenizer.json"):
             if (export_dir / file).exists():
                 shutil.copy2(export_dir / file, tmp / "tokenizer" / file)
         config = triton_config(name, max_batch_size, max_queue_delay_us=max_queue_delay_us)  # io stays fp32

@@ -132,3 +132,16 @@ def test_calibration_travels_and_is_checked(micro_run: Path, tmp_path: Path) -> 
     (out / "calibration.json").write_text(json.dumps(stale))
     with pytest.raises(DetectorError, match="other weights"):
         Detector.load(out, engine="onnx")
+
+
+def test_onnx_path_never_imports_torch(export_dir: Path) -> None:
+    """The point of the ONNX engine: score without PyTorch (nor transformers, which would import it)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from electra_detect.detector import Detector; "
+            f"d = Detector.load({str(export_dir)!r}, engine='onnx'); s = d.score(['The farmer saw a red house.'])[0]; "
+            "assert s.tokens and s.words; print(type(d.tokenizer).__name__, 'torch' in sys.modules, "
+            "'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["LightTokenizer", "False", "False"]

@@ -163,7 +163,7 @@ def test_bad_raw_bodies(server: Server) -> None:
         (raw(b'{"texts": ["\xff\xfe bad bytes"]}'), 400, "bad_request"),
         (raw(b'{"texts": ["\\ud800 lone surrogate"]}'), 422, "invalid_text"),
         (raw(b'{"texts": ["' + b"a" * 9000 + b'"]}'), 413, "body_too_large"),
-        (raw((b"x" * 1024 for _ in range(12))), 413, "body_too_large"),  # chunked: no Content-Length
+        (raw(b"x" * 1024 for _ in range(12)), 413, "body_too_large"),  # chunked: no Content-Length
         (raw(b'{"texts": ["ok"]}', headers={"content-type": "text/plain"}), 415, "unsupported_media_type"),
         (httpx.get(f"{server.url}/v1/score"), 405, "http_error"),
         (httpx.get(f"{server.url}/v2/nothing"), 404, "not_found"),
