@@ -432,6 +432,8 @@ def launch(app: DemoApp, host: str = "127.0.0.1", port: int = DEFAULT_PORT, bloc
                                         prevent_thread_lock=True, quiet=True, show_error=False,
                                         footer_links=["settings"], theme=gr.themes.Default(), css=CSS)
     except OSError as exc:
+        if "empty port" in str(exc):
+            raise DemoError(f"port {port} on {host} is in use; choose another with --port (0 = any free port)") from exc
         raise DemoError(f"cannot serve on {host}:{port}: {exc}") from exc
     message = f"electra-detect demo: {app.info.name}, engine {app.info.engine} ({app.info.provider}), " \
               f"calibration {app.info.calibration}; serving at {url}"
