@@ -40,8 +40,9 @@ if ! have_chromium || ! have_font; then
         export DEBIAN_FRONTEND=noninteractive
         lock=(-o DPkg::Lock::Timeout=300)
         say "installing ${packages[*]} with apt-get (once; later runs skip this)"
-        if "${apt_get[@]}" "${lock[@]}" update -qq >/dev/null 2>&1 \
-            && "${apt_get[@]}" "${lock[@]}" install -y -qq --no-install-recommends "${packages[@]}" >/dev/null 2>&1; then
+        # a failed update may still leave usable package lists from an earlier one: try the install anyway
+        "${apt_get[@]}" "${lock[@]}" update -qq >/dev/null 2>&1 || say "apt-get update failed; trying the install anyway"
+        if "${apt_get[@]}" "${lock[@]}" install -y -qq --no-install-recommends "${packages[@]}" >/dev/null 2>&1; then
             say "installed ${packages[*]}"
         else
             say "apt-get could not install ${packages[*]}; browser tests will skip"
