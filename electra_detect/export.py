@@ -225,7 +225,6 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
     from tqdm import tqdm
 
     from electra_detect.calibrators import load_calibration, sigmoid, weights_sha256
-    from electra_detect.ged import default_threshold
 
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
@@ -242,9 +241,10 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
     detector = Detector.load(model_dir, calibrated=False)
     calibrator = load_calibration(model_dir)
     to_prob = calibrator.transform if calibrator is not None else sigmoid
-    if threshold is None:
-        threshold = default_threshold(model_dir)
-        threshold_source = "ged.json" if (model_dir / "ged.json").exists() else "default 0.5"
+    if threshold is None:  # ged.default_threshold's rule, read here so export needs no scikit-learn
+        ged_file = model_dir / "ged.json"
+        threshold = float(json.loads(ged_file.read_text())["threshold"]) if ged_file.exists() else 0.5
+        threshold_source = "ged.json" if ged_file.exists() else "default 0.5"
     else:
         threshold_source = "given"
     texts = [t for t in (parity_texts if parity_texts is not None else DEFAULT_PARITY_TEXTS) if t.strip()]
