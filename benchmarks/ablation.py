@@ -139,6 +139,7 @@ def mlm_token_log_probs(run_dir: Path, objective: str, texts: list[str], device:
 
     mlm = ElectraForMaskedLM.from_pretrained(str(run_dir / "mlm"), use_safetensors=True).to(device).eval()
     tokenizer = AutoTokenizer.from_pretrained(str(run_dir / "mlm"))
+    tokenizer.model_max_length = 1 << 30  # long texts are cut to the first window below, not warned about
     body = int(mlm.config.max_position_embeddings) - 2
     enc = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
     ids_list = [ids[:body] for ids in enc["input_ids"]]
@@ -170,8 +171,17 @@ def mlm_token_log_probs(run_dir: Path, objective: str, texts: list[str], device:
             attention[row, :len(ids)] = 1
         input_ids, targets, attention = input_ids.to(device), targets.to(device), attention.to(device)
         with torch.inference_mode():
-            log_q = mlm(input_ids=input_ids, attention_mask=attention).logits.float().log_softmax(-1)
-            observed = log_q.gather(2, targets.unsqueeze(2)).squeeze(2)  # [B, T] log p_MLM(observed token)
+            hidden = mlm.electra(input_ids=input_ids, attention_mask=attention).last_hidden_state
+            if objective == "bert_mlm":  # vocabulary projection at the one masked position of each row only
+                rows_at = torch.arange(len(batch), device=device)
+                where = torch.tensor([r[1] + 1 for r in batch], device=device)
+                log_q = mlm.generator_lm_head(mlm.generator_predictions(hidden[rows_at, where])).float()
+                picked = log_q.log_softmax(-1).gather(1, targets[rows_at, where].unsqueeze(1)).squeeze(1)
+                observed = torch.zeros(input_ids.shape, device=device)
+                observed[rows_at, where] = picked
+            else:
+                log_q = mlm.generator_lm_head(mlm.generator_predictions(hidden)).float().log_softmax(-1)
+                observed = log_q.gather(2, targets.unsqueeze(2)).squeeze(2)  # [B, T] log p_MLM(observed token)
             if copy_head is not None:  # p = D + (1 - D) q for the (unreplaced) observed token, D = sigmoid(-r)
                 r = copy_head(input_ids=input_ids, attention_mask=attention).logits.float()
                 observed = torch.logaddexp(torch.nn.functional.logsigmoid(-r),
@@ -262,16 +272,23 @@ def train_variant(args: argparse.Namespace, variant: str, seed: int, work: Path)
 
     probe_dir = work / f"probe-{variant}-{seed}"
     shutil.rmtree(probe_dir, ignore_errors=True)
-    probe = build_config(args, variant, seed, args.probe_steps, 600)
+    two_stage = bool(VARIANTS[variant].get("two_stage"))
+    # Two-stage: probe both stages (MLM alone, then ELECTRA) in one run of twice the steps.
+    probe = build_config(args, variant, seed, args.probe_steps * (2 if two_stage else 1), 600)
     probe.train.log_every = max(1, args.probe_steps // 3)
-    if probe.train.mlm_first_steps:  # probe the (dearer) ELECTRA stage's rate
-        probe.train.mlm_first_steps = 0
+    probe.train.mlm_first_steps = args.probe_steps if two_stage else 0
     Trainer(probe, probe_dir, show_progress=False).run()
     rows = [json.loads(line) for line in (probe_dir / "metrics.jsonl").read_text().splitlines()]
-    rate = [r["tokens_per_s"] for r in rows if r.get("split") == "train"][-1]  # the last window: past warm-up
+    train_rows = [r for r in rows if r.get("split") == "train"]
+    rate = train_rows[-1]["tokens_per_s"]  # the last window: past warm-up
     shutil.rmtree(probe_dir, ignore_errors=True)
     tokens_per_step = args.batch_size * args.seq_len
     steps = int(rate * args.seconds_per_run * 0.92 / tokens_per_step)
+    if two_stage:  # n MLM steps + n ELECTRA steps in the budget: n = T / (1/r1 + 1/r2)
+        stage_one = [r for r in train_rows if r["step"] <= args.probe_steps][-1]["tokens_per_s"]
+        per_stage = args.seconds_per_run * 0.92 / (tokens_per_step / stage_one + tokens_per_step / rate)
+        steps = 2 * int(per_stage)
+        rate = 2 / (1 / stage_one + 1 / rate)  # the mean rate over the whole run
     run_dir = work / f"{variant}-seed{seed}"
     shutil.rmtree(run_dir, ignore_errors=True)
     config = build_config(args, variant, seed, steps, args.seconds_per_run * 1.05)
@@ -327,8 +344,8 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         if not done:
             continue
         entry: dict[str, Any] = {"runs": len(done), "score": done[0]["score"],
-                                 "steps": statistics.mean(r["steps"] for r in done),
-                                 "tokens_seen": statistics.mean(r["tokens_seen"] for r in done),
+                                 "steps": float(statistics.mean(r["steps"] for r in done)),
+                                 "tokens_seen": float(statistics.mean(r["tokens_seen"] for r in done)),
                                  "train_seconds": statistics.mean(r["train_seconds"] for r in done)}
         for metric in METRICS:
             values = [r[metric] for r in done]
@@ -356,7 +373,8 @@ def orderings(agg: dict[str, dict[str, Any]]) -> list[str]:
         for metric in METRICS:
             diff = agg[a][metric] - agg[b][metric]
             noise = max(agg[a][f"{metric}_std"], agg[b][f"{metric}_std"])
-            verdict = "holds beyond seed std" if diff > noise else ("holds by mean only" if diff > 0 else "fails")
+            verdict = ("holds beyond seed std" if diff > noise else "holds by mean only" if diff > 0
+                       else "tie" if diff == 0 else "fails")
             lines.append(f"| {LABELS[a]} > {LABELS[b]} | {metric} | {diff:+.3f} | {noise:.3f} | {verdict} |")
     return lines
 
