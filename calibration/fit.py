@@ -50,8 +50,10 @@ def calibrate(model: str | Path, *, texts: Sequence[str] = (), sentences: Sequen
         report[name] = {**all_metrics(calibrator.transform(held[0]), held[1]), **calibrator.to_dict()}
     report["chosen"] = method
     if plot:
-        reliability_diagram({"raw": sigmoid(held[0]), method: fitted[method].transform(held[0])}, held[1], plot,
-                            f"{source}: report split, {len(held[1]):,} tokens")
+        curves = {"raw": sigmoid(held[0])}  # every method, the chosen one marked
+        curves.update({name + (" (chosen)" if name == method else ""): calibrator.transform(held[0])
+                       for name, calibrator in fitted.items()})
+        reliability_diagram(curves, held[1], plot, f"{source}: report split, {len(held[1]):,} tokens")
         report["plot"] = str(plot)
     if save:
         report["saved_to"] = str(save_calibration(detector.model_dir, fitted[method], report))

@@ -24,15 +24,18 @@ def reliability_diagram(curves: dict[str, np.ndarray], labels: np.ndarray, path:
         centers = (bins.edges[:-1] + bins.edges[1:]) / 2
         filled = bins.counts > 0
         top.plot(bins.mean_prob[filled], bins.frequency[filled], "o-", label=f"{name} (ECE {ece(probs, labels):.3f})")
-        bottom.bar(centers + (offset - 0.5) * width / 2, bins.counts, width=width / 2, label=name)
+        share = width / len(curves)  # side-by-side count bars, one per curve
+        bottom.bar(centers + (offset - (len(curves) - 1) / 2) * share, bins.counts, width=share, label=name)
     top.set_ylabel("observed frequency of label 1")
     top.set_title(title)
-    top.legend(loc="upper left")
+    top.legend(loc="upper left", fontsize=8)
     bottom.set_yscale("log")
     bottom.set_ylabel("tokens per bin")
     bottom.set_xlabel("predicted probability")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    tmp = path.with_suffix(".tmp.png")  # atomic: a reader never sees half a PNG
+    fig.savefig(tmp, dpi=110)
     plt.close(fig)
+    tmp.replace(path)
     return path
