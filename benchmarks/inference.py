@@ -211,6 +211,7 @@ def main() -> int:
                        "python": platform.python_version(), "torch": torch.__version__,
                        "onnxruntime": onnxruntime.__version__},
               "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
+              "load_average_1_5_15": os.getloadavg(),  # a shared host: read the figures against this
               "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     args.out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(args.out_dir / "inference.json", result)

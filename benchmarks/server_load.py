@@ -230,6 +230,7 @@ def main() -> int:
               "zero_errors": all(c["errors"] == 0 for c in cells),
               "memory_flat": all(c["memory_flat"] for c in cells),
               "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
+              "load_average_1_5_15": os.getloadavg(),  # a shared host: read the figures against this
               "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     atomic_write_json(args.out_dir / "server_load.json", result)
     atomic_write_text(args.out_dir / "server_load.md", render_markdown(result))
