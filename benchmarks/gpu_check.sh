@@ -115,7 +115,9 @@ for variant in ("fp32", "optimized", "fp16", "int8"):
     for device in ("cuda", "cpu"):
         @step(f"onnx_{variant}_{device}")
         def _onnx(variant=variant, device=device):
+            from electra_detect import onnx_engine
             from electra_detect.onnx_engine import OnnxEngine
+            onnx_engine._warned.clear()  # record the fallback warning for every configuration, not just the first
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 engine = OnnxEngine(out / "onnx", variant=variant, device=device)
