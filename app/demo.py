@@ -301,7 +301,8 @@ class DemoApp:
         return rows, f"**{len(rows)} flagged span(s)** at threshold {threshold:.2f}."
 
     # -- tab 3: n-best reranking
-    def rerank(self, nbest: Any, lm_weight: Any = 1.0, length_weight: Any = 0.0) -> tuple[list[list[Any]], str]:
+    def rerank(self, nbest: Any, lm_weight: Any = 1.0, length_weight: Any = 0.0,
+               calibration: str = "calibrated") -> tuple[list[list[Any]], str]:
         """The pasted n-best list, best first, with each component of the total."""
         from electra_detect.rerank import RerankError, parse_hypothesis_lines, rerank_hypotheses
 
@@ -324,13 +325,16 @@ class DemoApp:
                 except (TypeError, ValueError):
                     raise InputProblem(f"The {name} must be a number, got {value!r}.") from None
             with self._lock:
-                rows = rerank_hypotheses(self.detector, hyps, lm_weight=weights[0], length_weight=weights[1])
+                rows = rerank_hypotheses(self._detector(calibration), hyps, lm_weight=weights[0],
+                                         length_weight=weights[1])
         except (InputProblem, RerankError) as problem:
             return [], f"⚠️ {problem}"
         table = [[row["rank"], row["text"], round(row["asr_score"], 4), round(row["electra_score"], 4),
                   row["length"], round(row["total"], 4)] for row in rows]
+        kind = "raw" if calibration == "raw" or not self.has_calibration else self.info.calibration
         return table, (f"**{len(rows)} hypotheses reranked**: total = ASR + {weights[0]:g} × ELECTRA "
-                       f"+ {weights[1]:g} × length. Best: “{escape_md(rows[0]['text'])}”.")
+                       f"+ {weights[1]:g} × length; ELECTRA = sum of log(1−p) ({kind} probabilities). "
+                       f"Best: “{escape_md(rows[0]['text'])}”.")
 
     # ------------------------------------------------------------------------------------ the page
     def build(self) -> Any:
@@ -398,8 +402,10 @@ class DemoApp:
                                outputs=[highlighted, status])
                 control.change(fn=self._quiet(self.ged, 2), inputs=[ged_text, threshold, calibration],
                                outputs=[ged_table, ged_status])
-            rerank_button.click(fn=self.rerank, inputs=[nbest, lm_weight, length_weight],
-                                outputs=[rerank_table, rerank_status])
+            rerank_io = dict(fn=self.rerank, inputs=[nbest, lm_weight, length_weight, calibration],
+                             outputs=[rerank_table, rerank_status])
+            rerank_button.click(**rerank_io)
+            calibration.change(**{**rerank_io, "fn": self._quiet(self.rerank, 2)})
         return page
 
     @staticmethod

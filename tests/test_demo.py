@@ -137,6 +137,13 @@ def test_raw_toggle_shares_the_engine_and_undoes_calibration(tmp_path: Path, mic
     _, raw_summary = app.highlight(SENTENCE, 0.0, "raw")
     _, cal_summary = app.highlight(SENTENCE, 0.0, "calibrated")
     assert "(raw probabilities)" in raw_summary and "(temperature probabilities)" in cal_summary
+    nbest = "the farmer saw a red house\nthe farmer go a red house\n"
+    raw_rows, raw_msg = app.rerank(nbest, 1.0, 0.0, "raw")
+    cal_rows, cal_msg = app.rerank(nbest, 1.0, 0.0, "calibrated")
+    texts = nbest.split("\n")[:2]
+    raw_sums = {t: round(r.sentence_sum, 4) for t, r in zip(texts, app.raw.score(texts), strict=True)}
+    assert {row[1]: row[3] for row in raw_rows} == raw_sums and "raw probabilities" in raw_msg
+    assert [row[3] for row in cal_rows] != [row[3] for row in raw_rows] and "temperature probabilities" in cal_msg
 
 
 def test_model_info_names_model_engine_and_provider(app: DemoApp, micro_run: Path) -> None:

@@ -108,9 +108,9 @@ def _wait_http(url: str, deadline: float) -> None:
             time.sleep(0.2)
 
 
-def open_page(browser: Any, url: str, external: list[str]) -> Any:
+def open_page(browser: Any, url: str, external: list[str], height: int = 1000) -> Any:
     """A page that may load only from the demo's own origin; anything else is aborted and recorded."""
-    page = browser.new_page(viewport={"width": 1200, "height": 1000})
+    page = browser.new_page(viewport={"width": 1200, "height": height})
     origin = url.rstrip("/")
 
     def route(r: Any) -> None:
@@ -288,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", required=True)
     parser.add_argument("--out", default="docs/images/demo.png")
     parser.add_argument("--text", default="He go to the store yesterday and buyed three apple.")
+    parser.add_argument("--nbest", default="i want to recognize speech\\t-12.1\\ni want to wreck a nice beach\\t-11.8"
+                        "\\neye want to recognise speech\\t-12.6\\ni want two recognize speech\\t-12.0",
+                        help="n-best list for the rerank screenshot (\\t and \\n are read as TAB and newline)")
     parser.add_argument("--threshold", type=float, default=None,
                         help="slider value (default: the model's ged.json threshold, else 0.5)")
     args = parser.parse_args(argv)
@@ -305,18 +308,25 @@ def main(argv: list[str] | None = None) -> int:
         with sync_playwright() as playwright:
             chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
             external: list[str] = []
-            page = open_page(chromium, process.url, external)
+            page = open_page(chromium, process.url, external, height=720)  # full_page grows to the content
             score_sentence(page, args.text, threshold)
             out = Path(args.out)
             out.parent.mkdir(parents=True, exist_ok=True)
-            tmp = out.with_suffix(".tmp.png")
-            page.screenshot(path=str(tmp), full_page=True)
-            os.replace(tmp, out)  # atomic
+            _save(page, out)
+            rerank_list(page, args.nbest.replace("\\t", "\t").replace("\\n", "\n"))
+            rerank_out = out.with_name(f"{out.stem}-rerank{out.suffix}")
+            _save(page, rerank_out)
             chromium.close()
-            print(f"wrote {out}; external requests: {external or 'none'}")
+            print(f"wrote {out} and {rerank_out}; external requests: {external or 'none'}")
     finally:
         process.stop()
     return 0
+
+
+def _save(page: Any, out: Path) -> None:
+    tmp = out.with_suffix(".tmp.png")
+    page.screenshot(path=str(tmp), full_page=True)
+    os.replace(tmp, out)  # atomic
 
 
 if __name__ == "__main__":
