@@ -110,6 +110,7 @@ def check_text(text: Any, limit: int = MAX_CHARS) -> str:
 
 
 def check_threshold(threshold: Any) -> float:
+    """The slider's value as a float in [0, 1]; the page's number box accepts anything, so check."""
     try:
         value = float(threshold)
     except (TypeError, ValueError):
