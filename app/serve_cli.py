@@ -38,6 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-batching", action="store_true", help="one model call per request")
     p.add_argument("--max-batch", type=int, default=32, help="texts per model call when batching")
     p.add_argument("--max-wait-ms", type=float, default=5.0, help="how long a batch waits to fill")
+    p.add_argument("--model-batch", type=int, default=16,
+                   help="rows per engine run; a merged call is split into length-sorted runs of this size")
     p.add_argument("--max-texts", type=int, default=64, help="texts (or hypotheses) per request")
     p.add_argument("--max-chars", type=int, default=10_000, help="characters per text")
     p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="request body size limit")
@@ -52,7 +54,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     from electra_detect.detector import Detector
 
-    for name in ("max_batch", "max_texts", "max_chars", "max_body_bytes"):
+    for name in ("max_batch", "model_batch", "max_texts", "max_chars", "max_body_bytes"):
         if getattr(args, name) < 1:
             raise ServeError(f"--{name.replace('_', '-')} must be >= 1")
     if args.max_wait_ms < 0 or args.timeout <= 0:
@@ -77,7 +79,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         threshold = default_threshold(detector.model_dir)
     settings = ServerSettings(max_texts=args.max_texts, max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
                               timeout_s=args.timeout, batching=not args.no_batching, max_batch=args.max_batch,
-                              max_wait_ms=args.max_wait_ms, api_key=api_key, ged_threshold=threshold)
+                              model_batch=args.model_batch, max_wait_ms=args.max_wait_ms, api_key=api_key,
+                              ged_threshold=threshold)
     engine = detector.engine
     print(f"serving {detector.model_dir} on http://{args.host}:{args.port} (engine {engine.name}, "
           f"provider {engine.provider}, variant {getattr(engine, 'variant', '-')}, "

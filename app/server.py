@@ -42,7 +42,8 @@ class ServerSettings:
     max_body_bytes: int = 1 << 20
     timeout_s: float = 30.0  # per request, queueing included
     batching: bool = True
-    max_batch: int = 32  # texts per model call when batching
+    max_batch: int = 32  # texts merged into one model call when batching
+    model_batch: int = 16  # rows per engine run inside a call (the Detector sorts by length first)
     max_wait_ms: float = 5.0  # how long the first waiting request holds the batch open
     api_key: str | None = None  # required in the X-API-Key header when set
     ged_threshold: float = 0.5
@@ -125,7 +126,7 @@ class MicroBatcher:
 
     def _call(self, texts: list[str]) -> list[TextScores]:
         started = time.perf_counter()
-        results = self.detector.score(texts, batch_size=max(self.settings.max_batch, 1))
+        results = self.detector.score(texts, batch_size=self.settings.model_batch)
         self.metrics.model_seconds.observe(time.perf_counter() - started)
         self.metrics.batch_texts.observe(len(texts))
         self.metrics.texts.inc(len(texts))

@@ -184,6 +184,9 @@ class Detector:
                 windows.append((index, start, chunk))
         probs = [np.full(len(ids), np.nan) for ids in encodings["input_ids"]]
         margin = [np.full(len(ids), -1) for ids in encodings["input_ids"]]
+        # Batch windows of similar length (stable sort: a long text's equal-length windows keep their
+        # order): padding to the longest row wasted up to half the compute on mixed-length sentences.
+        windows.sort(key=lambda window: len(window[2]))
         for first in range(0, len(windows), batch_size):
             batch = windows[first:first + batch_size]
             p = self._probabilities([chunk for _, _, chunk in batch])
