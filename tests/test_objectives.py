@@ -308,3 +308,25 @@ def test_mlm_token_log_probs_pll_matches_manual(micro_run: Path, tmp_path: Path,
         expected = model(input_ids=torch.tensor([masked])).logits[0, 2].log_softmax(-1)[ids[2]].item()
     assert len(log_probs) == len(ids) - 2 == len(offsets)
     assert log_probs[1] == pytest.approx(expected, abs=1e-4)
+
+
+def test_mlm_token_log_probs_one_pass_uses_copy_gate(tmp_path: Path, corpus_file: Path, cache_dir: Path) -> None:
+    """all_tokens_mlm, one unmasked pass: log(D + (1 - D) q) with D = sigmoid(-r) from the RTD head."""
+    from transformers import AutoTokenizer, ElectraForMaskedLM, ElectraForPreTraining
+
+    from training.trainer import Trainer
+
+    ablation = _load_ablation()
+    run = tmp_path / "all"
+    Trainer(micro_config(corpus_file, cache_dir, max_steps=3, objective="all_tokens_mlm"), run,
+            show_progress=False).run()
+    (_offsets, log_probs), = ablation.mlm_token_log_probs(run, "all_tokens_mlm", ["a doctor opened the river"], "cpu")
+    tokenizer = AutoTokenizer.from_pretrained(str(run / "mlm"))
+    ids = torch.tensor([tokenizer("a doctor opened the river")["input_ids"]])
+    with torch.no_grad():
+        q = ElectraForMaskedLM.from_pretrained(str(run / "mlm")).eval()(input_ids=ids).logits[0].softmax(-1)
+        r = ElectraForPreTraining.from_pretrained(str(run / "discriminator")).eval()(input_ids=ids).logits[0]
+    d = torch.sigmoid(-r)
+    expected = torch.log(d + (1 - d) * q[torch.arange(ids.shape[1]), ids[0]])[1:-1]
+    assert log_probs == pytest.approx(expected.numpy(), abs=1e-4)
+    assert (log_probs > torch.log(q[torch.arange(ids.shape[1]), ids[0]])[1:-1].numpy()).all()  # copying adds mass
