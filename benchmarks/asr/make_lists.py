@@ -145,11 +145,11 @@ def parse_snrs(value: str) -> list[float | None]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n-dev", type=int, default=150)
-    ap.add_argument("--n-test", type=int, default=150)
+    ap.add_argument("--n-dev", type=int, default=80)
+    ap.add_argument("--n-test", type=int, default=120)
     ap.add_argument("--nbest", type=int, default=10)
     ap.add_argument("--voices", default="rms,slt")
-    ap.add_argument("--snr", default="clean,20,15,10", help="comma list of SNRs in dB ('clean' = none), cycled")
+    ap.add_argument("--snr", default="clean,20", help="comma list of SNRs in dB ('clean' = none), cycled")
     ap.add_argument("--min-words", type=int, default=6)
     ap.add_argument("--max-words", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
