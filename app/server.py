@@ -43,7 +43,7 @@ class ServerSettings:
     timeout_s: float = 30.0  # per request, queueing included
     batching: bool = True
     max_batch: int = 32  # texts merged into one model call when batching
-    model_batch: int = 16  # rows per engine run inside a call (the Detector sorts by length first)
+    model_batch: int = 4  # rows per engine run inside a call, length-sorted: on CPU small runs pad least
     max_wait_ms: float = 5.0  # how long the first waiting request holds the batch open
     api_key: str | None = None  # required in the X-API-Key header when set
     ged_threshold: float = 0.5
