@@ -44,7 +44,7 @@ class ServerSettings:
     batching: bool = True
     max_batch: int = 32  # texts merged into one model call when batching
     model_batch: int = 4  # rows per engine run inside a call, length-sorted: on CPU small runs pad least
-    max_wait_ms: float = 5.0  # how long the first waiting request holds the batch open
+    max_wait_ms: float = 0.0  # how long the first request holds a batch open; 0 = merge only what already waits
     api_key: str | None = None  # required in the X-API-Key header when set
     ged_threshold: float = 0.5
 

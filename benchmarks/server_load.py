@@ -1,8 +1,9 @@
 """Load test of ``electra-detect serve``: requests/s, p50/p99 latency, errors and server memory.
 
-For each mode (micro-batching on, off) the script starts a real server process, then for each
-concurrency (1, 8, 32 closed-loop clients) sends ``POST /v1/score`` with one real sentence per
-request for ``--duration`` seconds (after a short warm-up), sampling the server's RSS every second.
+The script starts one real server process per mode (micro-batching on, off), then for each
+concurrency (1, 8, 32 closed-loop clients) runs both modes back to back, order flipped at each
+level, sending ``POST /v1/score`` with one real sentence per request for ``--duration`` seconds
+(after a short warm-up) and sampling the server's RSS every second.
 The clients run in this process on httpx; on a 2-core host they share the CPU with the server, as
 a co-located client would. Memory is "flat" when the RSS at the end of a cell is within
 ``--flat-mib`` of its value after warm-up.
@@ -137,13 +138,14 @@ def render_markdown(result: dict[str, Any]) -> str:
              f"{result['host_cores']}-core host, {result['duration_s']:g} s per cell after {result['warmup_s']:g} s "
              f"warm-up. Engine: {result['engine']}.", "",
              "| mode | clients | requests | req/s | p50 ms | p99 ms | errors | texts per model call | "
-             "RSS MiB start → end (max) | memory flat |", "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+             "RSS MiB start → end (max) | memory flat | host load (1 min) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|"]
     for row in result["cells"]:
         lines.append(f"| {row['mode']} | {row['concurrency']} | {row['requests']:,} | {row['requests_per_s']:.1f} | "
                      f"{row['p50_ms']:.1f} | {row['p99_ms']:.1f} | {row['errors']} | "
                      f"{row['texts_per_model_call']:.2f} | "
                      f"{row['rss_mib_start']:.0f} → {row['rss_mib_end']:.0f} ({row['rss_mib_max']:.0f}) | "
-                     f"{'yes' if row['memory_flat'] else '**no**'} |")
+                     f"{'yes' if row['memory_flat'] else '**no**'} | {row['load_average_1min']:.1f} |")
     lines += ["", f"Command: `{result['command']}`", ""]
     return "\n".join(lines)
 
@@ -195,17 +197,20 @@ def main() -> int:
     cells: list[dict[str, Any]] = []
     engine = ""
     progress = tqdm(total=len(modes) * len(levels), desc="cells", unit="cell")
-    for mode in modes:
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        extra = shlex.split(args.server_args) + (["--no-batching"] if mode == "no-batching" else [])
-        log = args.out_dir / f".server_load_{mode}.log"
-        args.out_dir.mkdir(parents=True, exist_ok=True)
-        proc = start_server(args.model, port, extra, log)
-        try:
-            health = httpx.get(f"{url}/healthz", timeout=10).json()
-            engine = f"{health['engine']} {health['variant']} on {health['provider']}"
-            for concurrency in levels:
+    servers: dict[str, tuple[subprocess.Popen, str, Path]] = {}
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        for mode in modes:  # all servers up at once (an idle one costs no CPU), so the modes can alternate
+            port = free_port()
+            extra = shlex.split(args.server_args) + (["--no-batching"] if mode == "no-batching" else [])
+            log = args.out_dir / f".server_load_{mode}.log"
+            servers[mode] = (start_server(args.model, port, extra, log), f"http://127.0.0.1:{port}", log)
+        health = httpx.get(f"{servers[modes[0]][1]}/healthz", timeout=10).json()
+        engine = f"{health['engine']} {health['variant']} on {health['provider']}"
+        for step, concurrency in enumerate(levels):
+            # adjacent in time, order flipped each level: a noisy stretch of the shared host hits both modes
+            for mode in (modes if step % 2 == 0 else modes[::-1]):
+                proc, url, _ = servers[mode]
                 asyncio.run(load(url, texts, concurrency, args.warmup, proc.pid))
                 before = batch_stats(url)
                 row = asyncio.run(load(url, texts, concurrency, args.duration, proc.pid))
@@ -213,17 +218,20 @@ def main() -> int:
                 calls = after[1] - before[1]
                 row.update({"mode": mode, "concurrency": concurrency,
                             "texts_per_model_call": (after[0] - before[0]) / calls if calls else float("nan"),
-                            "memory_flat": row["rss_mib_end"] - row["rss_mib_start"] <= args.flat_mib})
+                            "memory_flat": row["rss_mib_end"] - row["rss_mib_start"] <= args.flat_mib,
+                            "load_average_1min": os.getloadavg()[0]})
                 cells.append(row)
                 progress.update()
                 progress.set_postfix_str(f"{mode} c={concurrency}: {row['requests_per_s']:.0f} req/s")
-        finally:
+    finally:
+        for proc, _, log in servers.values():
             proc.send_signal(signal.SIGTERM)
             try:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 proc.kill()
             log.unlink(missing_ok=True)
+    cells.sort(key=lambda c: (modes.index(c["mode"]), c["concurrency"]))
     progress.close()
     result = {"benchmark": "server_load", "model": args.model, "engine": engine, "duration_s": args.duration,
               "warmup_s": args.warmup, "host_cores": os.cpu_count(), "cells": cells,
