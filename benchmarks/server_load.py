@@ -157,12 +157,12 @@ def plot(result: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
-    for mode in dict.fromkeys(r["mode"] for r in result["cells"]):
+    for mode, color in zip(dict.fromkeys(r["mode"] for r in result["cells"]), ("#4c72b0", "#dd8452"), strict=False):
         rows = [r for r in result["cells"] if r["mode"] == mode]
         xs = [r["concurrency"] for r in rows]
-        left.plot(xs, [r["requests_per_s"] for r in rows], marker="o", label=mode)
-        right.plot(xs, [r["p50_ms"] for r in rows], marker="o", label=f"{mode} p50")
-        right.plot(xs, [r["p99_ms"] for r in rows], marker="x", linestyle="--", label=f"{mode} p99")
+        left.plot(xs, [r["requests_per_s"] for r in rows], marker="o", color=color, label=mode)
+        right.plot(xs, [r["p50_ms"] for r in rows], marker="o", color=color, label=f"{mode} p50")
+        right.plot(xs, [r["p99_ms"] for r in rows], marker="x", linestyle="--", color=color, label=f"{mode} p99")
     left.set(xlabel="concurrent clients", ylabel="requests / s", xscale="log", title="throughput")
     right.set(xlabel="concurrent clients", ylabel="latency ms", xscale="log", yscale="log", title="latency")
     left.legend(fontsize=8)
