@@ -217,8 +217,9 @@ def model_name(model_dir: Path) -> str:
 class DemoApp:
     """The demo's state (one calibrated and one raw view of the same Detector) and its handlers."""
 
-    def __init__(self, detector: Any, note: str = "") -> None:
+    def __init__(self, detector: Any, note: str = "", threshold: float = 0.5) -> None:
         self.detector = detector
+        self.threshold = threshold  # the slider's starting value
         self.raw = self._raw_view(detector)
         self.has_calibration = detector.calibration != "raw"
         self.info = ModelInfo(name=model_name(Path(detector.model_dir)), path=str(detector.model_dir),
@@ -349,7 +350,7 @@ class DemoApp:
                         "(max over its subwords); words under the threshold stay plain.")
             gr.Markdown(self.info.markdown(), elem_id="model-info")
             with gr.Row():
-                threshold = gr.Slider(0.0, 1.0, value=0.5, step=0.01, label="Threshold",
+                threshold = gr.Slider(0.0, 1.0, value=self.threshold, step=0.01, label="Threshold",
                                       info="words with p(replaced) ≥ this are highlighted / flagged",
                                       elem_id="threshold")
                 calibration = gr.Radio(calib_choices, value="calibrated" if self.has_calibration else "raw",
@@ -422,10 +423,20 @@ class DemoApp:
 
 
 def build_app(model: str | Path, engine: str = "auto", device: str | None = None,
-              variant: str | None = None) -> DemoApp:
-    """Load the model once and wrap it for the page."""
+              variant: str | None = None, threshold: float | None = None) -> DemoApp:
+    """Load the model once and wrap it for the page.
+
+    ``threshold`` starts the slider; by default the model's tuned ``ged.json`` threshold, else 0.5
+    (a calibrated weak model may score every word far below 0.5, so a tuned start matters).
+    """
+    if threshold is None:
+        from electra_detect.ged import default_threshold
+
+        threshold = default_threshold(model)
+    if not 0.0 <= threshold <= 1.0:
+        raise DemoError(f"--threshold must be between 0 and 1, got {threshold}")
     detector, note = load_detector(model, engine=engine, device=device, variant=variant)
-    return DemoApp(detector, note=note)
+    return DemoApp(detector, note=note, threshold=round(threshold, 2))
 
 
 def launch(app: DemoApp, host: str = "127.0.0.1", port: int = DEFAULT_PORT, block: bool = True,

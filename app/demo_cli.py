@@ -18,6 +18,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="auto (default): ONNX when the model dir holds an export, else torch")
     p.add_argument("--variant", choices=("fp32", "optimized", "fp16", "int8"), default=None,
                    help="ONNX export variant (default: the engine's choice for the device)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="the slider's starting value (default: the model's ged.json threshold, else 0.5)")
     p.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
     from app.demo import DemoError  # stdlib-only at import time; gradio loads inside run()
 
@@ -34,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise DemoError(f"--port must be between 0 and 65535, got {args.port}")
     port = args.port or _free_port(args.host)
-    app = build_app(args.model, engine=args.engine, device=args.device, variant=args.variant)
+    app = build_app(args.model, engine=args.engine, device=args.device, variant=args.variant,
+                    threshold=args.threshold)
     launch(app, host=args.host, port=port, block=True, started=started)
     return 0
 

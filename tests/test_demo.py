@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
@@ -220,3 +221,19 @@ def test_port_in_use_is_a_demo_error(app: DemoApp) -> None:
         port = busy.getsockname()[1]
         with pytest.raises(DemoError, match=f"port {port} on 127.0.0.1 is in use"):
             launch(app, port=port, block=False)
+
+
+def test_slider_starts_at_the_tuned_ged_threshold(tmp_path: Path, micro_run: Path) -> None:
+    import gradio as gr
+
+    model = tmp_path / "model"
+    shutil.copytree(micro_run / "discriminator", model)
+    assert build_app(model).threshold == 0.5  # no ged.json
+    (model / "ged.json").write_text(json.dumps({"threshold": 0.2345}))
+    app = build_app(model)
+    assert app.threshold == 0.23
+    sliders = [b for b in app.build().blocks.values() if isinstance(b, gr.Slider)]
+    assert [s.value for s in sliders] == [0.23]
+    assert build_app(model, threshold=0.7).threshold == 0.7
+    with pytest.raises(DemoError, match="between 0 and 1"):
+        build_app(model, threshold=1.5)
