@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="export dir, or a run/discriminator dir holding one in onnx/")
     p.add_argument("--engine", choices=("onnx", "torch"), default="onnx")
     p.add_argument("--variant", choices=("fp32", "optimized", "fp16", "int8"),
-                   help="ONNX variant (default: optimized on CPU, fp16 on CUDA)")
+                   help="ONNX variant (default: fp32 on CPU, fp16 on CUDA; int8 is fastest on CPU)")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: CUDA if onnxruntime has it, else CPU)")
     p.add_argument("--require-gpu", action="store_true", help="fail instead of falling back to CPU")
     p.add_argument("--threads", type=int, help="onnxruntime intra-op threads (default: all cores)")

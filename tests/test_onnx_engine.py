@@ -59,7 +59,7 @@ def test_reduced_precision_variants_close(export_dir: Path, torch_detector: Dete
 def test_cpu_provider_reported_and_default_variant(export_dir: Path) -> None:
     detector = Detector.load(export_dir, engine="onnx")
     assert detector.engine.provider == "CPUExecutionProvider"
-    assert detector.engine.variant == "optimized"  # the exact fused fp32 graph is the CPU default
+    assert detector.engine.variant == "fp32"  # exact numerics; the fastest exact variant on the CPU measured
 
 
 def test_cuda_request_without_cuda_warns_once_then_falls_back(export_dir: Path, monkeypatch) -> None:
@@ -87,7 +87,7 @@ def test_cuda_listed_but_unusable_falls_back_loudly(export_dir: Path, monkeypatc
     with pytest.warns(RuntimeWarning, match="could not use it"):
         detector = Detector.load(export_dir, engine="onnx")  # auto device: tries CUDA first
     assert detector.engine.provider == "CPUExecutionProvider"
-    assert detector.engine.variant == "optimized"  # re-picked for CPU (fp16 is the GPU default)
+    assert detector.engine.variant == "fp32"  # re-picked for CPU (fp16 is the GPU default)
     with pytest.raises(DetectorError, match="could not use it"):
         Detector.load(export_dir, engine="onnx", require_gpu=True)
 
