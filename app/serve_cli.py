@@ -35,7 +35,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--api-key-env", default="ELECTRA_DETECT_API_KEY",
                    help="environment variable holding the API key clients send in X-API-Key (unset: no key)")
-    p.add_argument("--no-batching", action="store_true", help="one model call per request")
+    p.add_argument("--batching", choices=("auto", "on", "off"), default="auto",
+                   help="micro-batching; auto = on when the engine runs on CUDA, off on CPU, where one call per "
+                        "request served more requests/s in benchmarks/server_load.py")
+    p.add_argument("--no-batching", action="store_true", help="same as --batching off")
     p.add_argument("--max-batch", type=int, default=32, help="texts per model call when batching")
     p.add_argument("--max-wait-ms", type=float, default=0.0,
                    help="how long a batch waits to fill (default 0: merge what queued while the model was busy; "
@@ -80,14 +83,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from electra_detect.ged import default_threshold
 
         threshold = default_threshold(detector.model_dir)
+    on_gpu = "cuda" in str(detector.engine.provider).lower()
+    batching = False if args.no_batching else on_gpu if args.batching == "auto" else args.batching == "on"
     settings = ServerSettings(max_texts=args.max_texts, max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
-                              timeout_s=args.timeout, batching=not args.no_batching, max_batch=args.max_batch,
+                              timeout_s=args.timeout, batching=batching, max_batch=args.max_batch,
                               model_batch=args.model_batch, max_wait_ms=args.max_wait_ms, api_key=api_key,
                               ged_threshold=threshold)
     engine = detector.engine
     print(f"serving {detector.model_dir} on http://{args.host}:{args.port} (engine {engine.name}, "
           f"provider {engine.provider}, variant {getattr(engine, 'variant', '-')}, "
-          f"batching {'off' if args.no_batching else f'{args.max_batch} texts / {args.max_wait_ms:g} ms'}); "
+          f"batching {f'{args.max_batch} texts / {args.max_wait_ms:g} ms' if batching else 'off'}); "
           f"docs at /docs", file=sys.stderr, flush=True)
     serve(detector, settings, args.host, args.port, args.log_level)
     return 0

@@ -202,7 +202,7 @@ def main() -> int:
     try:
         for mode in modes:  # all servers up at once (an idle one costs no CPU), so the modes can alternate
             port = free_port()
-            extra = shlex.split(args.server_args) + (["--no-batching"] if mode == "no-batching" else [])
+            extra = shlex.split(args.server_args) + ["--batching", "off" if mode == "no-batching" else "on"]
             log = args.out_dir / f".server_load_{mode}.log"
             servers[mode] = (start_server(args.model, port, extra, log), f"http://127.0.0.1:{port}", log)
         health = httpx.get(f"{servers[modes[0]][1]}/healthz", timeout=10).json()

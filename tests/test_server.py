@@ -77,7 +77,8 @@ def export_dir(micro_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 @pytest.fixture(scope="module")
 def server(export_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = Server(export_dir, tmp_path_factory.mktemp("log") / "server.log", "--max-texts", "8", "--max-chars", "300",
-                 "--max-body-bytes", "8192", "--timeout", "20", "--max-wait-ms", "20", "--max-batch", "64")
+                 "--max-body-bytes", "8192", "--timeout", "20", "--max-wait-ms", "20", "--max-batch", "64",
+                 "--batching", "on")
     yield srv
     assert srv.stop() == 0
 
@@ -90,6 +91,7 @@ def test_health_docs_and_openapi(server: Server) -> None:
     health = httpx.get(f"{server.url}/healthz").json()
     assert health["status"] == "ok" and health["engine"] == "onnx"
     assert health["provider"] == "CPUExecutionProvider" and health["variant"] == "fp32"
+    assert health["batching"] == "True"
     spec = httpx.get(f"{server.url}/openapi.json").json()
     assert {"/v1/score", "/v1/ged", "/v1/rerank", "/healthz", "/metrics"} <= set(spec["paths"])
     assert "swagger" in httpx.get(f"{server.url}/docs").text.lower()
@@ -206,7 +208,7 @@ def _metric(server: Server, name: str) -> float:
 
 
 def test_api_key_and_graceful_shutdown(export_dir: Path, tmp_path: Path) -> None:
-    srv = Server(export_dir, tmp_path / "server.log", "--max-wait-ms", "1500", "--max-batch", "64",
+    srv = Server(export_dir, tmp_path / "server.log", "--max-wait-ms", "1500", "--max-batch", "64", "--batching", "on",
                  env={"ELECTRA_DETECT_API_KEY": KEY})
     try:
         assert httpx.get(f"{srv.url}/healthz").status_code == 200  # liveness stays open
