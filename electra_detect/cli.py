@@ -461,9 +461,12 @@ def main(argv: list[str] | None = None) -> int:
         argv = [f"ged-{argv[1]}", *argv[2:]]
     args = build_parser().parse_args(argv)
     from electra_detect.detector import DetectorError
-    from electra_detect.ged import GedDataError
 
-    known: tuple[type[BaseException], ...] = (DetectorError, GedDataError, FileNotFoundError, PermissionError)
+    known: tuple[type[BaseException], ...] = (DetectorError, FileNotFoundError, PermissionError)
+    if args.verb.startswith("ged") or args.verb in ("calibrate", "pos-bias"):  # ged.py pulls in scikit-learn
+        from electra_detect.ged import GedDataError
+
+        known += (GedDataError,)
     if args.verb == "pretrain":
         from training.checkpoint import CheckpointError
         from training.config import ConfigError
