@@ -51,7 +51,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from electra_detect.fileio import atomic_write_json, atomic_write_text  # noqa: E402
+from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text  # noqa: E402
 
 # name -> (objective, model/train overrides). Generator sweep: ``electra`` itself is gen_fraction 1/4.
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -462,10 +462,7 @@ def _plots(out_dir: Path, agg: dict[str, dict[str, Any]]) -> None:
             ax.set_title(titles[metric])
         fig.suptitle(suptitle)
         fig.tight_layout()
-        tmp = out_dir / f".{name}.tmp.png"
-        fig.savefig(tmp, dpi=110)
-        plt.close(fig)
-        os.replace(tmp, out_dir / name)
+        atomic_save_figure(fig, out_dir / name)
 
     bars(["electra", "all_tokens_mlm", "replace_mlm", "electra15", "bert_mlm", "adversarial"],
          "ablation_objectives.png", "Objectives at equal wall-clock (mean ± std over seeds)")
@@ -482,10 +479,7 @@ def _plots(out_dir: Path, agg: dict[str, dict[str, Any]]) -> None:
             ax.set_title(titles[metric])
         fig.suptitle("Generator size at equal wall-clock")
         fig.tight_layout()
-        tmp = out_dir / ".ablation_gensize.tmp.png"
-        fig.savefig(tmp, dpi=110)
-        plt.close(fig)
-        os.replace(tmp, out_dir / "ablation_gensize.png")
+        atomic_save_figure(fig, out_dir / "ablation_gensize.png")
 
 
 # -- driver ----------------------------------------------------------------------------------------

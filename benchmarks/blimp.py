@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ngram import KneserNeyLM, corpus_sentences, text_sentences  # noqa: E402
 
-from electra_detect.fileio import atomic_write_bytes, atomic_write_json, atomic_write_text  # noqa: E402
+from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text  # noqa: E402
 
 PUBLISHED = ("ngram", "lstm", "txl", "gpt2")
 PUBLISHED_NAMES = {"ngram": "5-gram (paper, 3B words)", "lstm": "LSTM (paper)", "txl": "Transformer-XL (paper)",
@@ -186,11 +186,7 @@ def plot(result: dict, path: Path) -> None:
     ax.legend(fontsize=7, ncol=len(systems), loc="upper center")
     ax.set_title(f"BLiMP: {result['model']}")
     fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    atomic_write_bytes(path, tmp.read_bytes())
-    tmp.unlink()
+    atomic_save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:

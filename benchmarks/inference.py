@@ -127,6 +127,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from electra_detect.fileio import atomic_save_figure
+
     names = list(result["engines"])
     values = [result["engines"][n]["tokens_per_s"] for n in names]
     fig, ax = plt.subplots(figsize=(6.5, 3.2))
@@ -137,8 +139,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.set_ylabel("tokens / s")
     ax.set_title(f"Discriminator inference, {result['threads']} CPU threads ({Path(result['model']).name})")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    atomic_save_figure(fig, path, dpi=120)
 
 
 def main() -> int:

@@ -156,6 +156,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from electra_detect.fileio import atomic_save_figure
+
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
     for mode, color in zip(dict.fromkeys(r["mode"] for r in result["cells"]), ("#4c72b0", "#dd8452"), strict=False):
         rows = [r for r in result["cells"] if r["mode"] == mode]
@@ -168,8 +170,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     left.legend(fontsize=8)
     right.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    atomic_save_figure(fig, path, dpi=120)
 
 
 def main() -> int:

@@ -16,6 +16,8 @@ def reliability_diagram(curves: dict[str, np.ndarray], labels: np.ndarray, path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from electra_detect.fileio import atomic_save_figure
+
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(6, 7), height_ratios=[3, 1], sharex=True)
     top.plot([0, 1], [0, 1], "k:", label="perfect calibration")
     width = 1.0 / n_bins
@@ -33,9 +35,4 @@ def reliability_diagram(curves: dict[str, np.ndarray], labels: np.ndarray, path:
     bottom.set_ylabel("tokens per bin")
     bottom.set_xlabel("predicted probability")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.png")  # atomic: a reader never sees half a PNG
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return atomic_save_figure(fig, path)

@@ -372,6 +372,8 @@ def chart(report: dict[str, Any], path: Path, title: str) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from electra_detect.fileio import atomic_save_figure
+
     mode, calibrated = report["mode"], report.get("calibrated")
     left_key = "fpr" if mode == "clean" else "recall"
     right_key = "mean_p" if mode == "clean" else "positive_rate"
@@ -405,9 +407,4 @@ def chart(report: dict[str, Any], path: Path, title: str) -> Path:
     right.set_ylabel(right_label)
     fig.suptitle(title)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return atomic_save_figure(fig, path)

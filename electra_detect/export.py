@@ -18,7 +18,6 @@ place, and the report is written beside the target as ``<name>.parity_failed.jso
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import tempfile
@@ -31,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from electra_detect.detector import Detector, DetectorError, resolve_model_dir
-from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text
+from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text, sha256_file
 from electra_detect.onnx_engine import MANIFEST, VARIANT_FILES
 
 VARIANTS = ("fp32", "optimized", "fp16", "int8")
@@ -75,12 +74,7 @@ class ExportResult:
     parity: dict[str, Any]
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+_sha256 = sha256_file
 
 
 class _LogitsOnly:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import shutil
@@ -63,3 +65,23 @@ def atomic_write_dir(path: str | Path, fill: Callable[[Path], None]) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB chunks (checkpoints and exports can be large)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def atomic_save_figure(fig: Any, path: str | Path, dpi: int = 110) -> Path:
+    """Save a matplotlib figure as PNG atomically and close it: a reader never sees half a plot."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    plt.close(fig)
+    atomic_write_bytes(path, buffer.getvalue())
+    return Path(path)

@@ -7,7 +7,6 @@ files, and a config fingerprint catches a checkpoint from a different model.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -17,7 +16,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, load_model, save_file, save_model
 
-from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text
+from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text, sha256_file
 
 STATE_FILE = "trainer_state.json"
 
@@ -26,12 +25,7 @@ class CheckpointError(RuntimeError):
     """A checkpoint is missing, corrupt, or does not match the run."""
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+_sha256 = sha256_file
 
 
 def _split_optimizer_state(state_dict: dict[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from electra_detect import rerank  # noqa: E402
-from electra_detect.fileio import atomic_write_bytes, atomic_write_json, atomic_write_text  # noqa: E402
+from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text  # noqa: E402
 
 
 class Timed:
@@ -122,11 +122,7 @@ def plot(result: dict, path: Path) -> None:
     ax.set_ylabel("test WER")
     ax.set_title(f"pocketsphinx 10-best reranking: {result['model']}")
     fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    atomic_write_bytes(path, tmp.read_bytes())
-    tmp.unlink()
+    atomic_save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:
