@@ -102,6 +102,8 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     torch.manual_seed(config.seed)
     tokenizer = AutoTokenizer.from_pretrained(str(source))
     model = ElectraForPreTraining.from_pretrained(str(source), use_safetensors=True)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # a GPU makes this minutes -> seconds
+    model.to(device)
     limit = min(config.max_length, model.config.max_position_embeddings)
     examples = encode(tokenizer, train, limit)
     steps_per_epoch = -(-len(examples) // config.batch_size)
@@ -115,6 +117,7 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     bar = tqdm(total=total, desc="ged train", unit="step", disable=not show_progress)
     while step < total:
         for ids, attention, labels in _batches(examples, config.batch_size, tokenizer.pad_token_id, rng):
+            ids, attention, labels = ids.to(device), attention.to(device), labels.to(device)
             logits = model(input_ids=ids, attention_mask=attention).logits
             real = labels >= 0
             loss = F.binary_cross_entropy_with_logits(logits[real], labels[real].float())
@@ -130,7 +133,7 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
             if step >= total:
                 break
     bar.close()
-    model.eval()
+    model.eval().cpu()
 
     def fill(tmp: Path) -> None:
         model.save_pretrained(str(tmp), safe_serialization=True)
