@@ -488,6 +488,9 @@ def serve(detector: Detector, settings: ServerSettings, host: str = "127.0.0.1",
     config = uvicorn.Config(create_app(detector, settings), host=host, port=port, log_level=log_level,
                             timeout_graceful_shutdown=int(settings.timeout_s) + 5, access_log=False)
     server = DrainingServer(config)
-    server.run()
+    try:
+        server.run()
+    except SystemExit:  # uvicorn exits 3 itself when it cannot bind; report it as our one-line error instead
+        server.started = False
     if not server.started:
         raise OSError(f"the server could not start on {host}:{port} (port in use, or not an address here?)")

@@ -400,8 +400,9 @@ def write_reports(out_dir: Path, summary: dict[str, Any]) -> None:
     setup = summary["setup"]
     head = ["# ELECTRA efficiency claims at small scale", "",
             f"Device: {setup['device']}. Preset `{setup['preset']}`, batch {setup['batch_size']} × "
-            f"{setup['seq_len']} tokens, lr {setup['lr']}, **{setup['seconds_per_run']} s of training per run** "
-            f"(equal wall-clock on this device, {len(setup['seeds'])} seeds run side by side), corpus "
+            f"{setup['seq_len']} tokens, lr {setup['lr']}, target **{setup['seconds_per_run']} s of training per run** "
+            f"(equal wall-clock as the aim; each run's measured training seconds are in the table's JSON, "
+            f"{len(setup['seeds'])} seeds run side by side), corpus "
             f"{', '.join(Path(c).name for c in setup['corpus'])}. Mean ± std over seeds {setup['seeds']}. "
             f"Command: `{summary['command']}`", "",
             "Scores: *rtd* = sum of log(1 − p replaced) (BLiMP) and word score (GED); *pll* = MLM "

@@ -34,7 +34,7 @@ from electra_detect.detector import Detector, TextScores
 from electra_detect.ged import GedSentence, load_tagger, score_tokens, tag_pos
 
 __all__ = ["TaggedScore", "align", "analyse", "clean_rows", "corrupt_rows", "ged_rows", "load_tagger",
-           "pos_table", "recalibrate", "tag_and_score", "write_report"]
+           "pos_table", "recalibrate", "write_report"]
 
 
 @dataclass
@@ -81,7 +81,6 @@ def clean_rows(detector: Detector, texts: Sequence[str], nlp: Any = None) -> lis
     return rows
 
 
-tag_and_score = clean_rows  # the name the first version exported
 
 
 def corrupt_rows(detector: Detector, generator_dir: Path, texts: Sequence[str], nlp: Any = None, seed: int = 0,

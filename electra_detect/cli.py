@@ -274,7 +274,8 @@ def cmd_ged_eval(args: argparse.Namespace) -> int:
         raise ged.GedDataError("--per-pos-thresholds tunes its thresholds: give --split or --tune-on, "
                                "and no --threshold")
     threshold = args.threshold
-    tune_scores = ged.score_tokens(detector, tuning) if tuning else []
+    needs_tuning = tuning and (threshold is None or args.per_pos_thresholds)
+    tune_scores = ged.score_tokens(detector, tuning) if needs_tuning else []
     if threshold is None and tuning:
         threshold = ged.tune_threshold(*ged.flatten(tuning, tune_scores))
     threshold = ged.default_threshold(args.model) if threshold is None else threshold

@@ -157,7 +157,7 @@ class Detector:
             model_dir = resolve_model_dir(path)
             if not any(model_dir.glob("*.safetensors")):
                 raise DetectorError(f"{model_dir} holds an ONNX export only (no safetensors weights); "
-                                    f"load it with engine='onnx' (CLI: --engine onnx)")
+                                    f"load it with engine='onnx' (CLI: `serve`/`demo` --engine onnx)")
             calibrator = None
             if calibrated:
                 try:
@@ -165,6 +165,8 @@ class Detector:
                 except ValueError as exc:
                     raise DetectorError(str(exc)) from exc
             runner = TorchEngine(model_dir, device=device)
+            if require_gpu and runner.device.type != "cuda":
+                raise DetectorError("a GPU was required but torch runs on the CPU here (no CUDA device)")
             tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
         tokenizer.model_max_length = 1 << 30  # long texts are windowed by score(), not truncated
         if not tokenizer.is_fast:

@@ -233,7 +233,10 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
     if out.resolve() == model_dir.resolve():
         raise ExportError("--out must not be the model directory itself")
     detector = Detector.load(model_dir, calibrated=False)
-    calibrator = load_calibration(model_dir)
+    try:
+        calibrator = load_calibration(model_dir)
+    except ValueError as exc:  # a calibration.json fitted for other weights: refuse to ship it
+        raise ExportError(str(exc)) from exc
     to_prob = calibrator.transform if calibrator is not None else sigmoid
     if threshold is None:  # ged.default_threshold's rule, read here so export needs no scikit-learn
         ged_file = model_dir / "ged.json"

@@ -330,3 +330,22 @@ def test_mlm_token_log_probs_one_pass_uses_copy_gate(tmp_path: Path, corpus_file
     expected = torch.log(d + (1 - d) * q[torch.arange(ids.shape[1]), ids[0]])[1:-1]
     assert log_probs == pytest.approx(expected.numpy(), abs=1e-4)
     assert (log_probs > torch.log(q[torch.arange(ids.shape[1]), ids[0]])[1:-1].numpy()).all()  # copying adds mass
+
+
+def test_two_stage_resume_past_the_switch_keeps_the_trained_discriminator(
+        corpus_file: Path, cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resume after step ``mlm_first_steps`` must not copy the generator over the stage-two discriminator."""
+    from training.trainer import Trainer
+
+    config = micro_config(corpus_file, cache_dir, max_steps=6, mlm_first_steps=2, lr=1e-2)
+    config.model.preset, config.model.gen_fraction = "tiny", 1.0
+    out = tmp_path / "resume"
+    first = Trainer(config, out, show_progress=False)
+    first.callbacks.append(lambda t, row: t.request_stop("test") if row["step"] >= 4 else None)
+    assert first.run().steps == 4
+    calls: list[int] = []
+    original = ElectraPretrainingModel.start_second_stage
+    monkeypatch.setattr(ElectraPretrainingModel, "start_second_stage",
+                        lambda self: calls.append(1) or original(self))
+    assert Trainer(config, out, resume=True, show_progress=False).run().steps == 6
+    assert calls == [], "the resume re-ran the stage switch and overwrote the trained discriminator"

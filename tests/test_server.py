@@ -226,7 +226,12 @@ def test_api_key_and_graceful_shutdown(export_dir: Path, tmp_path: Path) -> None
 
         thread = threading.Thread(target=slow_request)
         thread.start()
-        time.sleep(0.5)
+        deadline = time.monotonic() + 20  # poll, not sleep: on a loaded CPU the request may arrive late
+        while time.monotonic() < deadline:
+            metrics = httpx.get(f"{srv.url}/metrics", headers={"x-api-key": KEY}).text
+            if re.search(r"^electra_queue_requests [1-9]", metrics, re.MULTILINE):  # waiting in the batcher
+                break
+            time.sleep(0.05)
         srv.proc.send_signal(signal.SIGTERM)
         thread.join(timeout=30)
         response = result["response"]
@@ -250,6 +255,16 @@ def test_request_timeout_is_a_json_504(export_dir: Path) -> None:
     with TestClient(app) as client:
         response = client.post("/v1/score", json={"texts": ["The farmer saw a red house."]})
         assert response.status_code == 504 and response.json()["error"]["type"] == "timeout"
+
+
+def test_serve_on_a_busy_port_is_a_one_line_error(export_dir: Path) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        result = subprocess.run([sys.executable, "-m", "electra_detect.cli", "serve", "--model", str(export_dir),
+                                 "--port", str(held.getsockname()[1])], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("error: the server could not start")
 
 
 def test_serve_cli_errors(micro_run: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -34,6 +34,10 @@ def evaluate(model: ElectraPretrainingModel, batches: list[torch.Tensor], *, mas
         probs.append(torch.sigmoid(out.disc_logits.float()[real]).cpu().numpy())
         labels.append(out.disc_labels[real].cpu().numpy())
     model.train(was_training)
+    if model.stage == "mlm" or model.objective in ("bert_mlm", "replace_mlm"):  # no replaced-token head trained
+        return {"val_loss": float(np.mean(losses)), "val_gen_acc": gen_correct / max(gen_total, 1),
+                "val_disc_auc": None, "val_disc_precision": None, "val_disc_recall": None, "val_disc_acc": None,
+                "val_replaced_frac": None}
     p = np.concatenate(probs)
     y = np.concatenate(labels)
     flagged = p >= 0.5

@@ -36,7 +36,6 @@ OBJECTIVES = ("electra", "electra15", "bert_mlm", "replace_mlm", "all_tokens_mlm
 MLM_OBJECTIVES = frozenset({"bert_mlm", "replace_mlm", "all_tokens_mlm"})
 # Objectives that train the replaced-token head with the discriminator loss.
 RTD_OBJECTIVES = frozenset({"electra", "electra15", "adversarial"})
-STAGES = ("", "mlm", "disc")  # "" = the objective itself; two-stage: "mlm" then "disc"
 
 
 @dataclass
@@ -82,7 +81,8 @@ def _sample(model: ElectraPretrainingModel, batch: MaskedBatch, attention: torch
 def electra(model: ElectraPretrainingModel, batch: MaskedBatch, attention: torch.Tensor, rng: torch.Generator,
             disc_weight: float, temperature: float, masked_only: bool = False,
             train_generator: bool = True) -> ElectraOutput:
-    """ELECTRA (and ELECTRA 15%, and the second stage of two-stage training with a frozen generator)."""
+    """ELECTRA (and ELECTRA 15%, and the second stage of two-stage training with the generator encoder
+    frozen; the embeddings stay shared)."""
     with torch.set_grad_enabled(train_generator and torch.is_grad_enabled()):
         logits, targets, sampled = _sample(model, batch, attention, rng, temperature)
     disc_input, labels = replace_with_samples(batch, sampled)
@@ -167,7 +167,7 @@ def adversarial(model: ElectraPretrainingModel, batch: MaskedBatch, attention: t
         reward = F.binary_cross_entropy_with_logits(disc_logits.float()[batch.masked], labels.float()[batch.masked],
                                                     reduction="none")
         advantage = reward - reward.mean()
-    log_prob = logits.float().log_softmax(-1).gather(1, sampled.unsqueeze(1)).squeeze(1)
+    log_prob = (logits.float() / temperature).log_softmax(-1).gather(1, sampled.unsqueeze(1)).squeeze(1)
     reinforce = -(advantage * log_prob).mean()
     mlm_loss = F.cross_entropy(logits.detach().float(), targets)
     return ElectraOutput(reinforce + disc_weight * disc_loss, mlm_loss, disc_loss, logits, disc_logits, labels,

@@ -183,7 +183,9 @@ class Trainer:
             atomic_write_json(self.out_dir / RUN_CONFIG_FILE, cfg.to_dict())
             self._trim_metrics(step)
 
-        ddp_model = DistributedDataParallel(model) if info.enabled else model
+        # Objectives (or stages) that leave a half of the model without gradient need DDP to look for unused ones.
+        some_unused = tcfg.objective in ("bert_mlm", "replace_mlm") or bool(tcfg.mlm_first_steps)
+        ddp_model = DistributedDataParallel(model, find_unused_parameters=some_unused) if info.enabled else model
         model.train()
         autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda" and tcfg.bf16)
         tokens_per_step = tcfg.batch_size * tcfg.grad_accum * info.world_size * cfg.data.seq_len
@@ -261,7 +263,8 @@ class Trainer:
         return result
 
     def _set_stage(self, model: ElectraPretrainingModel, step: int, info: DistInfo) -> None:
-        """Two-stage training (``mlm_first_steps``): generator MLM alone, then ELECTRA with it frozen.
+        """Two-stage training (``mlm_first_steps``): generator MLM alone, then ELECTRA with the
+        generator encoder frozen (the embeddings, tied to its output layer, stay shared and keep training).
 
         The switch happens at the start of step ``mlm_first_steps`` on every rank (also on a resume
         from the checkpoint saved just before it), so the copied weights are the same everywhere.
@@ -272,8 +275,11 @@ class Trainer:
         if step < first:
             model.stage = "mlm"
         elif model.stage != "disc":
+            if step > first:  # resumed past the switch: the checkpoint already holds the stage-two weights
+                model.stage = "disc"
+                return
             copied = model.start_second_stage()
-            if info.main and step == first:
+            if info.main:
                 tqdm.write(f"two-stage: step {step}, discriminator encoder "
                            f"{'initialised from the generator' if copied else 'kept (generator of another width)'}")
 

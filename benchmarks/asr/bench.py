@@ -62,7 +62,7 @@ def errors_of(items: list[rerank.Scored], lm_weight: float, length_weight: float
 
 
 def bootstrap(errors: dict[str, np.ndarray], ref_words: np.ndarray, seed: int, rounds: int = 1000) -> dict:
-    """95% intervals of each system's WER and of differences to 1-best, resampling utterances."""
+    """95% intervals of each system's WER and of ELECTRA sum minus generator PLL, resampling utterances."""
     rng = np.random.default_rng(seed)
     samples = rng.integers(0, len(ref_words), size=(rounds, len(ref_words)))
     denominators = ref_words[samples].sum(axis=1)
