@@ -74,7 +74,6 @@ class ExportResult:
     parity: dict[str, Any]
 
 
-_sha256 = sha256_file
 
 
 class _LogitsOnly:
@@ -284,7 +283,7 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
             _gate(variant, row, tolerance, min_agreement)
             report["variants"][variant] = row
             made.setdefault("variants", {})[variant] = {"file": target.name, "bytes": target.stat().st_size,
-                                                        "sha256": _sha256(target), "seconds": round(seconds, 2)}
+                                                        "sha256": sha256_file(target), "seconds": round(seconds, 2)}
         failed = [v for v, row in report["variants"].items() if not row["passed"]]
         report["passed"] = not failed
         if failed:

@@ -25,7 +25,6 @@ class CheckpointError(RuntimeError):
     """A checkpoint is missing, corrupt, or does not match the run."""
 
 
-_sha256 = sha256_file
 
 
 def _split_optimizer_state(state_dict: dict[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -67,7 +66,7 @@ def save_checkpoint(root: Path, step: int, model: torch.nn.Module, optimizer: to
             "trainer": trainer_state,
             "optimizer": opt_meta,
             "scheduler": scheduler.state_dict(),
-            "sha256": {f: _sha256(tmp / f) for f in files},
+            "sha256": {f: sha256_file(tmp / f) for f in files},
         }
         atomic_write_json(tmp / STATE_FILE, state)
 
@@ -106,7 +105,7 @@ def load_checkpoint(path: Path, model: torch.nn.Module, optimizer: torch.optim.O
         )
     for filename, expected in state.get("sha256", {}).items():
         file = path / filename
-        if not file.exists() or _sha256(file) != expected:
+        if not file.exists() or sha256_file(file) != expected:
             raise CheckpointError(f"checkpoint {path} is corrupt: {filename} is missing or does not match its checksum")
     try:
         missing, unexpected = load_model(model, str(path / "model.safetensors"), strict=False)
