@@ -449,7 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            if exc.name == name:  # feature not present in this checkout
+            if exc.name and (name == exc.name or name.startswith(exc.name + ".")):  # feature (or package) absent
                 continue
             raise
         module.add_parser(sub)
