@@ -53,11 +53,23 @@ def read_manifest(export_dir: Path) -> dict[str, Any]:
 
 
 def load_export_calibration(export_dir: Path):
-    """The calibration that travelled with the export. It was fitted on the source weights, so it is
-    checked against the source-weights hash the manifest recorded (there are no safetensors here)."""
+    """The calibration for the exported weights, checked against the source-weights hash the manifest
+    recorded (there are no safetensors here).
+
+    An export inside its model dir (``<model>/onnx``) prefers the model dir's ``calibration.json`` when that
+    one is for the same weights: a ``calibrate`` run after ``export`` writes there, and the torch and ONNX
+    engines must then still agree. Otherwise the copy that travelled with the export is used."""
     from electra_detect.calibrators import CALIBRATION_FILE, from_dict
 
     path = Path(export_dir) / CALIBRATION_FILE
+    beside_weights = Path(export_dir).parent / CALIBRATION_FILE
+    if beside_weights.exists():
+        try:
+            if json.loads(beside_weights.read_text()).get("weights_sha256") == \
+                    read_manifest(export_dir).get("source_weights_sha256"):
+                path = beside_weights
+        except json.JSONDecodeError:
+            pass  # a broken file beside the weights is the torch engine's error to report; keep the export's copy
     if not path.exists():
         return None
     try:

@@ -134,6 +134,26 @@ def test_calibration_travels_and_is_checked(micro_run: Path, tmp_path: Path) -> 
         Detector.load(out, engine="onnx")
 
 
+def test_calibrating_after_export_reaches_the_onnx_engine(micro_run: Path, tmp_path: Path) -> None:
+    """`calibrate` after `export` rewrites the model dir's file; both engines must use the new one."""
+    import numpy as np
+
+    from electra_detect.calibrators import TemperatureScaling, save_calibration
+
+    source = tmp_path / "disc"
+    shutil.copytree(micro_run / "discriminator", source)
+    save_calibration(source, TemperatureScaling(temperature=1.0))
+    export_model(source, None, variants=["fp32"], progress=False)  # into source/onnx, with the T = 1 copy
+    save_calibration(source, TemperatureScaling(temperature=4.0))  # a later `calibrate`
+    torch_det, onnx_det = Detector.load(source), Detector.load(source, engine="onnx")
+    a, b = torch_det.score(TEXTS[0])[0], onnx_det.score(TEXTS[0])[0]
+    assert [t.p_replaced for t in b.tokens] == pytest.approx([t.p_replaced for t in a.tokens], abs=1e-5)
+    uncalibrated = Detector.load(source, engine="onnx", calibrated=False).score(TEXTS[0])[0]
+    raw = np.array([t.p_replaced for t in uncalibrated.tokens])
+    logits = np.log(raw / (1 - raw))
+    assert [t.p_replaced for t in b.tokens] == pytest.approx(1 / (1 + np.exp(-logits / 4.0)), abs=1e-5)  # T = 4, not 1
+
+
 def test_onnx_path_never_imports_torch(export_dir: Path) -> None:
     """The point of the ONNX engine: score without PyTorch (nor transformers, which would import it)."""
     import subprocess
