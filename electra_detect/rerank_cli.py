@@ -50,13 +50,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run_rerank(args: argparse.Namespace) -> int:
     import json
     import math
-    import tempfile
     import time
     from pathlib import Path
 
     from tqdm import tqdm
 
     from electra_detect import rerank
+    from electra_detect.fileio import atomic_open
 
     for name in ("lm_weight", "length_weight"):
         value = getattr(args, name)
@@ -69,7 +69,7 @@ def run_rerank(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.is_dir():
         raise rerank.RerankError(f"--out {out} is a directory")
-    # Open the readers first so a missing or unreadable file fails before the model loads.
+    # The readers stream: a malformed line fails when it is reached, and atomic_open leaves no partial OUT.
     utterances = rerank.read_nbest(args.nbest, args.fmt, args.scores, args.refs)
     dev = rerank.read_nbest(args.tune_on, args.dev_format, args.dev_scores, args.dev_refs) if args.tune_on else None
 
@@ -81,37 +81,26 @@ def run_rerank(args: argparse.Namespace) -> int:
     lm_weight = 1.0 if args.lm_weight is None else args.lm_weight
     length_weight = args.length_weight or 0.0
     if dev is not None:
-        dev_items = rerank.score_utterances(list(dev), scorer)
+        dev_items = [item for chunk in _chunks(dev, args.chunk) for item in rerank.score_utterances(chunk, scorer)]
         tuned = rerank.tune_weights(dev_items)
         lm_weight, length_weight = tuned["lm_weight"], tuned["length_weight"]
 
     tally = rerank.WerTally()
     hypotheses = 0
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # Streamed rows go to a temp file beside OUT, renamed on success: fileio's helpers take whole contents.
-    fd, tmp_name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle, \
-                tqdm(desc="rerank", unit="utt", disable=args.no_progress) as bar:
-            for chunk in _chunks(utterances, args.chunk):
-                t0 = time.perf_counter()
-                items = rerank.score_utterances(chunk, scorer)
-                scoring_seconds += time.perf_counter() - t0
-                for item in items:
-                    chosen = rerank.choose(item, lm_weight, length_weight)
-                    tally.add(item, chosen)
-                    hypotheses += len(item.utt.hyps)
-                    handle.write(json.dumps(rerank.utterance_row(item, lm_weight, length_weight, lm_name)) + "\n")
-                bar.update(len(items))
-            handle.flush()
-            os.fsync(handle.fileno())
+    # Rows stream into a temp file beside OUT, which replaces OUT only when every utterance was scored.
+    with atomic_open(out) as handle, tqdm(desc="rerank", unit="utt", disable=args.no_progress) as bar:
+        for chunk in _chunks(utterances, args.chunk):
+            t0 = time.perf_counter()
+            items = rerank.score_utterances(chunk, scorer)
+            scoring_seconds += time.perf_counter() - t0
+            for item in items:
+                chosen = rerank.choose(item, lm_weight, length_weight)
+                tally.add(item, chosen)
+                hypotheses += len(item.utt.hyps)
+                handle.write(json.dumps(rerank.utterance_row(item, lm_weight, length_weight, lm_name)) + "\n")
+            bar.update(len(items))
         if tally.utterances == 0:
             raise rerank.RerankError(f"{args.nbest} holds no utterances")
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, out)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
     seconds = time.perf_counter() - started - load_seconds
     summary = {"utterances": tally.utterances, "hypotheses": hypotheses, "scorer": args.scorer, "score": args.score,
                "lm_weight": lm_weight, "length_weight": length_weight, **tally.summary(),
