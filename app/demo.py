@@ -430,7 +430,7 @@ def build_app(model: str | Path, engine: str = "auto", device: str | None = None
     (a calibrated weak model may score every word far below 0.5, so a tuned start matters).
     """
     if threshold is None:
-        from electra_detect.ged import default_threshold
+        from electra_detect.detector import default_threshold
 
         threshold = default_threshold(model)
     if not 0.0 <= threshold <= 1.0:

@@ -80,7 +80,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                              require_gpu=args.require_gpu, threads=args.threads)
     threshold = args.ged_threshold
     if threshold is None:
-        from electra_detect.ged import default_threshold
+        from electra_detect.detector import default_threshold
 
         threshold = default_threshold(detector.model_dir)
     on_gpu = "cuda" in str(detector.engine.provider).lower()

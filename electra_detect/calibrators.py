@@ -120,18 +120,25 @@ def save_calibration(model_dir: Path, calibrator, report: dict[str, Any] | None 
     return path
 
 
-def load_calibration(model_dir: Path):
-    """The calibrator stored beside the weights, or None; a file for other weights is rejected."""
+def read_calibration(path: Path, expected_weights_sha256: str, remedy: str):
+    """The calibrator in ``path`` if it was fitted for the weights with that hash; ``ValueError`` otherwise.
+
+    One reader for both engines: the torch engine hashes the weights beside the file, the ONNX engine
+    takes the hash its export manifest recorded."""
     import json
 
+    try:
+        raw = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON: {exc}") from exc
+    if raw.get("weights_sha256") != expected_weights_sha256:
+        raise ValueError(f"{path} was fitted for other weights; {remedy}, or load the model with calibrated=False")
+    return from_dict({k: v for k, v in raw.items() if k not in ("weights_sha256", "report")})
+
+
+def load_calibration(model_dir: Path):
+    """The calibrator stored beside the weights, or None; a file for other weights is rejected."""
     path = Path(model_dir) / CALIBRATION_FILE
     if not path.exists():
         return None
-    try:
-        raw = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON: {exc}") from exc
-    if raw.get("weights_sha256") != weights_sha256(model_dir):
-        raise ValueError(f"{path} was fitted for other weights; refit it with `electra-detect calibrate` "
-                         f"or load the model with calibrated=False")
-    return from_dict({k: v for k, v in raw.items() if k not in ("weights_sha256", "report")})
+    return read_calibration(path, weights_sha256(model_dir), "refit it with `electra-detect calibrate`")

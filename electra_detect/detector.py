@@ -105,6 +105,21 @@ def resolve_model_dir(path: str | Path) -> Path:
     return path
 
 
+GED_FILE = "ged.json"
+
+
+def default_threshold(model_path: str | Path) -> float:
+    """The threshold tuned by ``ged train`` (``ged.json`` beside the weights), else 0.5.
+
+    Lives here, not in ``ged.py``, so that the server, the demo and export read it without scikit-learn."""
+    import json
+
+    path = resolve_model_dir(model_path) / GED_FILE
+    if path.exists():
+        return float(json.loads(path.read_text())["threshold"])
+    return 0.5
+
+
 class Detector:
     """Scores texts with an ELECTRA discriminator.
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from electra_detect.detector import Detector, DetectorError, resolve_model_dir
+from electra_detect.detector import GED_FILE, Detector, DetectorError, default_threshold, resolve_model_dir
 from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text, sha256_file
 from electra_detect.onnx_engine import MANIFEST, VARIANT_FILES
 
@@ -237,10 +237,9 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
     except ValueError as exc:  # a calibration.json fitted for other weights: refuse to ship it
         raise ExportError(str(exc)) from exc
     to_prob = calibrator.transform if calibrator is not None else sigmoid
-    if threshold is None:  # ged.default_threshold's rule, read here so export needs no scikit-learn
-        ged_file = model_dir / "ged.json"
-        threshold = float(json.loads(ged_file.read_text())["threshold"]) if ged_file.exists() else 0.5
-        threshold_source = "ged.json" if ged_file.exists() else "default 0.5"
+    if threshold is None:
+        threshold = default_threshold(model_dir)
+        threshold_source = "ged.json" if (model_dir / GED_FILE).exists() else "default 0.5"
     else:
         threshold_source = "given"
     texts = [t for t in (parity_texts if parity_texts is not None else DEFAULT_PARITY_TEXTS) if t.strip()]

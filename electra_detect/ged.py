@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import average_precision_score, precision_recall_curve
 
-from electra_detect.detector import Detector
+from electra_detect.detector import Detector, default_threshold  # noqa: F401  (re-exported for callers)
 
 
 class GedDataError(ValueError):
@@ -157,18 +157,6 @@ def read_parallel(source: str | Path, references: Sequence[str | Path], combine:
         labels = [int(v > needed) for v in votes]
         sentences.append(GedSentence(tokens, labels, types))
     return sentences
-
-
-def default_threshold(model_path: str | Path) -> float:
-    """The threshold tuned by ``ged train`` (``ged.json`` beside the weights), else 0.5."""
-    import json
-
-    from electra_detect.detector import resolve_model_dir
-
-    path = resolve_model_dir(model_path) / "ged.json"
-    if path.exists():
-        return float(json.loads(path.read_text())["threshold"])
-    return 0.5
 
 
 def split_sentences(sentences: Sequence[GedSentence], fraction: float = 0.5,

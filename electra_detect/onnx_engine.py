@@ -59,28 +59,21 @@ def load_export_calibration(export_dir: Path):
     An export inside its model dir (``<model>/onnx``) prefers the model dir's ``calibration.json`` when that
     one is for the same weights: a ``calibrate`` run after ``export`` writes there, and the torch and ONNX
     engines must then still agree. Otherwise the copy that travelled with the export is used."""
-    from electra_detect.calibrators import CALIBRATION_FILE, from_dict
+    from electra_detect.calibrators import CALIBRATION_FILE, read_calibration
 
+    expected = read_manifest(export_dir).get("source_weights_sha256", "")
     path = Path(export_dir) / CALIBRATION_FILE
     beside_weights = Path(export_dir).parent / CALIBRATION_FILE
     if beside_weights.exists():
         try:
-            if json.loads(beside_weights.read_text()).get("weights_sha256") == \
-                    read_manifest(export_dir).get("source_weights_sha256"):
+            if json.loads(beside_weights.read_text()).get("weights_sha256") == expected:
                 path = beside_weights
         except json.JSONDecodeError:
             pass  # a broken file beside the weights is the torch engine's error to report; keep the export's copy
     if not path.exists():
         return None
     try:
-        raw = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise DetectorError(f"{path} is not valid JSON: {exc}") from exc
-    if raw.get("weights_sha256") != read_manifest(export_dir).get("source_weights_sha256"):
-        raise DetectorError(f"{path} was fitted for other weights than the exported ones; re-export after "
-                            f"calibrating, or load with calibrated=False")
-    try:
-        return from_dict({k: v for k, v in raw.items() if k not in ("weights_sha256", "report")})
+        return read_calibration(path, expected, "re-export after calibrating")
     except ValueError as exc:
         raise DetectorError(str(exc)) from exc
 

@@ -94,18 +94,13 @@ def electra(model: ElectraPretrainingModel, batch: MaskedBatch, attention: torch
     return ElectraOutput(loss, mlm_loss, disc_loss, logits, disc_logits, labels, sampled)
 
 
-def generator_mlm(model: ElectraPretrainingModel, batch: MaskedBatch, attention: torch.Tensor) -> ElectraOutput:
-    """First stage of two-stage training: the generator alone, plain MLM on [MASK] inputs."""
-    logits = model.generator_logits(batch.input_ids, attention, batch.masked)
-    mlm_loss = F.cross_entropy(logits.float(), batch.original[batch.masked])
-    disc_logits, labels = _no_disc(attention)
-    return ElectraOutput(mlm_loss, mlm_loss, torch.zeros((), device=attention.device), logits, disc_logits, labels,
-                         logits.detach().argmax(-1))
-
-
-def bert_mlm(model: ElectraPretrainingModel, batch: MaskedBatch, attention: torch.Tensor) -> ElectraOutput:
-    """BERT: the discriminator-sized encoder with an MLM head predicts the [MASK]ed 15%."""
-    logits = model.mlm_logits(batch.input_ids, attention, batch.masked)
+def plain_mlm(model: ElectraPretrainingModel, batch: MaskedBatch, attention: torch.Tensor,
+              encoder: str) -> ElectraOutput:
+    """MLM on [MASK] inputs with no replaced-token loss. ``encoder="generator"``: the first stage of
+    two-stage training (the generator alone); ``encoder="discriminator"``: BERT, the discriminator-sized
+    encoder with an MLM head predicting the [MASK]ed 15%."""
+    logits_of = model.generator_logits if encoder == "generator" else model.mlm_logits
+    logits = logits_of(batch.input_ids, attention, batch.masked)
     mlm_loss = F.cross_entropy(logits.float(), batch.original[batch.masked])
     disc_logits, labels = _no_disc(attention)
     return ElectraOutput(mlm_loss, mlm_loss, torch.zeros((), device=attention.device), logits, disc_logits, labels,
@@ -178,13 +173,13 @@ def compute(model: ElectraPretrainingModel, objective: str, stage: str, batch: M
             attention: torch.Tensor, rng: torch.Generator, disc_weight: float, temperature: float) -> ElectraOutput:
     """The loss of ``objective`` (or of a two-stage ``stage``) on one masked batch."""
     if stage == "mlm":
-        return generator_mlm(model, batch, attention)
+        return plain_mlm(model, batch, attention, encoder="generator")
     if stage == "disc":
         return electra(model, batch, attention, rng, disc_weight, temperature, train_generator=False)
     handlers: dict[str, Any] = {
         "electra": lambda: electra(model, batch, attention, rng, disc_weight, temperature),
         "electra15": lambda: electra(model, batch, attention, rng, disc_weight, temperature, masked_only=True),
-        "bert_mlm": lambda: bert_mlm(model, batch, attention),
+        "bert_mlm": lambda: plain_mlm(model, batch, attention, encoder="discriminator"),
         "replace_mlm": lambda: replace_mlm(model, batch, attention, rng, temperature),
         "all_tokens_mlm": lambda: all_tokens_mlm(model, batch, attention, rng, temperature),
         "adversarial": lambda: adversarial(model, batch, attention, rng, disc_weight, temperature),
