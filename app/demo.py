@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import html
-import inspect
 import json
 import os
 import threading
@@ -125,11 +124,8 @@ def check_threshold(threshold: Any) -> float:
 def find_export(model: str | Path) -> Path | None:
     """The ONNX export dir ``electra-detect export`` wrote for this model (or the model is one), else None."""
     from electra_detect.detector import DetectorError
+    from electra_detect.onnx_engine import find_export_dir
 
-    try:
-        from electra_detect.onnx_engine import find_export_dir
-    except ImportError:  # a checkout without the ONNX engine
-        return None
     try:
         return find_export_dir(model)
     except DetectorError:
@@ -148,38 +144,26 @@ def load_detector(model: str | Path, engine: str = "auto", device: str | None = 
     resolve_model_dir(model)  # a bad path fails here, before transformers is imported
     if engine not in ("auto", "torch", "onnx"):
         raise DemoError(f"unknown engine {engine!r}: use auto, torch or onnx")
-    supports_engine = "engine" in inspect.signature(Detector.load).parameters
     export = find_export(model)
-    if engine == "onnx" and not supports_engine:
-        raise DemoError("this Detector has no ONNX engine; use --engine torch")
     if engine == "onnx" and export is None:
         raise DemoError(f"{model} holds no ONNX export; run `electra-detect export --model {model}` "
                         f"or use --engine torch")
     if variant is not None and (export is None or engine == "torch"):
         raise DemoError("--variant picks an ONNX export variant; it needs an export and --engine auto or onnx")
     note = ""
-    if supports_engine and export is not None and engine in ("auto", "onnx"):
+    if export is not None and engine in ("auto", "onnx"):
         try:
             return Detector.load(model, device=device, engine="onnx", variant=variant), note
         except (DetectorError, ImportError, RuntimeError, ValueError) as exc:
             if engine == "onnx" or variant is not None:
                 raise DemoError(f"the ONNX engine failed: {exc}") from exc
             note = f"⚠️ ONNX export found but not usable ({exc}); running on the torch engine."
-    kwargs = {"engine": "torch"} if supports_engine else {}
-    return Detector.load(model, device=device, **kwargs), note
+    return Detector.load(model, device=device, engine="torch"), note
 
 
 def engine_provider(engine: Any) -> str:
-    """The execution provider (ONNX Runtime) or device (torch) the engine runs on, as far as it says."""
-    for attr in ("provider", "providers"):
-        value = getattr(engine, attr, None)
-        if value:
-            return ", ".join(value) if isinstance(value, list | tuple) else str(value)
-    session = getattr(engine, "session", None)
-    if session is not None and hasattr(session, "get_providers"):
-        return ", ".join(session.get_providers())
-    device = getattr(engine, "device", None)
-    return str(device) if device is not None else "unknown"
+    """The execution provider (ONNX Runtime) or device (torch) the engine runs on (``Engine.provider``)."""
+    return str(engine.provider)
 
 
 def engine_label(engine: Any) -> str:
@@ -235,8 +219,6 @@ class DemoApp:
             return detector
         raw = copy.copy(detector)
         raw.calibrator = None
-        if raw.calibration != "raw":  # the Detector changed how it keeps calibration: load a raw one
-            raw = type(detector).load(detector.model_dir, calibrated=False)
         return raw
 
     def _detector(self, calibration: str) -> Any:
