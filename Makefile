@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 install: $(STAMP)
 
 quickstart: install
-	$(BIN)/electra-detect pretrain --preset tiny --out runs/quickstart \
+	$(BIN)/electra-detect pretrain --preset tiny --out runs/quickstart --overwrite \
 		--max-steps $(QUICKSTART_STEPS) --max-minutes $(QUICKSTART_MINUTES)
 	$(BIN)/electra-detect score --model runs/quickstart \
 		"The committee have decided to postpone the the meeting until next week." \

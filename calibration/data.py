@@ -46,11 +46,11 @@ def corrupt_texts(detector: Detector, generator_dir: Path, texts: Sequence[str],
     Texts longer than the model window are truncated (the tail is not scored).
     """
     from tqdm import tqdm
-    from transformers import ElectraForMaskedLM
+    from transformers import AutoModelForMaskedLM
 
     from training.masking import gumbel_sample, mask_tokens, replace_with_samples
 
-    generator = ElectraForMaskedLM.from_pretrained(str(generator_dir), use_safetensors=True).eval()
+    generator = AutoModelForMaskedLM.from_pretrained(str(generator_dir), use_safetensors=True).eval()
     tok = detector.tokenizer
     rng = torch.Generator().manual_seed(seed)
     encoded = tok(list(texts), truncation=True, max_length=detector.max_length, return_offsets_mapping=True)

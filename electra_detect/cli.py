@@ -20,8 +20,17 @@ DEFAULT_MODEL = os.environ.get("ELECTRA_DETECT_MODEL", "runs/quickstart")
 PRETRAIN_OPTIONS: list[tuple[str, str, str, Any, str]] = [
     ("--preset", "model", "preset", str, "model preset: micro, tiny, small, base"),
     ("--vocab-size", "model", "vocab_size", int, "WordPiece vocabulary size (default 16000)"),
-    ("--gen-fraction", "model", "gen_fraction", float, "generator width / discriminator width (default 0.25)"),
-    ("--dropout", "model", "dropout", float, "dropout probability"),
+    ("--architecture", "model", "architecture", str,
+     "encoder family: modernbert (pre-LN, rotary; default) or electra (the paper's post-LN encoder)"),
+    ("--gen-fraction", "model", "gen_fraction", float, "generator width / discriminator width (default 1.0)"),
+    ("--gen-layers", "model", "gen_layers", int, "generator depth (default 0: half the discriminator's)"),
+    ("--gen-heads", "model", "gen_heads", int, "generator attention heads (default 0: scaled, at least 2)"),
+    ("--embedding-sharing", "model", "embedding_sharing", str,
+     "tied (paper), gdes (DeBERTa-V3 gradient-disentangled; default) or none"),
+    ("--dropout", "model", "dropout", float, "dropout probability (default 0)"),
+    ("--local-window", "model", "local_window", int,
+     "modernbert: width of the local-attention layers' window (default 32; 0 = all layers global)"),
+    ("--global-every", "model", "global_every", int, "modernbert: every n-th layer is global (default 2)"),
     ("--seq-len", "data", "seq_len", int, "block length in tokens (default 128)"),
     ("--doc-split", "data", "doc_split", str, "'blank' (paragraphs) or 'line' (one document per line)"),
     ("--val-fraction", "data", "val_fraction", float, "share of blocks held out for validation"),
@@ -34,6 +43,8 @@ PRETRAIN_OPTIONS: list[tuple[str, str, str, Any, str]] = [
     ("--weight-decay", "train", "weight_decay", float, "AdamW weight decay"),
     ("--warmup-steps", "train", "warmup_steps", int, "linear warm-up steps"),
     ("--clip-norm", "train", "clip_norm", float, "gradient clipping norm"),
+    ("--clip-scope", "train", "clip_scope", str,
+     "per_module (generator and discriminator clipped apart; default) or global (the paper's)"),
     ("--disc-weight", "train", "disc_weight", float, "lambda in L_MLM + lambda * L_Disc (default 50)"),
     ("--mask-prob", "train", "mask_prob", float, "share of positions masked (default 0.15)"),
     ("--keep-original-prob", "train", "keep_original_prob", float,
@@ -65,6 +76,10 @@ def _add_pretrain(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--corpus", nargs="+", default=None, metavar="PATH", help="text files, folders or globs")
     p.add_argument("--config", help="TOML or JSON run config; flags override it")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    p.add_argument("--overwrite", action="store_true", help="replace the run already in --out (start it again)")
+    p.add_argument("--paper-recipe", action="store_true",
+                   help="the paper's model: post-LN ELECTRA, 1/4-width full-depth generator, tied embeddings, "
+                        "dropout 0.1 (other flags still override)")
     p.add_argument("--tie-all", action="store_true", default=None,
                    help="share the whole encoder (needs --gen-fraction 1)")
     p.add_argument("--keep-85-15", action="store_true",
@@ -76,7 +91,7 @@ def _add_pretrain(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_pretrain(args: argparse.Namespace) -> int:
-    from training.config import RunConfig
+    from training.config import PAPER_MODEL, ConfigError, RunConfig
     from training.trainer import Trainer, load_run_config
 
     out = Path(args.out)
@@ -86,6 +101,8 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
         config = RunConfig.from_file(args.config)
     else:
         config = RunConfig()
+    if args.paper_recipe:
+        config.override("model", **PAPER_MODEL)
     for flag, section, name, _kind, _help in PRETRAIN_OPTIONS:
         config.override(section, **{name: getattr(args, flag.lstrip("-").replace("-", "_"))})
     config.override("model", tie_all=args.tie_all)
@@ -93,7 +110,10 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
         config.train.keep_original_prob = 0.15
     if args.corpus is not None:
         config.data.corpus = list(args.corpus)
-    result = Trainer(config, out, resume=args.resume, show_progress=not args.no_progress).run()
+    if args.overwrite and args.resume:
+        raise ConfigError("--overwrite and --resume contradict each other")
+    result = Trainer(config, out, resume=args.resume, show_progress=not args.no_progress,
+                     overwrite=args.overwrite).run()
     if int(os.environ.get("RANK", "0")) == 0:
         summary = {"out": str(result.out_dir), "steps": result.steps, "tokens_seen": result.tokens_seen,
                    "minutes": round(result.minutes, 2), "stop_reason": result.stop_reason,

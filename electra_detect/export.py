@@ -29,7 +29,15 @@ from typing import Any
 
 import numpy as np
 
-from electra_detect.detector import GED_FILE, Detector, DetectorError, default_threshold, resolve_model_dir
+from electra_detect.detector import (
+    GED_FILE,
+    Detector,
+    DetectorError,
+    default_threshold,
+    load_discriminator,
+    replaced_logits,
+    resolve_model_dir,
+)
 from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text, sha256_file
 from electra_detect.onnx_engine import MANIFEST, VARIANT_FILES
 
@@ -77,7 +85,7 @@ class ExportResult:
 
 
 class _LogitsOnly:
-    """Wraps ElectraForPreTraining so torch.onnx.export sees tensors in and one tensor out."""
+    """Wraps a discriminator so torch.onnx.export sees tensors in and one [batch, seq] tensor out."""
 
     def __new__(cls, model: Any) -> Any:
         import torch
@@ -87,21 +95,27 @@ class _LogitsOnly:
                 super().__init__()
                 self.inner = inner
 
-            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-                return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                                  token_type_ids=token_type_ids).logits
+            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
+                extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+                return replaced_logits(self.inner(input_ids=input_ids, attention_mask=attention_mask, **extra).logits)
 
         return Wrapper(model).eval()
+
+
+def input_names(config: dict[str, Any]) -> tuple[str, ...]:
+    """ELECTRA graphs take token_type_ids; encoders without type embeddings (ModernBERT) do not."""
+    return INPUT_NAMES if config.get("model_type", "electra") == "electra" else INPUT_NAMES[:2]
 
 
 def export_fp32(model_dir: Path, target: Path, exporter: str = "auto", opset: int = 18) -> str:
     """Write ``target`` (model.onnx); returns the exporter that made it ("optimum" or "torch.onnx")."""
     import torch
-    from transformers import ElectraForPreTraining
 
-    model = ElectraForPreTraining.from_pretrained(str(model_dir), use_safetensors=True).eval()
+    model = load_discriminator(model_dir).eval()
+    names = input_names(model.config.to_dict())
     errors = []
-    if exporter in ("auto", "optimum"):
+    # optimum's token-classification export gives ELECTRA's [batch, seq] logits; other heads go through the wrapper.
+    if exporter in ("auto", "optimum") and model.config.model_type == "electra":
         try:
             from optimum.exporters.onnx import onnx_export_from_model
 
@@ -113,12 +127,12 @@ def export_fp32(model_dir: Path, target: Path, exporter: str = "auto", opset: in
             if exporter == "optimum":
                 raise ExportError(f"optimum export failed: {exc}") from exc
             errors.append(f"optimum: {exc}")
-    axes = {name: {0: "batch_size", 1: "sequence_length"} for name in (*INPUT_NAMES, "logits")}
+    axes = {name: {0: "batch_size", 1: "sequence_length"} for name in (*names, "logits")}
     example = torch.full((2, 8), 5, dtype=torch.long)
-    inputs = (example, torch.ones_like(example), torch.zeros_like(example))
+    inputs = (example, torch.ones_like(example), torch.zeros_like(example))[:len(names)]
     for dynamo in (False, True):  # the TorchScript exporter first: faster, and dynamic_axes is native to it
         try:
-            torch.onnx.export(_LogitsOnly(model), inputs, str(target), input_names=list(INPUT_NAMES),
+            torch.onnx.export(_LogitsOnly(model), inputs, str(target), input_names=list(names),
                               output_names=["logits"], dynamic_axes=axes, opset_version=opset, dynamo=dynamo,
                               external_data=False)
             return "torch.onnx" + (" (dynamo)" if dynamo else "")
@@ -276,8 +290,9 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
             outputs = []
             for ids, mask in batches:
                 feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-                outputs.append(np.asarray(session.run(["logits"], {k: v for k, v in feed.items() if k in names})[0],
-                                          dtype=np.float32))
+                logits = np.asarray(session.run(["logits"], {k: v for k, v in feed.items() if k in names})[0],
+                                    dtype=np.float32)
+                outputs.append(replaced_logits(logits))
             row = compare(reference, outputs, masks, to_prob, threshold)
             _gate(variant, row, tolerance, min_agreement)
             report["variants"][variant] = row
@@ -307,7 +322,7 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
 
         manifest.update({"format": 1, "source": str(model_dir), "source_weights_sha256": weights_sha256(model_dir),
                          "opset": opset, "max_positions": int(config["max_position_embeddings"]),
-                         "inputs": list(INPUT_NAMES), "output": "logits",
+                         "inputs": list(input_names(config)), "output": "logits",
                          "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                          "versions": {"onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
                                       "torch": torch.__version__, "transformers": transformers.__version__},

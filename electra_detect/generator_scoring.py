@@ -35,14 +35,14 @@ class GeneratorScorer:
 
     @classmethod
     def load(cls, path: str | Path) -> GeneratorScorer:
-        from transformers import AutoTokenizer, ElectraForMaskedLM
+        from transformers import AutoModelForMaskedLM, AutoTokenizer
 
         path = Path(path)
         if (path / "generator").is_dir():
             path = path / "generator"
         if not (path / "config.json").exists():
             raise DetectorError(f"{path} is not a generator directory (no config.json)")
-        model = ElectraForMaskedLM.from_pretrained(str(path), use_safetensors=True).eval()
+        model = AutoModelForMaskedLM.from_pretrained(str(path), use_safetensors=True).eval()
         tokenizer = AutoTokenizer.from_pretrained(str(path))
         tokenizer.model_max_length = 1 << 30
         return cls(model, tokenizer, int(model.config.max_position_embeddings))

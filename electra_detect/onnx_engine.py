@@ -234,4 +234,5 @@ class OnnxEngine:
                 "attention_mask": attention_mask.astype(np.int64, copy=False)}
         if "token_type_ids" in self.input_names:
             feed["token_type_ids"] = np.zeros_like(feed["input_ids"])
-        return np.asarray(self.session.run(["logits"], feed)[0], dtype=np.float32)
+        logits = np.asarray(self.session.run(["logits"], feed)[0], dtype=np.float32)
+        return logits[..., 0] if logits.ndim == 3 else logits  # a token classifier's one label

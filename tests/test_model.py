@@ -1,4 +1,7 @@
-"""The ELECTRA loss, generator sizing, shared embeddings, and save/load of both halves."""
+"""The ELECTRA loss, generator sizing, shared embeddings, and save/load of both halves.
+
+Most tests pin the paper's model (post-LN ELECTRA, tied embeddings); the default recipe's
+ModernBERT pair with gradient-disentangled sharing has its own tests at the end."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import torch
 from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
 from training.checkpoint import load_checkpoint, save_checkpoint
-from training.config import ConfigError, ModelConfig
+from training.config import PAPER_MODEL, ConfigError, ModelConfig
 from training.masking import mask_tokens
 from training.model import ElectraPretrainingModel, electra_loss
 from training.trainer import build_optimizer, warmup_linear_decay
@@ -20,7 +23,8 @@ SPECIALS = [0, 1, 2, 3, 4]
 
 def micro_model(**overrides: object) -> ElectraPretrainingModel:
     torch.manual_seed(0)
-    return ElectraPretrainingModel.from_config(ModelConfig(preset="micro", vocab_size=120, **overrides), 120)
+    settings = {**PAPER_MODEL, **overrides}
+    return ElectraPretrainingModel.from_config(ModelConfig(preset="micro", vocab_size=120, **settings), 120)
 
 
 def sample_batch(rows: int = 4, length: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
@@ -53,7 +57,7 @@ def test_loss_equals_the_formula_on_hand_made_logits() -> None:
 
 
 def test_generator_is_a_fraction_of_the_discriminator() -> None:
-    config = ModelConfig(preset="small")
+    config = ModelConfig(preset="small", **PAPER_MODEL)
     gen, disc = config.generator_config(), config.discriminator_config()
     shape = (disc.hidden_size, disc.num_hidden_layers, disc.num_attention_heads, disc.embedding_size)
     assert shape == (256, 12, 4, 128)
@@ -61,6 +65,8 @@ def test_generator_is_a_fraction_of_the_discriminator() -> None:
     assert gen.embedding_size == disc.embedding_size
     with pytest.raises(ConfigError, match="tie_all"):
         ModelConfig(tie_all=True, gen_fraction=0.5).validate()
+    with pytest.raises(ConfigError, match="shares its token table only at the discriminator's width"):
+        ModelConfig(gen_fraction=0.5).validate()  # modernbert has no embedding projection
 
 
 def test_embeddings_are_one_tensor_and_stay_shared_through_training() -> None:
@@ -128,3 +134,48 @@ def test_sharing_survives_hf_save_and_load(tmp_path: Path) -> None:
     assert torch.equal(gen.generator_lm_head.weight, gen.electra.embeddings.word_embeddings.weight)
     reloaded = ElectraPretrainingModel.from_pretrained_dirs(tmp_path / "generator", tmp_path / "discriminator")
     assert reloaded.shares_embeddings()
+
+
+def test_default_recipe_is_a_pre_ln_pair_with_a_half_depth_generator_and_local_layers() -> None:
+    config = ModelConfig(preset="tiny")
+    disc, gen = config.discriminator_config(200), config.generator_config(200)
+    assert disc.model_type == gen.model_type == "modernbert"
+    assert (disc.hidden_size, disc.num_hidden_layers) == (128, 4)
+    assert (gen.hidden_size, gen.num_hidden_layers, gen.num_attention_heads) == (128, 2, 2)
+    assert disc.num_labels == 1 and disc.pad_token_id == 0 and disc.cls_token_id == 2 and disc.sep_token_id == 3
+    assert (disc.local_attention, disc.global_attn_every_n_layers) == (32, 2)
+    model = ElectraPretrainingModel.from_config(config, 200)
+    windows = [layer.attn.local_attention for layer in model.discriminator.model.layers]
+    assert windows == [(-1, -1), (16, 16), (-1, -1), (16, 16)]  # global, local, global, local
+
+
+def test_gdes_keeps_the_discriminator_loss_off_the_generator_table(tmp_path: Path) -> None:
+    from electra_detect.detector import load_discriminator
+    from training.model import token_table
+
+    torch.manual_seed(0)
+    model = ElectraPretrainingModel.from_config(ModelConfig(preset="micro", vocab_size=120), 120)
+    assert model.sharing == "gdes" and not model.shares_embeddings()
+    assert torch.count_nonzero(token_table(model.discriminator).weight) == 0  # the residual starts at zero
+    ids, attention = sample_batch()
+    rng = torch.Generator().manual_seed(1)
+    batch = mask_tokens(ids, attention, mask_id=4, special_ids=SPECIALS, mask_prob=0.15, generator=rng)
+    out = model(batch, attention, rng, 50.0)
+    out.disc_loss.backward(retain_graph=True)
+    assert token_table(model.generator).weight.grad is None  # stop-gradient: only the residual learns
+    assert token_table(model.discriminator).weight.grad.abs().sum() > 0
+    out.mlm_loss.backward()
+    assert token_table(model.generator).weight.grad.abs().sum() > 0
+    # The exported discriminator holds E_gen + E_delta and scores exactly as inside the pair.
+    with torch.no_grad():
+        token_table(model.discriminator).weight.add_(0.01)
+    exported = model.exportable_modules()["discriminator"]
+    exported.save_pretrained(tmp_path / "discriminator")
+    loaded = load_discriminator(tmp_path / "discriminator").eval()
+    assert type(loaded).__name__ == "ModernBertForTokenClassification"  # a stock class, no remote code
+    model.eval()
+    with torch.no_grad():
+        inside = model.discriminator_logits(ids, attention)
+        outside = loaded(input_ids=ids, attention_mask=attention).logits[..., 0]
+    assert torch.allclose(inside, outside, atol=1e-5)
+    assert torch.count_nonzero(token_table(model.discriminator).weight - 0.01) == 0  # the pair itself is untouched

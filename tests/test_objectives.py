@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.conftest import micro_config, synthetic_text
-from training.config import ConfigError, RunConfig
+from training.config import PAPER_MODEL, ConfigError, RunConfig
 from training.masking import mask_tokens
 from training.model import ElectraPretrainingModel
 from training.objectives import OBJECTIVES
@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _micro_model(objective: str, gen_fraction: float = 0.25) -> ElectraPretrainingModel:
     config = RunConfig()
+    config.override("model", **PAPER_MODEL)  # the objectives' internals are checked on the paper's ELECTRA pair
     config.model.preset = "micro"
     config.model.gen_fraction = gen_fraction
     config.model.dropout = 0.0

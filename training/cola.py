@@ -56,7 +56,7 @@ def finetune_cola(model_dir: str | Path, train: tuple[list[str], list[int]], dev
                   config: ColaConfig | None = None, device: str | None = None,
                   show_progress: bool = False) -> dict[str, float]:
     """Fine-tune the encoder in ``model_dir`` on ``train``; return dev MCC and accuracy."""
-    from transformers import AutoTokenizer, ElectraForSequenceClassification
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     config = config or ColaConfig()
@@ -66,8 +66,8 @@ def finetune_cola(model_dir: str | Path, train: tuple[list[str], list[int]], dev
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the fresh classifier head's "newly initialized" warning is expected
     try:
-        model = ElectraForSequenceClassification.from_pretrained(str(model_dir), num_labels=2,
-                                                                 use_safetensors=True).to(device)
+        model = AutoModelForSequenceClassification.from_pretrained(str(model_dir), num_labels=2, use_safetensors=True,
+                                                                   ignore_mismatched_sizes=True).to(device)
     finally:
         hf_logging.set_verbosity(verbosity)
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from transformers import ElectraConfig
+from transformers import ElectraConfig, ModernBertConfig
 
 
 class ConfigError(ValueError):
@@ -36,52 +36,108 @@ PRESETS: dict[str, dict[str, int]] = {
 }
 
 
+ARCHITECTURES = ("modernbert", "electra")
+EMBEDDING_SHARING = ("tied", "gdes", "none")
+# The token ids every tokenizer of ours gives its special tokens (training/data.py SPECIAL_TOKENS).
+PAD_ID, CLS_ID, SEP_ID = 0, 2, 3
+# The paper's model settings (ELECTRA-Small's shape ratios), reachable with ``pretrain --paper-recipe``.
+PAPER_MODEL: dict[str, Any] = dict(architecture="electra", gen_fraction=0.25, gen_layers=0, gen_heads=0,
+                                   embedding_sharing="tied", dropout=0.1, local_window=0)
+
+
 @dataclass
 class ModelConfig:
-    """Discriminator preset plus the generator's relative size."""
+    """Discriminator preset, encoder family, and the generator's size relative to it.
+
+    The defaults are the recipe the learning study (benchmarks/learning.py) found to leave the
+    masked-LM plateau on a CPU; ``--paper-recipe`` (cli) restores the paper's ELECTRA settings.
+    """
 
     preset: str = "tiny"
     vocab_size: int = 16000
-    gen_fraction: float = 0.25  # generator width relative to the discriminator (paper: 1/4 for Small)
+    # "modernbert": pre-LN, rotary positions, GeGLU (ModernBertFor{MaskedLM,TokenClassification});
+    # "electra": the paper's post-LN BERT encoder (ElectraFor{MaskedLM,PreTraining}).
+    architecture: str = "modernbert"
+    gen_fraction: float = 1.0  # generator width relative to the discriminator (paper: 1/4 for Small)
+    gen_layers: int = 0  # generator depth; 0 = half the discriminator's (DeBERTa-V3), or all of it for electra
+    gen_heads: int = 0  # generator attention heads; 0 = the discriminator's, scaled by width, at least 2
+    # "tied": one token table trained by both losses (paper); "gdes": the discriminator adds a residual to a
+    # stop-gradient copy of the generator's table (DeBERTa-V3); "none": separate tables.
+    embedding_sharing: str = "gdes"
     tie_all: bool = False  # gen_fraction == 1.0 only: share the whole encoder, as the paper's tied variant
-    dropout: float = 0.1
+    dropout: float = 0.0
+    # modernbert only: layers that are not global attend to +-window/2 tokens (ModernBERT's local attention);
+    # uniform attention over 128 tokens dilutes the neighbours' signal, and local layers leave the plateau early.
+    local_window: int = 32  # 0 = every layer global
+    global_every: int = 2  # layer i is global when i % global_every == 0 (ModernBERT's rule: layer 0 is global)
 
     def validate(self) -> None:
         if self.preset not in PRESETS:
             raise ConfigError(f"unknown preset {self.preset!r}; choose one of {sorted(PRESETS)}")
+        if self.architecture not in ARCHITECTURES:
+            raise ConfigError(f"unknown architecture {self.architecture!r}; choose one of {list(ARCHITECTURES)}")
+        if self.embedding_sharing not in EMBEDDING_SHARING:
+            raise ConfigError(f"unknown embedding_sharing {self.embedding_sharing!r}; "
+                              f"choose one of {list(EMBEDDING_SHARING)}")
         if not 0.0 < self.gen_fraction <= 1.0:
             raise ConfigError(f"gen_fraction must be in (0, 1], got {self.gen_fraction}")
-        if self.tie_all and self.gen_fraction != 1.0:
-            raise ConfigError("tie_all needs gen_fraction = 1.0 (generator and discriminator of one size)")
+        if self.local_window < 0 or self.global_every < 1:
+            raise ConfigError("local_window must be >= 0 and global_every >= 1")
+        if self.gen_layers < 0 or self.gen_heads < 0:
+            raise ConfigError("gen_layers and gen_heads must be >= 0 (0 = automatic)")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.tie_all and (self.gen_fraction != 1.0 or self.gen_layers or self.embedding_sharing != "tied"):
+            raise ConfigError("tie_all needs gen_fraction = 1.0, the full depth and embedding_sharing 'tied' "
+                              "(generator and discriminator of one shape)")
+        if (self.architecture == "modernbert" and self.embedding_sharing != "none"
+                and self.generator_shape()["hidden_size"] != PRESETS[self.preset]["hidden_size"]):
+            raise ConfigError("a modernbert generator shares its token table only at the discriminator's width: "
+                              "use gen_fraction 1.0 (and gen_layers for a smaller generator) or embedding_sharing "
+                              "'none'")
         if self.vocab_size < 100:
             raise ConfigError(f"vocab_size must be at least 100, got {self.vocab_size}")
 
-    def discriminator_config(self, vocab_size: int | None = None) -> ElectraConfig:
-        shape = PRESETS[self.preset]
-        return ElectraConfig(
-            vocab_size=vocab_size or self.vocab_size,
-            hidden_dropout_prob=self.dropout,
-            attention_probs_dropout_prob=self.dropout,
-            **shape,
-        )
-
-    def generator_config(self, vocab_size: int | None = None) -> ElectraConfig:
-        """Same depth and embedding size; width, heads and FFN scaled by ``gen_fraction``.
-
-        Mirrors ``get_generator_config`` in Google's electra/run_pretraining.py.
-        """
+    def generator_shape(self) -> dict[str, int]:
+        """Width, heads and FFN scaled by ``gen_fraction`` (Google's ``get_generator_config``); depth from
+        ``gen_layers``."""
         shape = dict(PRESETS[self.preset])
         hidden = max(8, round(shape["hidden_size"] * self.gen_fraction))
-        heads = max(1, round(shape["num_attention_heads"] * self.gen_fraction))
+        heads = self.gen_heads or max(1, round(shape["num_attention_heads"] * self.gen_fraction))
+        if not self.gen_heads and self.architecture == "modernbert":
+            heads = max(2, heads)  # one head cannot attend to both neighbours
         while hidden % heads:
             heads -= 1
-        shape.update(hidden_size=hidden, num_attention_heads=heads, intermediate_size=4 * hidden)
-        return ElectraConfig(
-            vocab_size=vocab_size or self.vocab_size,
-            hidden_dropout_prob=self.dropout,
-            attention_probs_dropout_prob=self.dropout,
-            **shape,
+        layers = self.gen_layers or (shape["num_hidden_layers"] if self.architecture == "electra"
+                                     else max(1, shape["num_hidden_layers"] // 2))
+        shape.update(hidden_size=hidden, num_attention_heads=heads, intermediate_size=4 * hidden,
+                     num_hidden_layers=layers)
+        return shape
+
+    def discriminator_config(self, vocab_size: int | None = None) -> ElectraConfig | ModernBertConfig:
+        return self._config(dict(PRESETS[self.preset]), vocab_size or self.vocab_size)
+
+    def generator_config(self, vocab_size: int | None = None) -> ElectraConfig | ModernBertConfig:
+        return self._config(self.generator_shape(), vocab_size or self.vocab_size)
+
+    def _config(self, shape: dict[str, int], vocab_size: int) -> ElectraConfig | ModernBertConfig:
+        if self.architecture == "electra":
+            return ElectraConfig(vocab_size=vocab_size, hidden_dropout_prob=self.dropout,
+                                 attention_probs_dropout_prob=self.dropout, pad_token_id=PAD_ID, **shape)
+        # GeGLU's two input projections: 2/3 of the plain FFN width keeps the parameter count.
+        ffn = max(16, round(shape["intermediate_size"] * 2 / 3 / 16) * 16)
+        config = ModernBertConfig(
+            vocab_size=vocab_size, hidden_size=shape["hidden_size"], intermediate_size=ffn,
+            num_hidden_layers=shape["num_hidden_layers"], num_attention_heads=shape["num_attention_heads"],
+            max_position_embeddings=shape["max_position_embeddings"],
+            global_attn_every_n_layers=self.global_every if self.local_window else 1,
+            local_attention=self.local_window or shape["max_position_embeddings"],
+            attention_dropout=self.dropout, embedding_dropout=self.dropout, mlp_dropout=self.dropout,
+            pad_token_id=PAD_ID, cls_token_id=CLS_ID, sep_token_id=SEP_ID, bos_token_id=CLS_ID, eos_token_id=SEP_ID,
+            reference_compile=False, tie_word_embeddings=True, num_labels=1,
         )
+        config._attn_implementation = "sdpa"
+        return config
 
 
 @dataclass
@@ -115,6 +171,9 @@ class TrainConfig:
     max_steps: int = 2000
     max_minutes: float = 0.0  # 0 = no time budget
     clip_norm: float = 1.0
+    # "per_module": the generator and the discriminator are clipped each to clip_norm; one global clip (the paper's)
+    # lets the 50x-weighted discriminator gradient shrink the generator's update every step.
+    clip_scope: str = "per_module"
     disc_weight: float = 50.0  # lambda in L_MLM + lambda * L_Disc
     mask_prob: float = 0.15
     keep_original_prob: float = 0.0  # 0.15 = the reference code's 85/15 [MASK]/keep split
@@ -140,6 +199,8 @@ class TrainConfig:
             raise ConfigError(f"keep_original_prob must be in [0, 1), got {self.keep_original_prob}")
         if self.temperature <= 0:
             raise ConfigError(f"temperature must be positive, got {self.temperature}")
+        if self.clip_scope not in ("per_module", "global"):
+            raise ConfigError(f"clip_scope must be 'per_module' or 'global', got {self.clip_scope!r}")
         if self.lr <= 0:
             raise ConfigError(f"lr must be positive, got {self.lr}")
         from training.objectives import OBJECTIVES

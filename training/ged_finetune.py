@@ -1,6 +1,6 @@
 """Fine-tune a discriminator as a grammatical error detector.
 
-The model stays an ``ElectraForPreTraining``: its replaced-token head already answers "is this
+The model stays the discriminator class it was (``load_discriminator``): its replaced-token head already answers "is this
 token wrong here?", so it *is* the initial error head, and the fine-tuned directory is still a
 discriminator that ``Detector`` loads unchanged (p_replaced becomes p(error)). Every subword of
 a labelled whitespace token takes that token's label; the loss is BCE over real subwords.
@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from electra_detect.detector import Detector, resolve_model_dir
+from electra_detect.detector import Detector, load_discriminator, replaced_logits, resolve_model_dir
 from electra_detect.fileio import atomic_write_dir, atomic_write_json
 from electra_detect.ged import GedSentence, flatten, score_tokens, token_metrics, tune_threshold
 from training.data import iter_documents, resolve_corpus
@@ -93,7 +93,7 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
              dev: list[GedSentence] | None = None, config: FinetuneConfig | None = None,
              show_progress: bool = True) -> dict[str, Any]:
     """Train, tune the threshold on ``dev`` (max F0.5), and write an HF directory + ``ged.json``."""
-    from transformers import AutoTokenizer, ElectraForPreTraining
+    from transformers import AutoTokenizer
 
     config = config or FinetuneConfig()
     if not train:
@@ -101,7 +101,7 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     source = resolve_model_dir(model_path)
     torch.manual_seed(config.seed)
     tokenizer = AutoTokenizer.from_pretrained(str(source))
-    model = ElectraForPreTraining.from_pretrained(str(source), use_safetensors=True)
+    model = load_discriminator(source)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # a GPU makes this minutes -> seconds
     model.to(device)
     limit = min(config.max_length, model.config.max_position_embeddings)
@@ -118,7 +118,7 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     while step < total:
         for ids, attention, labels in _batches(examples, config.batch_size, tokenizer.pad_token_id, rng):
             ids, attention, labels = ids.to(device), attention.to(device), labels.to(device)
-            logits = model(input_ids=ids, attention_mask=attention).logits
+            logits = replaced_logits(model(input_ids=ids, attention_mask=attention).logits)
             real = labels >= 0
             loss = F.binary_cross_entropy_with_logits(logits[real], labels[real].float())
             loss.backward()

@@ -1,18 +1,36 @@
 """Generator + discriminator with shared embeddings, and the ELECTRA loss.
 
-Both halves are plain ``transformers`` models, so the discriminator saves as an
-``ElectraForPreTraining`` directory and the generator as an ``ElectraForMaskedLM`` one.
-The whole embeddings block (token, position, type tables and their LayerNorm) is one module
-used by both, as in Google's implementation (``embedding_scope="electra"``).
+Both halves are plain ``transformers`` models of one encoder family, so the run directory loads
+with stock classes and no ``trust_remote_code``:
+
+| architecture | generator/ | discriminator/ |
+|---|---|---|
+| ``modernbert`` (default: pre-LN, rotary) | ``ModernBertForMaskedLM`` | ``ModernBertForTokenClassification`` (1 label) |
+| ``electra`` (the paper's post-LN encoder) | ``ElectraForMaskedLM`` | ``ElectraForPreTraining`` |
+
+Embedding sharing (``ModelConfig.embedding_sharing``): ``tied`` uses one embeddings module for
+both (Google's ``embedding_scope="electra"``); ``gdes`` is DeBERTa-V3's gradient-disentangled
+sharing, where the discriminator reads ``stop_gradient(E_gen) + E_delta`` so its 50x-weighted loss
+never pulls on the generator's table (the exported discriminator holds the sum); ``none`` keeps
+two tables. The generator's output layer is always tied to the table it reads.
 """
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from torch import nn
-from transformers import ElectraForMaskedLM, ElectraForPreTraining
+from transformers import (
+    AutoModelForMaskedLM,
+    AutoModelForTokenClassification,
+    ElectraForMaskedLM,
+    ElectraForPreTraining,
+    ModernBertForMaskedLM,
+    ModernBertForTokenClassification,
+)
 
 from training import objectives
 from training.config import ModelConfig
@@ -21,85 +39,174 @@ from training.objectives import ElectraOutput, electra_loss
 
 __all__ = ["ElectraOutput", "ElectraPretrainingModel", "electra_loss"]
 
+# Stock classes of each family: (generator, discriminator).
+CLASSES = {"electra": (ElectraForMaskedLM, ElectraForPreTraining),
+           "modernbert": (ModernBertForMaskedLM, ModernBertForTokenClassification)}
+
+
+def encoder_of(model: nn.Module) -> nn.Module:
+    """The bare encoder inside a head model (``ElectraModel`` or ``ModernBertModel``)."""
+    return model.electra if hasattr(model, "electra") else model.model
+
+
+def token_table(model: nn.Module) -> nn.Embedding:
+    embeddings = encoder_of(model).embeddings
+    return embeddings.word_embeddings if hasattr(embeddings, "word_embeddings") else embeddings.tok_embeddings
+
+
+def output_layer(mlm_model: nn.Module) -> nn.Linear:
+    return mlm_model.generator_lm_head if hasattr(mlm_model, "generator_lm_head") else mlm_model.decoder
+
+
+def vocab_logits(mlm_model: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    """[N, hidden] -> [N, vocab] through the model's MLM head."""
+    if hasattr(mlm_model, "generator_lm_head"):
+        return mlm_model.generator_lm_head(mlm_model.generator_predictions(hidden))
+    return mlm_model.decoder(mlm_model.head(hidden))
+
+
+def replaced_logit(discriminator: nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    """[..., hidden] -> [...]: the replaced-token head's logit."""
+    if hasattr(discriminator, "discriminator_predictions"):
+        return discriminator.discriminator_predictions(hidden)
+    return discriminator.classifier(discriminator.drop(discriminator.head(hidden))).squeeze(-1)
+
 
 class ElectraPretrainingModel(nn.Module):
     """The pair trained together; only the discriminator is kept for detection."""
 
-    def __init__(self, generator: ElectraForMaskedLM, discriminator: ElectraForPreTraining,
-                 tie_all: bool = False, objective: str = "electra") -> None:
+    def __init__(self, generator: nn.Module, discriminator: nn.Module, tie_all: bool = False,
+                 objective: str = "electra", sharing: str = "tied") -> None:
         super().__init__()
         self.generator = generator
         self.discriminator = discriminator
+        self.architecture = discriminator.config.model_type
         self.tie_all = tie_all
+        self.sharing = sharing
         self.objective = objective
         self.stage = ""  # two-stage training: "mlm", then "disc" (training/objectives.py)
         # MLM objectives: an MLM head on the discriminator's encoder, so every objective trains the same encoder.
-        self.mlm = ElectraForMaskedLM(discriminator.config) if objectives.has_mlm_head(objective) else None
+        mlm_class = CLASSES[self.architecture][0]
+        self.mlm = mlm_class(discriminator.config) if objectives.has_mlm_head(objective) else None
         self._tie()
 
     @classmethod
     def from_config(cls, model_config: ModelConfig, vocab_size: int,
                     objective: str = "electra") -> ElectraPretrainingModel:
-        generator = ElectraForMaskedLM(model_config.generator_config(vocab_size))
-        discriminator = ElectraForPreTraining(model_config.discriminator_config(vocab_size))
-        return cls(generator, discriminator, tie_all=model_config.tie_all, objective=objective)
+        generator_class, discriminator_class = CLASSES[model_config.architecture]
+        generator = generator_class(model_config.generator_config(vocab_size))
+        discriminator = discriminator_class(model_config.discriminator_config(vocab_size))
+        if model_config.embedding_sharing == "gdes":  # the residual starts at zero: E_disc = E_gen at step 0
+            nn.init.zeros_(token_table(discriminator).weight)
+        return cls(generator, discriminator, tie_all=model_config.tie_all, objective=objective,
+                   sharing=model_config.embedding_sharing)
 
     @classmethod
     def from_pretrained_dirs(cls, generator_dir: str | Path, discriminator_dir: str | Path,
-                             tie_all: bool = False) -> ElectraPretrainingModel:
-        generator = ElectraForMaskedLM.from_pretrained(str(generator_dir))
-        discriminator = ElectraForPreTraining.from_pretrained(str(discriminator_dir))
-        return cls(generator, discriminator, tie_all=tie_all)
+                             tie_all: bool = False, sharing: str = "tied") -> ElectraPretrainingModel:
+        generator = AutoModelForMaskedLM.from_pretrained(str(generator_dir))
+        discriminator = (ElectraForPreTraining.from_pretrained(str(discriminator_dir))
+                         if generator.config.model_type == "electra"
+                         else AutoModelForTokenClassification.from_pretrained(str(discriminator_dir)))
+        return cls(generator, discriminator, tie_all=tie_all, sharing=sharing)
 
     def _tie(self) -> None:
+        gen_encoder, disc_encoder = encoder_of(self.generator), encoder_of(self.discriminator)
         if self.tie_all:
-            self.generator.electra = self.discriminator.electra
-        else:
-            self.generator.electra.embeddings = self.discriminator.electra.embeddings
-        # The MLM output layer stays tied to the (now shared) token embedding table.
-        self.generator.generator_lm_head.weight = self.discriminator.electra.embeddings.word_embeddings.weight
+            self._set_encoder(self.generator, disc_encoder)
+        elif self.sharing == "tied":
+            gen_encoder.embeddings = disc_encoder.embeddings
+        # The generator's output layer stays tied to the token table it reads.
+        output_layer(self.generator).weight = token_table(self.generator).weight
         if self.mlm is not None:
-            self.mlm.electra = self.discriminator.electra
-            self.mlm.generator_lm_head.weight = self.discriminator.electra.embeddings.word_embeddings.weight
+            self._set_encoder(self.mlm, disc_encoder)
+            if self.sharing != "gdes":  # under GDES the discriminator's table is a residual, not a vocabulary
+                output_layer(self.mlm).weight = token_table(self.discriminator).weight
+
+    @staticmethod
+    def _set_encoder(model: nn.Module, encoder: nn.Module) -> None:
+        if hasattr(model, "electra"):
+            model.electra = encoder
+        else:
+            model.model = encoder
 
     def shares_embeddings(self) -> bool:
-        gen, disc = self.generator.electra.embeddings, self.discriminator.electra.embeddings
-        return (gen.word_embeddings.weight is disc.word_embeddings.weight
-                and gen.position_embeddings.weight is disc.position_embeddings.weight
-                and self.generator.generator_lm_head.weight is disc.word_embeddings.weight)
+        gen, disc = token_table(self.generator), token_table(self.discriminator)
+        return gen.weight is disc.weight and output_layer(self.generator).weight is disc.weight
 
+    def clip_groups(self) -> dict[str, list[nn.Parameter]]:
+        """Parameters clipped together under ``clip_scope="per_module"``: the generator's own, and the rest
+        (discriminator, MLM head, and any table both halves share), each parameter once."""
+        generator_ids = {id(p) for p in self.generator.parameters()}
+        rest = [p for p in self.parameters() if id(p) not in generator_ids or self._shared(p)]
+        rest_ids = {id(p) for p in rest}
+        return {"generator": [p for p in self.generator.parameters() if id(p) not in rest_ids], "discriminator": rest}
+
+    def _shared(self, param: nn.Parameter) -> bool:
+        return any(param is p for p in self.discriminator.parameters())
+
+    # -- the two halves ------------------------------------------------------------------------
     def generator_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                          positions: torch.Tensor) -> torch.Tensor:
         """MLM logits at ``positions`` (bool [B, T]) only: the vocabulary projection, the largest
         matrix product of the generator, is never applied to unmasked positions."""
-        hidden = self.generator.electra(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        selected = hidden[positions]
-        return self.generator.generator_lm_head(self.generator.generator_predictions(selected))
+        hidden = encoder_of(self.generator)(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return vocab_logits(self.generator, hidden[positions])
+
+    def discriminator_hidden(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """[B, T] ids -> [B, T, hidden]; under GDES the token vectors are sg(E_gen) + E_delta."""
+        encoder = encoder_of(self.discriminator)
+        if self.sharing == "gdes":
+            table = token_table(self.generator).weight.detach() + token_table(self.discriminator).weight
+            embeds = F.embedding(input_ids, table)
+            return encoder(inputs_embeds=embeds, attention_mask=attention_mask).last_hidden_state
+        return encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    def discriminator_head(self, hidden: torch.Tensor) -> torch.Tensor:
+        return replaced_logit(self.discriminator, hidden)
+
+    def discriminator_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """[B, T] replaced-token logits."""
+        return self.discriminator_head(self.discriminator_hidden(input_ids, attention_mask))
 
     def mlm_head(self, hidden: torch.Tensor) -> torch.Tensor:
         """Vocabulary logits of the MLM objectives' head for already-selected hidden states."""
         if self.mlm is None:
             raise ValueError(f"objective {self.objective!r} has no MLM head on the discriminator")
-        return self.mlm.generator_lm_head(self.mlm.generator_predictions(hidden))
+        return vocab_logits(self.mlm, hidden)
 
     def mlm_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                    positions: torch.Tensor) -> torch.Tensor:
         """The MLM objectives' logits at ``positions`` only (discriminator encoder + MLM head)."""
-        hidden = self.discriminator.electra(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return self.mlm_head(hidden[positions])
+        return self.mlm_head(self.discriminator_hidden(input_ids, attention_mask)[positions])
+
+    def exportable_modules(self) -> dict[str, nn.Module]:
+        """Run-dir name -> stand-alone stock model. Under GDES the discriminator (and an MLM head on its
+        encoder) are copies whose token table holds E_gen + E_delta, the vectors they were trained on."""
+        modules = {"discriminator": self.discriminator, "generator": self.generator}
+        if self.mlm is not None:
+            modules["mlm"] = self.mlm
+        if self.sharing != "gdes":
+            return modules
+        for name in ("discriminator", "mlm"):
+            if name in modules:
+                folded = copy.deepcopy(modules[name])
+                with torch.no_grad():
+                    token_table(folded).weight.add_(token_table(self.generator).weight)
+                modules[name] = folded
+        return modules
 
     def start_second_stage(self) -> bool:
         """Two-stage training: initialise the discriminator's encoder from the MLM-trained generator.
 
         Returns whether the weights were copied: they can be only when both have one shape
-        (``gen_fraction = 1`` and a preset whose FFN is 4x its width, as the paper's two-stage run);
-        otherwise only the shared
+        (``gen_fraction = 1`` at full depth, as the paper's two-stage run); otherwise only the shared
         embeddings carry over from stage one.
         """
         self.stage = "disc"
-        source, target = self.generator.electra, self.discriminator.electra
+        source, target = encoder_of(self.generator), encoder_of(self.discriminator)
         pairs = [(module, getattr(source, name)) for name, module in target.named_children()
-                 if name != "embeddings"]  # the embeddings are already one shared module
+                 if name != "embeddings"]  # the embeddings are already shared (or disentangled)
         same_shape = all({k: v.shape for k, v in t.state_dict().items()} == {k: v.shape for k, v in
                                                                               s.state_dict().items()}
                          for t, s in pairs)

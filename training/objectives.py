@@ -86,7 +86,7 @@ def electra(model: ElectraPretrainingModel, batch: MaskedBatch, attention: torch
     with torch.set_grad_enabled(train_generator and torch.is_grad_enabled()):
         logits, targets, sampled = _sample(model, batch, attention, rng, temperature)
     disc_input, labels = replace_with_samples(batch, sampled)
-    disc_logits = model.discriminator(input_ids=disc_input, attention_mask=attention).logits
+    disc_logits = model.discriminator_logits(disc_input, attention)
     region = attention.bool() & batch.masked if masked_only else attention
     loss, mlm_loss, disc_loss = electra_loss(logits, targets, disc_logits, labels, region, disc_weight)
     if not train_generator:
@@ -127,8 +127,8 @@ def all_tokens_mlm(model: ElectraPretrainingModel, batch: MaskedBatch, attention
     gen_logits, targets, sampled = _sample(model, batch, attention, rng, temperature)
     gen_loss = F.cross_entropy(gen_logits.float(), targets)
     corrupted, labels = replace_with_samples(batch, sampled)
-    hidden = model.discriminator.electra(input_ids=corrupted, attention_mask=attention).last_hidden_state
-    replaced_logit = model.discriminator.discriminator_predictions(hidden)  # [B, T]
+    hidden = model.discriminator_hidden(corrupted, attention)
+    replaced_logit = model.discriminator_head(hidden)  # [B, T]
     real = attention.bool()
     vocab_logits = model.mlm_head(hidden[real])
     original = batch.original[real]
@@ -155,7 +155,7 @@ def adversarial(model: ElectraPretrainingModel, batch: MaskedBatch, attention: t
     """
     logits, targets, sampled = _sample(model, batch, attention, rng, temperature)
     disc_input, labels = replace_with_samples(batch, sampled)
-    disc_logits = model.discriminator(input_ids=disc_input, attention_mask=attention).logits
+    disc_logits = model.discriminator_logits(disc_input, attention)
     real = attention.bool()
     disc_loss = F.binary_cross_entropy_with_logits(disc_logits.float()[real], labels.float()[real])
     with torch.no_grad():

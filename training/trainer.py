@@ -11,7 +11,9 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -93,10 +95,11 @@ class Trainer:
     """Owns one run directory. ``run()`` trains until max_steps, the time budget or a signal."""
 
     def __init__(self, config: RunConfig, out_dir: str | Path, resume: bool = False,
-                 show_progress: bool = True) -> None:
+                 show_progress: bool = True, overwrite: bool = False) -> None:
         self.config = config.validate()
         self.out_dir = Path(out_dir)
         self.resume = resume
+        self.overwrite = overwrite
         self.show_progress = show_progress
         self.callbacks: list[Callable[[Trainer, dict[str, Any]], None]] = []
         self._stop_reason: str | None = None
@@ -121,9 +124,12 @@ class Trainer:
         has_ckpt = ckpt_dir.exists() and any(ckpt_dir.glob("step_*"))
         if self.resume and not has_ckpt:
             raise CheckpointError(f"nothing to resume: {ckpt_dir} holds no checkpoint")
-        if not self.resume and has_ckpt:
-            raise CheckpointError(f"{self.out_dir} already holds a run; pass --resume to continue it "
-                                  f"or choose another --out")
+        if not self.resume and has_ckpt and self.overwrite:
+            # only a run directory is ever removed: it holds our checkpoints (and nothing else is touched)
+            shutil.rmtree(self.out_dir)
+        elif not self.resume and has_ckpt:
+            raise CheckpointError(f"{self.out_dir} already holds a run; pass --resume to continue it, "
+                                  f"--overwrite to start it again, or choose another --out")
 
     def _prepare_data(self, info: DistInfo) -> None:
         data, model_cfg = self.config.data, self.config.model
@@ -197,8 +203,10 @@ class Trainer:
                            device=device)
 
         previous_handlers = self._install_signal_handlers()
+        # A terminal gets a live bar; a log file gets one plain line per log interval instead of a flood.
+        report = info.main and self.show_progress
         bar = tqdm(total=tcfg.max_steps, initial=step, desc="pretrain", unit="step",
-                   disable=not (info.main and self.show_progress))
+                   disable=not (report and sys.stderr.isatty()))
         started = time.monotonic()
         window_start, window_tokens = started, 0
         last_metrics: dict[str, Any] = {}
@@ -225,6 +233,10 @@ class Trainer:
                                     disc_acc=f"{stats['disc_acc']:.3f}", repl=f"{stats['replaced_frac']:.3f}",
                                     tok_s=f"{rate:,.0f}")
                     self._log(info, last_metrics)
+                    if report and bar.disable:
+                        print(f"pretrain step {step}/{tcfg.max_steps} loss {stats['loss']:.3f} "
+                              f"gen_acc {stats['gen_acc']:.3f} disc_acc {stats['disc_acc']:.3f} "
+                              f"{rate:,.0f} tok/s {(now - started) / 60:.1f} min", file=sys.stderr, flush=True)
                 for callback in self.callbacks:
                     callback(self, {"step": step, **stats})
                 if tcfg.max_minutes and now - started >= tcfg.max_minutes * 60:
@@ -314,14 +326,20 @@ class Trainer:
                 disc_correct += ((out.disc_logits > 0).long() == out.disc_labels).sum().item()
                 real_total += input_ids.numel()
                 replaced += int(out.disc_labels.sum())
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg.clip_norm)
+        norms = {}
+        if tcfg.clip_scope == "per_module":
+            for name, params in model.clip_groups().items():
+                norms[f"grad_norm_{name}"] = float(torch.nn.utils.clip_grad_norm_(params, tcfg.clip_norm))
+            grad_norm = math.sqrt(sum(n * n for n in norms.values()))
+        else:
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg.clip_norm)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         trains_rtd = model.stage == "disc" or (model.stage == "" and tcfg.objective in RTD_OBJECTIVES)
         return {**totals, **extra, "gen_acc": gen_correct / max(gen_total, 1),
                 "disc_acc": disc_correct / real_total if trains_rtd else float("nan"),
-                "replaced_frac": replaced / real_total, "grad_norm": float(grad_norm)}
+                "replaced_frac": replaced / real_total, "grad_norm": float(grad_norm), **norms}
 
     def _agree_to_stop(self, info: DistInfo) -> bool:
         """Every rank stops on the same step, whichever rank got the signal or ran out of time."""
@@ -362,10 +380,8 @@ class Trainer:
 
     def _export(self, model: ElectraPretrainingModel, result: TrainResult) -> None:
         """Write discriminator/ and generator/ as HF directories (tokenizer included), atomically."""
-        modules = [("discriminator", model.discriminator), ("generator", model.generator)]
-        if model.mlm is not None:  # MLM objectives: the discriminator encoder with its MLM head
-            modules.append(("mlm", model.mlm))
-        for name, module in modules:
+        # MLM objectives add mlm/: the discriminator encoder with its MLM head.
+        for name, module in model.exportable_modules().items():
             def fill(tmp: Path, module=module) -> None:
                 module.save_pretrained(str(tmp), safe_serialization=True)
                 self.tokenizer.save_pretrained(str(tmp))

@@ -1,0 +1,83 @@
+"""The default recipe learns to use context (issue 12), on a grammar where only context tells.
+
+Every sentence is a chain of pairs ``x_i y_i`` in which each x-word has one y-partner. Swapping a
+word for a frequency-drawn word (``training.evaluation.frequency_swaps``) leaves word frequencies
+unchanged, so a detector that reads token identity alone scores AUC 0.5; one that reads its
+neighbours sees the broken pair. A micro model trained for a few hundred updates must get well
+above that. Under the paper's post-LN recipe at this budget this stays near 0.5 (see
+docs/learning.md), so the test fails if the recipe regresses to it.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from electra_detect.detector import Detector
+from training.config import PAPER_MODEL, RunConfig
+from training.evaluation import corruption_auc, frequency_swaps
+from training.trainer import Trainer
+
+ONSETS = "b d f g k l m n p r s t v"
+X_WORDS = [c + "a" + c for c in ONSETS.split()] + [c + "o" + c for c in ONSETS.split()]  # bab, dad, ... 26 words
+Y_WORDS = [c + "e" + "n" + c for c in ONSETS.split()] + [c + "i" + "l" + c for c in ONSETS.split()]
+
+
+def pair_sentences(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    sentences = []
+    for _ in range(count):
+        pairs = [rng.randrange(len(X_WORDS)) for _ in range(rng.randint(4, 8))]
+        sentences.append(" ".join(f"{X_WORDS[i]} {Y_WORDS[i]}" for i in pairs))
+    return sentences
+
+
+def pair_config(tmp_path: Path) -> RunConfig:
+    corpus = tmp_path / "pairs.txt"
+    corpus.write_text("\n".join(pair_sentences(3000, seed=0)) + "\n", encoding="utf-8")
+    config = RunConfig()
+    config.model.preset = "micro"
+    config.model.vocab_size = 200
+    config.data.corpus = [str(corpus)]
+    config.data.doc_split = "line"
+    config.data.seq_len = 32
+    config.data.cache_dir = str(tmp_path / "cache")
+    config.train.batch_size = 16
+    config.train.max_steps = 300
+    config.train.warmup_steps = 20
+    config.train.lr = 2e-3
+    config.train.eval_every = 300
+    config.train.save_every = 300
+    config.train.threads = 1
+    return config
+
+
+def test_frequency_swaps_keep_word_frequencies_and_label_every_word() -> None:
+    sentences = pair_sentences(50, seed=3)
+    corrupted, labels = frequency_swaps(sentences, rate=0.25, seed=0)
+    for original, swapped, row in zip(sentences, corrupted, labels, strict=True):
+        words, new = original.split(), swapped.split()
+        assert len(words) == len(new) == len(row)
+        assert sum(row) == max(1, round(0.25 * len(words)))
+        assert all((a != b) == bool(flag) for a, b, flag in zip(words, new, row, strict=True))
+        assert set(new) <= set(X_WORDS) | set(Y_WORDS)
+
+
+@pytest.mark.slow
+def test_default_recipe_learns_context_on_a_pair_grammar(tmp_path: Path) -> None:
+    config = pair_config(tmp_path)
+    Trainer(config, tmp_path / "run", show_progress=False).run()
+    detector = Detector.load(tmp_path / "run", calibrated=False)
+    result = corruption_auc(detector, pair_sentences(300, seed=1), rate=0.15, seed=0)
+    assert result["corruption_auc"] >= 0.8, result
+
+
+def test_paper_recipe_is_one_switch_away() -> None:
+    config = RunConfig()
+    config.override("model", **PAPER_MODEL)
+    config.validate()
+    shape = config.model.generator_shape()
+    assert config.model.architecture == "electra" and config.model.embedding_sharing == "tied"
+    assert shape["hidden_size"] == 32 and shape["num_hidden_layers"] == 4  # tiny: 1/4 width, full depth
