@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 QUICKSTART_MINUTES ?= 10
-QUICKSTART_STEPS ?= 800
+QUICKSTART_STEPS ?= 1000
 
 .PHONY: install browser quickstart test lint bench clean
 

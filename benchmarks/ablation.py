@@ -241,10 +241,11 @@ def evaluate_run(run_dir: Path, objective: str, data: EvalData, device: str, see
 
 # -- one pre-training run --------------------------------------------------------------------------
 def build_config(args: argparse.Namespace, variant: str, seed: int, steps: int, seconds: float):
-    from training.config import RunConfig
+    from training.config import PAPER_MODEL, RunConfig
 
     spec = VARIANTS[variant]
     config = RunConfig()
+    config.override("model", **PAPER_MODEL)  # the paper's claims are about its model (issue 15 may move this)
     config.model.preset = args.preset
     config.model.vocab_size = args.vocab_size
     config.model.gen_fraction = spec.get("gen_fraction", 0.25)

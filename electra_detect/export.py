@@ -344,12 +344,10 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
 # ------------------------------------------------------------------------------------ Triton repository
 
 def triton_config(name: str, max_batch_size: int = 64, preferred: Sequence[int] = (8, 16, 32),
-                  max_queue_delay_us: int = 2000) -> str:
+                  max_queue_delay_us: int = 2000, inputs: Sequence[str] = INPUT_NAMES) -> str:
     """config.pbtxt for Triton's onnxruntime backend: [batch, seq] int64 inputs, [batch, seq] logits,
     server-side dynamic batching (Triton pads nothing: clients send equal-length rows per request)."""
-    inputs = "\n".join(
-        f'  {{\n    name: "{n}"\n    data_type: TYPE_INT64\n    dims: [ -1 ]\n  }}{"," if i < 2 else ""}'
-        for i, n in enumerate(INPUT_NAMES))
+    inputs = ",\n".join(f'  {{\n    name: "{n}"\n    data_type: TYPE_INT64\n    dims: [ -1 ]\n  }}' for n in inputs)
     sizes = ", ".join(str(s) for s in preferred if s <= max_batch_size)
     return (f'name: "{name}"\nbackend: "onnxruntime"\nmax_batch_size: {max_batch_size}\n'
             f"input [\n{inputs}\n]\n"
@@ -383,7 +381,8 @@ def write_triton_repo(export_dir: str | Path, repo: str | Path, variant: str = "
         for file in (*TRAVELLING_FILES, MANIFEST, PARITY_FILE, "backend_tokenizer.json"):
             if (export_dir / file).exists():
                 shutil.copy2(export_dir / file, tmp / "tokenizer" / file)
-        config = triton_config(name, max_batch_size, max_queue_delay_us=max_queue_delay_us)  # io stays fp32
+        config = triton_config(name, max_batch_size, max_queue_delay_us=max_queue_delay_us,  # io stays fp32
+                               inputs=manifest.get("inputs", INPUT_NAMES))
         atomic_write_text(tmp / "config.pbtxt", config)
 
     target = Path(repo) / name

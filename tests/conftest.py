@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from training.config import RunConfig
+from training.config import PAPER_MODEL, RunConfig
 
 SUBJECTS = ["the farmer", "a teacher", "my sister", "the old man", "our neighbour", "the children", "a doctor",
             "the committee", "his brother", "the young woman", "every student", "the government"]
@@ -45,8 +45,11 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
-def micro_config(corpus: Path, cache: Path, **train: object) -> RunConfig:
+def micro_config(corpus: Path, cache: Path, paper: bool = False, **train: object) -> RunConfig:
+    """The default recipe at micro size; ``paper=True``: the paper's ELECTRA model (``--paper-recipe``)."""
     config = RunConfig()
+    if paper:
+        config.override("model", **PAPER_MODEL)
     config.model.preset = "micro"
     config.model.vocab_size = 200
     config.data.corpus = [str(corpus)]
@@ -73,4 +76,14 @@ def micro_run(tmp_path_factory: pytest.TempPathFactory, corpus_file: Path, cache
 
     out = tmp_path_factory.mktemp("runs") / "micro"
     Trainer(micro_config(corpus_file, cache_dir, max_steps=30), out, show_progress=False).run()
+    return out
+
+
+@pytest.fixture(scope="session")
+def micro_paper_run(tmp_path_factory: pytest.TempPathFactory, corpus_file: Path, cache_dir: Path) -> Path:
+    """The same, with the paper's model: an ``ElectraForPreTraining`` discriminator, as Google releases them."""
+    from training.trainer import Trainer
+
+    out = tmp_path_factory.mktemp("runs") / "micro_paper"
+    Trainer(micro_config(corpus_file, cache_dir, paper=True, max_steps=30), out, show_progress=False).run()
     return out

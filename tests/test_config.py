@@ -10,15 +10,15 @@ from training.config import ConfigError, RunConfig
 
 
 @pytest.mark.parametrize("suffix,text", [
-    (".toml", '[model]\npreset = "small"\ngen_fraction = 0.5\n[train]\ndisc_weight = 20.0\n'),
-    (".yaml", "model:\n  preset: small\n  gen_fraction: 0.5\ntrain:\n  disc_weight: 20.0\n"),
-    (".json", '{"model": {"preset": "small", "gen_fraction": 0.5}, "train": {"disc_weight": 20.0}}'),
+    (".toml", '[model]\npreset = "small"\ngen_layers = 3\n[train]\ndisc_weight = 20.0\n'),
+    (".yaml", "model:\n  preset: small\n  gen_layers: 3\ntrain:\n  disc_weight: 20.0\n"),
+    (".json", '{"model": {"preset": "small", "gen_layers": 3}, "train": {"disc_weight": 20.0}}'),
 ])
 def test_config_files_and_overrides(tmp_path: Path, suffix: str, text: str) -> None:
     path = tmp_path / f"run{suffix}"
     path.write_text(text)
     config = RunConfig.from_file(path)
-    assert config.model.preset == "small" and config.model.gen_fraction == 0.5
+    assert config.model.preset == "small" and config.model.gen_layers == 3
     assert config.train.disc_weight == 20.0 and config.train.mask_prob == 0.15
     config.override("train", disc_weight=None, lr=3e-4)  # None = flag not given
     assert config.train.disc_weight == 20.0 and config.train.lr == 3e-4

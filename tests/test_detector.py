@@ -24,15 +24,16 @@ def test_loads_run_dir_and_discriminator_dir(micro_run: Path, detector: Detector
     assert [t.p_replaced for t in a.tokens] == pytest.approx([t.p_replaced for t in b.tokens])
 
 
-def test_plain_hf_directory_with_only_vocab_txt_loads(tmp_path: Path, micro_run: Path) -> None:
-    """A Google/HF-style discriminator dir (config, safetensors weights, vocab.txt) works as well."""
+def test_plain_hf_directory_with_only_vocab_txt_loads(tmp_path: Path, micro_paper_run: Path) -> None:
+    """A Google/HF-style ELECTRA discriminator dir (config, safetensors weights, vocab.txt) works as well."""
     from transformers import ElectraForPreTraining
 
     hf_dir = tmp_path / "hf"
-    ElectraForPreTraining.from_pretrained(micro_run / "discriminator").save_pretrained(hf_dir)
-    shutil.copy(micro_run / "discriminator" / "vocab.txt", hf_dir / "vocab.txt")
+    ElectraForPreTraining.from_pretrained(micro_paper_run / "discriminator").save_pretrained(hf_dir)
+    shutil.copy(micro_paper_run / "discriminator" / "vocab.txt", hf_dir / "vocab.txt")
     detector = Detector.load(hf_dir)
-    reference = Detector.load(micro_run)
+    assert type(detector.engine.model).__name__ == "ElectraForPreTraining"
+    reference = Detector.load(micro_paper_run)
     text = "The farmer saw a red house."
     assert [t.p_replaced for t in detector.score(text)[0].tokens] == pytest.approx(
         [t.p_replaced for t in reference.score(text)[0].tokens])

@@ -153,7 +153,7 @@ def test_trainer_runs_objective_and_exports(objective: str, corpus_file: Path, c
     from training.trainer import Trainer
 
     out = tmp_path / objective
-    result = Trainer(micro_config(corpus_file, cache_dir, max_steps=6, objective=objective), out,
+    result = Trainer(micro_config(corpus_file, cache_dir, paper=True, max_steps=6, objective=objective), out,
                      show_progress=False).run()
     assert result.steps == 6
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -174,7 +174,7 @@ def test_trainer_runs_objective_and_exports(objective: str, corpus_file: Path, c
 def test_two_stage_freezes_generator_and_copies_encoder(corpus_file: Path, cache_dir: Path, tmp_path: Path) -> None:
     from training.trainer import Trainer
 
-    config = micro_config(corpus_file, cache_dir, max_steps=8, mlm_first_steps=4, lr=1e-2)
+    config = micro_config(corpus_file, cache_dir, paper=True, max_steps=8, mlm_first_steps=4, lr=1e-2)
     config.model.preset = "tiny"  # FFN = 4 x width, so a gen_fraction-1 generator has the discriminator's shape
     config.model.gen_fraction = 1.0
     trainer = Trainer(config, tmp_path / "two", show_progress=False)
@@ -298,7 +298,8 @@ def test_mlm_token_log_probs_pll_matches_manual(micro_run: Path, tmp_path: Path,
 
     ablation = _load_ablation()
     run = tmp_path / "bert"
-    Trainer(micro_config(corpus_file, cache_dir, max_steps=3, objective="bert_mlm"), run, show_progress=False).run()
+    Trainer(micro_config(corpus_file, cache_dir, paper=True, max_steps=3, objective="bert_mlm"), run,
+            show_progress=False).run()
     (offsets, log_probs), = ablation.mlm_token_log_probs(run, "bert_mlm", ["the farmer saw a house"], "cpu")
     tokenizer = AutoTokenizer.from_pretrained(str(run / "mlm"))
     model = ElectraForMaskedLM.from_pretrained(str(run / "mlm")).eval()
@@ -319,7 +320,7 @@ def test_mlm_token_log_probs_one_pass_uses_copy_gate(tmp_path: Path, corpus_file
 
     ablation = _load_ablation()
     run = tmp_path / "all"
-    Trainer(micro_config(corpus_file, cache_dir, max_steps=3, objective="all_tokens_mlm"), run,
+    Trainer(micro_config(corpus_file, cache_dir, paper=True, max_steps=3, objective="all_tokens_mlm"), run,
             show_progress=False).run()
     (_offsets, log_probs), = ablation.mlm_token_log_probs(run, "all_tokens_mlm", ["a doctor opened the river"], "cpu")
     tokenizer = AutoTokenizer.from_pretrained(str(run / "mlm"))

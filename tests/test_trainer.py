@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from transformers import AutoTokenizer, ElectraForMaskedLM, ElectraForPreTraining
+from transformers import AutoModelForMaskedLM, AutoTokenizer
 
+from electra_detect.detector import load_discriminator
 from tests.conftest import micro_config, synthetic_text
 from training.checkpoint import CheckpointError
 from training.trainer import Trainer
@@ -27,9 +28,11 @@ def test_micro_run_lowers_the_loss_and_writes_hf_directories(micro_run: Path) ->
     val = [json.loads(line) for line in (micro_run / "metrics.jsonl").read_text().splitlines()
            if '"val"' in line]
     assert val and 0.0 <= val[-1]["val_disc_auc"] <= 1.0 and "val_gen_acc" in val[-1]
-    disc = ElectraForPreTraining.from_pretrained(micro_run / "discriminator")
-    gen = ElectraForMaskedLM.from_pretrained(micro_run / "generator")
-    assert gen.config.hidden_size == disc.config.hidden_size // 4
+    disc = load_discriminator(micro_run / "discriminator")  # a stock class: ModernBertForTokenClassification
+    gen = AutoModelForMaskedLM.from_pretrained(micro_run / "generator")
+    assert type(disc).__name__ == "ModernBertForTokenClassification" and disc.config.num_labels == 1
+    assert gen.config.hidden_size == disc.config.hidden_size  # default recipe: same width, half the depth
+    assert gen.config.num_hidden_layers == disc.config.num_hidden_layers // 2
     assert AutoTokenizer.from_pretrained(micro_run / "discriminator").mask_token == "[MASK]"
     summary = json.loads((micro_run / "summary.json").read_text())
     assert summary["steps"] == 30 and summary["tokens_seen"] == 30 * 8 * 32
@@ -66,7 +69,7 @@ def test_checkpoints_are_pruned_and_guarded(tmp_path: Path, corpus_file: Path, c
         Trainer(config, tmp_path / "fresh", resume=True, show_progress=False).run()
 
     other = micro_config(corpus_file, cache_dir, max_steps=6)
-    other.model.gen_fraction = 0.5
+    other.model.gen_layers = 2
     with pytest.raises(CheckpointError, match="different model"):
         Trainer(other, out, resume=True, show_progress=False).run()
 

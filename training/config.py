@@ -87,7 +87,8 @@ class ModelConfig:
             raise ConfigError("gen_layers and gen_heads must be >= 0 (0 = automatic)")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
-        if self.tie_all and (self.gen_fraction != 1.0 or self.gen_layers or self.embedding_sharing != "tied"):
+        if self.tie_all and (self.gen_fraction != 1.0 or self.embedding_sharing != "tied"
+                             or self.gen_layers not in (0, PRESETS[self.preset]["num_hidden_layers"])):
             raise ConfigError("tie_all needs gen_fraction = 1.0, the full depth and embedding_sharing 'tied' "
                               "(generator and discriminator of one shape)")
         if (self.architecture == "modernbert" and self.embedding_sharing != "none"
@@ -108,7 +109,7 @@ class ModelConfig:
             heads = max(2, heads)  # one head cannot attend to both neighbours
         while hidden % heads:
             heads -= 1
-        layers = self.gen_layers or (shape["num_hidden_layers"] if self.architecture == "electra"
+        layers = self.gen_layers or (shape["num_hidden_layers"] if self.architecture == "electra" or self.tie_all
                                      else max(1, shape["num_hidden_layers"] // 2))
         shape.update(hidden_size=hidden, num_attention_heads=heads, intermediate_size=4 * hidden,
                      num_hidden_layers=layers)

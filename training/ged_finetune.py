@@ -1,7 +1,7 @@
 """Fine-tune a discriminator as a grammatical error detector.
 
-The model stays the discriminator class it was (``load_discriminator``): its replaced-token head already answers "is this
-token wrong here?", so it *is* the initial error head, and the fine-tuned directory is still a
+The model keeps its discriminator class (``load_discriminator``): its replaced-token head already
+answers "is this token wrong here?", so it *is* the initial error head, and the fine-tuned directory is still a
 discriminator that ``Detector`` loads unchanged (p_replaced becomes p(error)). Every subword of
 a labelled whitespace token takes that token's label; the loss is BCE over real subwords.
 """

@@ -5,7 +5,7 @@ with stock classes and no ``trust_remote_code``:
 
 | architecture | generator/ | discriminator/ |
 |---|---|---|
-| ``modernbert`` (default: pre-LN, rotary) | ``ModernBertForMaskedLM`` | ``ModernBertForTokenClassification`` (1 label) |
+| ``modernbert`` (default; pre-LN, rotary) | ``ModernBertForMaskedLM`` | ``ModernBertForTokenClassification`` |
 | ``electra`` (the paper's post-LN encoder) | ``ElectraForMaskedLM`` | ``ElectraForPreTraining`` |
 
 Embedding sharing (``ModelConfig.embedding_sharing``): ``tied`` uses one embeddings module for
