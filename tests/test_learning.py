@@ -3,9 +3,9 @@
 Every sentence is a chain of pairs ``x_i y_i`` in which each x-word has one y-partner. Swapping a
 word for a frequency-drawn word (``training.evaluation.frequency_swaps``) leaves word frequencies
 unchanged, so a detector that reads token identity alone scores AUC 0.5; one that reads its
-neighbours sees the broken pair. A micro model trained for a few hundred updates must get well
-above that. Under the paper's post-LN recipe at this budget this stays near 0.5 (see
-docs/learning.md), so the test fails if the recipe regresses to it.
+neighbours sees the broken pair. A micro model trained for 1,000 updates (about half a minute)
+must get well above that. Under the paper's post-LN recipe (``--paper-recipe``) the same run stays
+at 0.50 (docs/learning.md), so the test fails if the recipe regresses to it.
 """
 
 from __future__ import annotations
@@ -45,12 +45,13 @@ def pair_config(tmp_path: Path) -> RunConfig:
     config.data.seq_len = 32
     config.data.cache_dir = str(tmp_path / "cache")
     config.train.batch_size = 16
-    config.train.max_steps = 300
-    config.train.warmup_steps = 20
-    config.train.lr = 2e-3
-    config.train.eval_every = 300
-    config.train.save_every = 300
+    config.train.max_steps = 1000
+    config.train.warmup_steps = 50
+    config.train.lr = 3e-3
+    config.train.eval_every = 1000
+    config.train.save_every = 1000
     config.train.threads = 1
+    config.train.seed = 0  # at micro size the exit from the plateau varies by seed (0.62-0.92 over seeds 0-2)
     return config
 
 
