@@ -125,3 +125,18 @@ def test_two_process_ddp_run(tmp_path: Path, corpus_file: Path, cache_dir: Path)
     state = json.loads((out / "checkpoints" / "step_00000006" / "trainer_state.json").read_text())
     assert state["trainer"]["world_size"] == 2
     assert (out / "discriminator" / "model.safetensors").exists()
+
+
+def test_rerun_needs_overwrite_and_a_log_gets_one_line_per_interval(tmp_path: Path, corpus_file: Path,
+                                                                    cache_dir: Path) -> None:
+    out = tmp_path / "run"
+    args = ["pretrain", *[a for a in MICRO if a != "--no-progress"], "--log-every", "5", "--corpus", str(corpus_file),
+            "--cache-dir", str(cache_dir), "--out", str(out), "--max-steps", "10", "--eval-every", "100"]
+    first = run_cli(*args)  # stderr is a pipe here, as in a CI log: no bar, one plain line per log interval
+    assert first.returncode == 0, first.stderr
+    progress = [line for line in first.stderr.splitlines() if line.startswith("pretrain step")]
+    assert [line.split()[2] for line in progress] == ["5/10", "10/10"] and "\r" not in first.stderr
+    assert_clean_error(run_cli(*args), "already holds a run")
+    again = run_cli(*args, "--overwrite")  # what `make quickstart` does the second time
+    assert again.returncode == 0, again.stderr
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 2 + 1  # the old run's rows are gone
