@@ -49,7 +49,7 @@ ARMS: dict[str, dict[str, dict[str, Any]]] = {
     "electra_levers": {"model": {"architecture": "electra", "embedding_sharing": "gdes", "gen_layers": 2}},
     "no_local_layers": {"model": {"local_window": 0}},
     "dropout_0.1": {"model": {"dropout": 0.1}},
-    "sharing_tied": {"model": {"embedding_sharing": "tied"}},
+    "sharing_gdes": {"model": {"embedding_sharing": "gdes"}},
     "sharing_none": {"model": {"embedding_sharing": "none"}},
     "clip_global": {"train": {"clip_scope": "global"}},
     "gen_full_depth": {"model": {"gen_layers": 4}},
@@ -136,10 +136,14 @@ def table(summary: dict[str, dict[str, Any]], steps: int) -> str:
         value = stats.get(key)
         if value is None:
             return "–"
+        if stats["seeds"] == 1:
+            return f"{value:.{digits}f}"
         return f"{value:.{digits}f} ± {stats[key + '_std']:.{digits}f}"
 
     lines = [f"Tiny preset, embedded corpus, {steps} updates per run; mean ± std over seeds. "
-             "`steps→0.8`: first evaluation after which validation AUC stays ≥ 0.8 (seeds that got there).",
+             "`steps→0.8`: first evaluation after which validation AUC stays ≥ 0.8 (seeds that got there). "
+             "tokens/s: two runs shared the 2 cores (and sometimes a third job): compare speeds with "
+             "benchmarks/pretrain_speed.py, not here.",
              "", "| arm | seeds | val disc AUC | val gen MLM acc | corruption AUC (JFLEG) | steps→0.8 | tokens/s |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for arm, s in summary.items():
@@ -189,8 +193,20 @@ def main() -> None:
     parser.add_argument("--jfleg", type=Path, help="fluent held-out sentences (JFLEG dev.ref0) for corruption AUC")
     parser.add_argument("--runs-dir", type=Path, default=ROOT / "runs" / "learning")
     parser.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results" / "learning")
+    parser.add_argument("--score", type=Path, metavar="MODEL",
+                        help="only print the corruption AUC of MODEL (run or discriminator dir) on --jfleg")
     parser.add_argument("--one", nargs=2, metavar=("ARM", "SEED"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.score:
+        from electra_detect.detector import Detector
+        from training.evaluation import corruption_auc
+
+        if args.jfleg is None:
+            parser.error("--score needs --jfleg")
+        sentences = [line.strip() for line in args.jfleg.read_text(encoding="utf-8").splitlines() if line.strip()]
+        print(json.dumps({"model": str(args.score), **corruption_auc(Detector.load(args.score, calibrated=False),
+                                                                     sentences, rate=0.15, seed=0)}))
+        return
     if args.one:
         row = run_one(args.one[0], int(args.one[1]), args.steps, args.runs_dir, args.jfleg, args.eval_every)
         print("ROW " + json.dumps(row))

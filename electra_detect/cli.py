@@ -26,7 +26,7 @@ PRETRAIN_OPTIONS: list[tuple[str, str, str, Any, str]] = [
     ("--gen-layers", "model", "gen_layers", int, "generator depth (default 0: half the discriminator's)"),
     ("--gen-heads", "model", "gen_heads", int, "generator attention heads (default 0: scaled, at least 2)"),
     ("--embedding-sharing", "model", "embedding_sharing", str,
-     "tied (paper), gdes (DeBERTa-V3 gradient-disentangled; default) or none"),
+     "tied (one table for both halves; default), gdes (DeBERTa-V3 gradient-disentangled) or none"),
     ("--dropout", "model", "dropout", float, "dropout probability (default 0)"),
     ("--local-window", "model", "local_window", int,
      "modernbert: width of the local-attention layers' window (default 32; 0 = all layers global)"),

@@ -52,6 +52,9 @@ def pair_config(tmp_path: Path) -> RunConfig:
     config.train.save_every = 1000
     config.train.threads = 1
     config.train.seed = 0  # at micro size the exit from the plateau varies by seed (0.62-0.92 over seeds 0-2)
+    # At micro width (32) the recipe with GDES learns the pairs within this budget; with the default tied table
+    # it needs longer (0.56-0.68 over seeds 0-2). Both share every other lever; the paper's recipe stays at 0.50.
+    config.model.embedding_sharing = "gdes"
     return config
 
 

@@ -145,6 +145,7 @@ def test_default_recipe_is_a_pre_ln_pair_with_a_half_depth_generator_and_local_l
     assert disc.num_labels == 1 and disc.pad_token_id == 0 and disc.cls_token_id == 2 and disc.sep_token_id == 3
     assert (disc.local_attention, disc.global_attn_every_n_layers) == (32, 2)
     model = ElectraPretrainingModel.from_config(config, 200)
+    assert model.sharing == "tied" and model.shares_embeddings()  # one table, as the paper; GDES by flag
     windows = [layer.attn.local_attention for layer in model.discriminator.model.layers]
     assert windows == [(-1, -1), (16, 16), (-1, -1), (16, 16)]  # global, local, global, local
 
@@ -154,7 +155,8 @@ def test_gdes_keeps_the_discriminator_loss_off_the_generator_table(tmp_path: Pat
     from training.model import token_table
 
     torch.manual_seed(0)
-    model = ElectraPretrainingModel.from_config(ModelConfig(preset="micro", vocab_size=120), 120)
+    config = ModelConfig(preset="micro", vocab_size=120, embedding_sharing="gdes")
+    model = ElectraPretrainingModel.from_config(config, 120)
     assert model.sharing == "gdes" and not model.shares_embeddings()
     assert torch.count_nonzero(token_table(model.discriminator).weight) == 0  # the residual starts at zero
     ids, attention = sample_batch()

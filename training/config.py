@@ -61,9 +61,9 @@ class ModelConfig:
     gen_fraction: float = 1.0  # generator width relative to the discriminator (paper: 1/4 for Small)
     gen_layers: int = 0  # generator depth; 0 = half the discriminator's (DeBERTa-V3), or all of it for electra
     gen_heads: int = 0  # generator attention heads; 0 = the discriminator's, scaled by width, at least 2
-    # "tied": one token table trained by both losses (paper); "gdes": the discriminator adds a residual to a
-    # stop-gradient copy of the generator's table (DeBERTa-V3); "none": separate tables.
-    embedding_sharing: str = "gdes"
+    # "tied": one token table trained by both losses (paper; the study's best at our scale); "gdes": the
+    # discriminator adds a residual to a stop-gradient copy of the generator's table (DeBERTa-V3); "none".
+    embedding_sharing: str = "tied"
     tie_all: bool = False  # gen_fraction == 1.0 only: share the whole encoder, as the paper's tied variant
     dropout: float = 0.0
     # modernbert only: layers that are not global attend to +-window/2 tokens (ModernBERT's local attention);
