@@ -59,7 +59,7 @@ from electra_detect.fileio import atomic_write_json, atomic_write_text
 from training.config import PAPER_MODEL, PRESETS, ModelConfig, TrainConfig
 from training.masking import MaskedBatch, mask_tokens
 from training.model import ElectraPretrainingModel
-from training.trainer import build_optimizer, warmup_linear_decay
+from training.trainer import build_optimizer, clip_gradients, warmup_linear_decay
 
 VARIANTS = ("ours", "naive", "default")
 GOAL_SPEEDUP = 1.5
@@ -80,11 +80,7 @@ def _mask(input_ids: torch.Tensor, attention: torch.Tensor, rng: torch.Generator
 
 def _finish(model: ElectraPretrainingModel, optimizer: torch.optim.Optimizer,
             scheduler: torch.optim.lr_scheduler.LRScheduler, tcfg: TrainConfig) -> None:
-    if tcfg.clip_scope == "per_module":
-        for params in model.clip_groups().values():
-            torch.nn.utils.clip_grad_norm_(params, tcfg.clip_norm)
-    else:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg.clip_norm)
+    clip_gradients(model, tcfg.clip_norm, tcfg.clip_scope)
     optimizer.step()
     scheduler.step()
     optimizer.zero_grad(set_to_none=True)

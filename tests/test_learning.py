@@ -61,9 +61,9 @@ def pair_config(tmp_path: Path) -> RunConfig:
 
 def test_frequency_swaps_keep_word_frequencies_and_label_every_word() -> None:
     sentences = pair_sentences(50, seed=3)
-    corrupted, labels = frequency_swaps(sentences, rate=0.25, seed=0)
-    for original, swapped, row in zip(sentences, corrupted, labels, strict=True):
-        words, new = original.split(), swapped.split()
+    corrupted = frequency_swaps(sentences, rate=0.25, seed=0)
+    for original, swapped in zip(sentences, corrupted, strict=True):
+        words, new, row = original.split(), swapped.tokens, swapped.labels
         assert len(words) == len(new) == len(row)
         assert sum(row) == max(1, round(0.25 * len(words)))
         assert all((a != b) == bool(flag) for a, b, flag in zip(words, new, row, strict=True))

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 from sklearn.metrics import precision_score, recall_score, roc_auc_score
 
+from electra_detect.detector import Detector
+from electra_detect.ged import GedSentence, flatten, score_tokens
 from training.masking import mask_tokens
 from training.model import ElectraPretrainingModel
 
@@ -55,50 +55,32 @@ def evaluate(model: ElectraPretrainingModel, batches: list[torch.Tensor], *, mas
     }
 
 
-def frequency_swaps(sentences: list[str], rate: float = 0.15, seed: int = 0) -> tuple[list[str], list[list[int]]]:
+def frequency_swaps(sentences: list[str], rate: float = 0.15, seed: int = 0) -> list[GedSentence]:
     """Swap ``rate`` of each sentence's whitespace words for words drawn by frequency from all of them.
 
-    A drawn word is never the word it replaces. Returns the corrupted sentences and, per sentence, one
-    0/1 label per whitespace word (1 = swapped). Word identity tells nothing here: a swapped-in word is
-    exactly as common as the corpus makes it, so only context can tell it apart.
+    A drawn word is never the word it replaces; a swapped word is labelled 1. Word identity tells nothing
+    here: a swapped-in word is exactly as common as the corpus makes it, so only context can tell it apart.
     """
     rng = np.random.default_rng(seed)
     split = [s.split() for s in sentences]
     vocabulary = [w for words in split for w in words]
-    corrupted, labels = [], []
+    out = []
     for words in split:
         k = max(1, round(rate * len(words))) if words else 0
         chosen = set(rng.choice(len(words), size=k, replace=False).tolist()) if k else set()
-        out = list(words)
+        swapped = list(words)
         for i in chosen:
-            while out[i] == words[i]:
-                out[i] = vocabulary[rng.integers(len(vocabulary))]
-        corrupted.append(" ".join(out))
-        labels.append([int(i in chosen) for i in range(len(words))])
-    return corrupted, labels
-
-
-def word_scores(scores: Any, text: str) -> list[float]:
-    """Max replaced probability over the tokens inside each whitespace word of ``text``."""
-    spans, position = [], 0
-    for word in text.split():
-        start = text.index(word, position)
-        spans.append((start, start + len(word)))
-        position = start + len(word)
-    out = []
-    for start, end in spans:
-        inside = [t.p_replaced for t in scores.tokens if t.start >= start and t.end <= end]
-        out.append(max(inside) if inside else 0.0)
+            while swapped[i] == words[i]:
+                swapped[i] = vocabulary[rng.integers(len(vocabulary))]
+        out.append(GedSentence(swapped, [int(i in chosen) for i in range(len(words))]))
     return out
 
 
-def corruption_auc(detector: Any, sentences: list[str], rate: float = 0.15, seed: int = 0) -> dict[str, float]:
+def corruption_auc(detector: Detector, sentences: list[str], rate: float = 0.15, seed: int = 0) -> dict[str, float]:
     """Generator-free check that a discriminator reads context: word-level ROC AUC on fluent sentences
-    with ``rate`` of their words swapped for frequency-sampled words (``frequency_swaps``)."""
-    sentences = [s for s in sentences if len(s.split()) >= 4]
-    corrupted, labels = frequency_swaps(sentences, rate, seed)
-    scored = detector.score(corrupted)
-    y = np.concatenate([np.asarray(lab) for lab in labels])
-    p = np.concatenate([np.asarray(word_scores(s, text)) for s, text in zip(scored, corrupted, strict=True)])
+    with ``rate`` of their words swapped for frequency-sampled words, each word scored as GED scores it
+    (max over its subwords, ``electra_detect.ged.score_tokens``)."""
+    corrupted = frequency_swaps([s for s in sentences if len(s.split()) >= 4], rate, seed)
+    y, p = flatten(corrupted, score_tokens(detector, corrupted))
     return {"corruption_auc": float(roc_auc_score(y, p)), "words": int(len(y)), "swapped": int(y.sum()),
-            "sentences": len(sentences)}
+            "sentences": len(corrupted)}

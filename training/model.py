@@ -137,13 +137,11 @@ class ElectraPretrainingModel(nn.Module):
     def clip_groups(self) -> dict[str, list[nn.Parameter]]:
         """Parameters clipped together under ``clip_scope="per_module"``: the generator's own, and the rest
         (discriminator, MLM head, and any table both halves share), each parameter once."""
-        generator_ids = {id(p) for p in self.generator.parameters()}
-        rest = [p for p in self.parameters() if id(p) not in generator_ids or self._shared(p)]
-        rest_ids = {id(p) for p in rest}
-        return {"generator": [p for p in self.generator.parameters() if id(p) not in rest_ids], "discriminator": rest}
-
-    def _shared(self, param: nn.Parameter) -> bool:
-        return any(param is p for p in self.discriminator.parameters())
+        others = {id(p) for module in (self.discriminator, self.mlm) if module is not None for p in module.parameters()}
+        generator_only = {id(p) for p in self.generator.parameters()} - others
+        params = list(self.parameters())  # each shared parameter once
+        return {"generator": [p for p in params if id(p) in generator_only],
+                "discriminator": [p for p in params if id(p) not in generator_only]}
 
     # -- the two halves ------------------------------------------------------------------------
     def generator_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,

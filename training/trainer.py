@@ -71,6 +71,15 @@ def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float) -> t
     return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-6)
 
 
+def clip_gradients(model: ElectraPretrainingModel, clip_norm: float, scope: str) -> tuple[float, dict[str, float]]:
+    """Clip in place; returns the total pre-clip norm and, per module, each half's (``scope="per_module"``)."""
+    if scope != "per_module":
+        return float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)), {}
+    norms = {f"grad_norm_{name}": float(torch.nn.utils.clip_grad_norm_(params, clip_norm))
+             for name, params in model.clip_groups().items()}
+    return math.sqrt(sum(n * n for n in norms.values())), norms
+
+
 def warmup_linear_decay(warmup_steps: int, max_steps: int) -> Callable[[int], float]:
     def factor(step: int) -> float:
         if step < warmup_steps:
@@ -326,13 +335,7 @@ class Trainer:
                 disc_correct += ((out.disc_logits > 0).long() == out.disc_labels).sum().item()
                 real_total += input_ids.numel()
                 replaced += int(out.disc_labels.sum())
-        norms = {}
-        if tcfg.clip_scope == "per_module":
-            for name, params in model.clip_groups().items():
-                norms[f"grad_norm_{name}"] = float(torch.nn.utils.clip_grad_norm_(params, tcfg.clip_norm))
-            grad_norm = math.sqrt(sum(n * n for n in norms.values()))
-        else:
-            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg.clip_norm)
+        grad_norm, norms = clip_gradients(model, tcfg.clip_norm, tcfg.clip_scope)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
