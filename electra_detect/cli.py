@@ -77,6 +77,9 @@ def _add_pretrain(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", help="TOML or JSON run config; flags override it")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --out (start it again)")
+    p.add_argument("--init-from", metavar="DIR",
+                   help="continue pre-training from a run or shipped model directory: its model settings, "
+                        "tokenizer and weights; a fresh optimizer with warm-up")
     p.add_argument("--paper-recipe", action="store_true",
                    help="the paper's model: post-LN ELECTRA, 1/4-width full-depth generator, tied embeddings, "
                         "dropout 0.1 (other flags still override)")
@@ -92,7 +95,7 @@ def _add_pretrain(sub: argparse._SubParsersAction) -> None:
 
 def cmd_pretrain(args: argparse.Namespace) -> int:
     from training.config import PAPER_MODEL, ConfigError, RunConfig
-    from training.trainer import Trainer, load_run_config
+    from training.trainer import Trainer, load_run_config, start_from
 
     out = Path(args.out)
     if args.resume and (out / "run_config.json").exists():
@@ -101,6 +104,8 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
         config = RunConfig.from_file(args.config)
     else:
         config = RunConfig()
+    if args.init_from and not args.resume:
+        config = start_from(config, Path(args.init_from))
     if args.paper_recipe:
         config.override("model", **PAPER_MODEL)
     for flag, section, name, _kind, _help in PRETRAIN_OPTIONS:

@@ -140,3 +140,27 @@ def test_rerun_needs_overwrite_and_a_log_gets_one_line_per_interval(tmp_path: Pa
     again = run_cli(*args, "--overwrite")  # what `make quickstart` does the second time
     assert again.returncode == 0, again.stderr
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 2 + 1  # the old run's rows are gone
+
+
+def test_init_from_continues_a_run_on_new_text(tmp_path: Path, micro_run: Path, cache_dir: Path) -> None:
+    other = tmp_path / "other.txt"  # text the source never saw, with words its tokenizer has not learnt
+    other.write_text("\n\n".join(f"Zebras quietly crossed river number {i} at dawn." for i in range(300)) + "\n")
+    out = tmp_path / "continued"
+    args = ["pretrain", "--init-from", str(micro_run), "--corpus", str(other), "--cache-dir", str(cache_dir),
+            "--out", str(out), "--max-steps", "3", "--batch-size", "8", "--seq-len", "32", "--threads", "1",
+            "--no-progress", "--log-every", "1", "--eval-every", "100", "--warmup-steps", "2"]
+    result = run_cli(*args)
+    assert result.returncode == 0, result.stderr
+    config = json.loads((out / "run_config.json").read_text())
+    source = json.loads((micro_run / "run_config.json").read_text())
+    assert config["model"] == source["model"] and config["train"]["init_from"] == str(micro_run.resolve())
+    # the source's tokenizer, not one trained on the new text
+    vocab = (out / "discriminator" / "vocab.txt").read_text()
+    assert vocab == (micro_run / "discriminator" / "vocab.txt").read_text()
+    first = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+    fresh = json.loads((micro_run / "metrics.jsonl").read_text().splitlines()[0])
+    assert first["step"] == 1 and first["loss"] < 0.9 * fresh["loss"], (first, fresh)  # it starts trained
+    assert_clean_error(run_cli(*args[:-2], "--out", str(tmp_path / "bigger"), "--preset", "tiny", "--seq-len", "32"),
+                       "cannot start from")
+    assert_clean_error(run_cli("pretrain", "--init-from", str(tmp_path), "--out", str(tmp_path / "x")),
+                       "not a run directory")

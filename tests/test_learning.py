@@ -3,7 +3,7 @@
 Every sentence is a chain of pairs ``x_i y_i`` in which each x-word has one y-partner. Swapping a
 word for a frequency-drawn word (``training.evaluation.frequency_swaps``) leaves word frequencies
 unchanged, so a detector that reads token identity alone scores AUC 0.5; one that reads its
-neighbours sees the broken pair. A micro model trained for 1,000 updates (about half a minute)
+neighbours sees the broken pair. A micro model trained for 2,000 updates (about 20 seconds)
 must get well above that. Under the paper's post-LN recipe (``--paper-recipe``) the same run stays
 at 0.50 (docs/learning.md), so the test fails if the recipe regresses to it.
 """
@@ -47,11 +47,11 @@ def pair_config(tmp_path: Path) -> RunConfig:
     config.data.seq_len = 32
     config.data.cache_dir = str(tmp_path / "cache")
     config.train.batch_size = 16
-    config.train.max_steps = 1000
+    config.train.max_steps = 2000
     config.train.warmup_steps = 50
     config.train.lr = 3e-3
-    config.train.eval_every = 1000
-    config.train.save_every = 1000
+    config.train.eval_every = 2000
+    config.train.save_every = 2000
     config.train.threads = 1
     # At micro width (32) the recipe with GDES learns the pairs within this budget; with the default tied table
     # it needs longer (0.56-0.68 over seeds 0-2). Both share every other lever; the paper's recipe stays at 0.50.
@@ -87,10 +87,9 @@ def train_and_check(tmp_path: Path, seed: int) -> dict:
 
 @pytest.mark.slow
 def test_default_recipe_learns_context_on_a_pair_grammar(tmp_path: Path) -> None:
-    # At micro size the exit from the plateau is chaotic: each fresh process also draws its own WordPiece
-    # order for equally frequent words (the tokenizers library hashes them), and about 6 runs in 10 reach
-    # 0.8 (0.53-0.92 seen). Up to three independent runs, the first >= 0.8 passes; the paper's recipe scored
-    # 0.50 in every run we made, so the test still fails if the recipe regresses to it.
+    # A run is deterministic (sorted tokenizer vocabulary, one thread, fixed seeds), but at micro size the exit
+    # from the plateau still depends on the seed: 9 of seeds 0-9 reached 0.8 (0.90-0.96; seed 9: 0.51), seed 0
+    # scores 0.946. Up to three seeds, the first >= 0.8 passes; the paper's recipe stays at 0.50.
     results = []
     for seed in range(3):
         results.append(train_and_check(tmp_path / f"seed{seed}", seed))

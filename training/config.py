@@ -150,6 +150,7 @@ class DataConfig:
     val_fraction: float = 0.02
     min_val_blocks: int = 8
     cache_dir: str = ""  # default: <out>/../.cache/electra-detect or $ELECTRA_DETECT_CACHE
+    tokenizer: str = ""  # an existing tokenizer directory to tokenize with; empty = train one on the corpus
 
     def validate(self) -> None:
         if self.doc_split not in ("blank", "line"):
@@ -164,6 +165,7 @@ class DataConfig:
 class TrainConfig:
     objective: str = "electra"  # training/objectives.py: electra, electra15, bert_mlm, replace_mlm, ...
     mlm_first_steps: int = 0  # two-stage option: generator MLM only for this many steps, then ELECTRA
+    init_from: str = ""  # a run or model directory whose weights start this run (fresh optimizer and warm-up)
     batch_size: int = 32  # sequences per step per process (before accumulation)
     grad_accum: int = 1
     lr: float = 1e-3

@@ -149,7 +149,11 @@ def train_tokenizer(source: CorpusSource, out_dir: Path, vocab_size: int, lowerc
     wordpiece.train_from_iterator(everything(), vocab_size=vocab_size, min_frequency=2,
                                   special_tokens=SPECIAL_TOKENS, show_progress=False)
     out_dir.mkdir(parents=True, exist_ok=True)
-    wordpiece.save_model(str(out_dir))
+    # The trainer orders equally frequent tokens by a per-process hash; a sorted vocabulary makes the same
+    # corpus give the same ids (and so the same run from the same seed) in every process.
+    learnt = wordpiece.get_vocab()
+    ordered = SPECIAL_TOKENS + sorted(token for token in learnt if token not in SPECIAL_TOKENS)
+    (out_dir / "vocab.txt").write_text("".join(token + "\n" for token in ordered), encoding="utf-8")
     hf = ElectraTokenizerFast(vocab_file=str(out_dir / "vocab.txt"), do_lower_case=lowercase,
                               strip_accents=lowercase, model_max_length=max_length)
     hf.save_pretrained(str(out_dir))
@@ -195,9 +199,18 @@ class PreparedCorpus:
 
 
 def prepare_corpus(source: CorpusSource, cache_dir: Path, vocab_size: int, lowercase: bool,
-                   doc_split: str, max_length: int) -> PreparedCorpus:
-    """Train (or reuse) the tokenizer and tokenize (or reuse) the corpus in the cache."""
-    key = _cache_key(source.identity(), str(vocab_size), str(lowercase), doc_split)
+                   doc_split: str, max_length: int, tokenizer_dir: Path | None = None) -> PreparedCorpus:
+    """Train (or reuse) the tokenizer and tokenize (or reuse) the corpus in the cache.
+
+    ``tokenizer_dir``: tokenize with this existing tokenizer (continued pre-training) instead of training one.
+    """
+    parts = [source.identity(), str(vocab_size), str(lowercase), doc_split]
+    if tokenizer_dir is not None:
+        vocab = Path(tokenizer_dir) / "vocab.txt"
+        if not vocab.exists():
+            raise CorpusError(f"{tokenizer_dir} holds no WordPiece tokenizer (vocab.txt)")
+        parts = [source.identity(), "given", hashlib.sha256(vocab.read_bytes()).hexdigest(), doc_split]
+    key = _cache_key(*parts)
     entry = cache_dir / key
     meta_path = entry / "meta.json"
     if meta_path.exists():
@@ -210,7 +223,10 @@ def prepare_corpus(source: CorpusSource, cache_dir: Path, vocab_size: int, lower
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
-        train_tokenizer(source, staging / "tokenizer", vocab_size, lowercase, doc_split, max_length)
+        if tokenizer_dir is None:
+            train_tokenizer(source, staging / "tokenizer", vocab_size, lowercase, doc_split, max_length)
+        else:
+            AutoTokenizer.from_pretrained(str(tokenizer_dir)).save_pretrained(str(staging / "tokenizer"))
         tokenizer = AutoTokenizer.from_pretrained(str(staging / "tokenizer"))
         tokenizer.model_max_length = 1 << 30  # documents are packed later; no length warning here
         dtype = np.dtype(np.uint16 if len(tokenizer) < 2**16 else np.uint32)
@@ -224,7 +240,7 @@ def prepare_corpus(source: CorpusSource, cache_dir: Path, vocab_size: int, lower
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return prepare_corpus(source, cache_dir, vocab_size, lowercase, doc_split, max_length)
+    return prepare_corpus(source, cache_dir, vocab_size, lowercase, doc_split, max_length, tokenizer_dir)
 
 
 class PackedBlocks:

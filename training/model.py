@@ -110,6 +110,22 @@ class ElectraPretrainingModel(nn.Module):
                          else AutoModelForTokenClassification.from_pretrained(str(discriminator_dir)))
         return cls(generator, discriminator, tie_all=tie_all, sharing=sharing)
 
+    def load_exported_weights(self, run_dir: str | Path) -> None:
+        """Copy the weights of a run's exported ``generator/`` and ``discriminator/`` (and ``mlm/``) into this
+        same-shaped pair: continued pre-training (``--init-from``). Under GDES the exported discriminator
+        holds E_gen + E_delta, so the residual is recovered by subtracting the generator's table."""
+        run_dir = Path(run_dir)
+        source = ElectraPretrainingModel.from_pretrained_dirs(run_dir / "generator", run_dir / "discriminator",
+                                                              sharing="none")  # each half as it was exported
+        pairs = [(self.generator, source.generator), (self.discriminator, source.discriminator)]
+        if self.mlm is not None and (run_dir / "mlm").is_dir():
+            pairs.append((self.mlm, AutoModelForMaskedLM.from_pretrained(str(run_dir / "mlm"))))
+        with torch.no_grad():
+            for target, origin in pairs:  # a shared table is written twice with the same values
+                target.load_state_dict(origin.state_dict())
+            if self.sharing == "gdes":
+                token_table(self.discriminator).weight.sub_(token_table(self.generator).weight)
+
     def _tie(self) -> None:
         gen_encoder, disc_encoder = encoder_of(self.generator), encoder_of(self.discriminator)
         if self.tie_all:

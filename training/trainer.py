@@ -144,8 +144,9 @@ class Trainer:
         data, model_cfg = self.config.data, self.config.model
         source = resolve_corpus(data.corpus)
         cache = Path(data.cache_dir) if data.cache_dir else default_cache_dir()
+        given = Path(data.tokenizer) if data.tokenizer else None
         prepare = lambda: prepare_corpus(source, cache, model_cfg.vocab_size, data.lowercase,  # noqa: E731
-                                         data.doc_split, data.seq_len)
+                                         data.doc_split, data.seq_len, given)
         if info.main:
             self.corpus = prepare()
         if info.enabled:
@@ -171,7 +172,13 @@ class Trainer:
         self._prepare_data(info)
 
         torch.manual_seed(tcfg.seed + info.rank)
-        model = ElectraPretrainingModel.from_config(cfg.model, len(self.tokenizer), tcfg.objective).to(device)
+        model = ElectraPretrainingModel.from_config(cfg.model, len(self.tokenizer), tcfg.objective)
+        if tcfg.init_from and not self.resume:  # continued pre-training: weights only; fresh optimizer and warm-up
+            try:
+                model.load_exported_weights(tcfg.init_from)
+            except (OSError, RuntimeError, ValueError) as exc:
+                raise CheckpointError(f"cannot start from {tcfg.init_from}: {str(exc).splitlines()[0]}") from exc
+        model = model.to(device)
         optimizer = build_optimizer(model, tcfg.lr, tcfg.weight_decay)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_linear_decay(tcfg.warmup_steps, tcfg.max_steps))
         rng = torch.Generator(device=device).manual_seed(tcfg.seed * 1000 + info.rank)
@@ -421,3 +428,16 @@ def load_run_config(out_dir: Path) -> RunConfig:
         raise ConfigError(f"{out_dir} has no {RUN_CONFIG_FILE}; it is not a run directory")
     return RunConfig.from_dict(json.loads(path.read_text()))
 
+
+
+def start_from(config: RunConfig, source: Path) -> RunConfig:
+    """Continued pre-training (``--init-from``): the source's model settings and tokenizer, the rest from ``config``."""
+    origin = load_run_config(source)
+    for part in ("generator", "discriminator"):
+        if not (source / part / "config.json").exists():
+            raise ConfigError(f"{source} has no exported {part}/; start from a finished run or a shipped model")
+    config.model = origin.model
+    config.data.lowercase = origin.data.lowercase
+    config.data.tokenizer = str((source / "discriminator").resolve())  # absolute: a resumed run finds it again
+    config.train.init_from = str(source.resolve())
+    return config
