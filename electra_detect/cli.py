@@ -181,7 +181,9 @@ def _add_ged(sub: argparse._SubParsersAction) -> None:
                        description="Zero-shot grammatical error detection: words whose replaced probability "
                                    "is >= --threshold are flagged. `electra-detect ged eval --help` for evaluation.")
     p.add_argument("text", nargs="*", help="text(s) to check")
-    p.add_argument("--model", default=DEFAULT_MODEL, help=f"run dir or discriminator dir (default {DEFAULT_MODEL})")
+    p.add_argument("--model", default=DEFAULT_MODEL,
+                   help=f"run or model dir (its fine-tuned ged/ when it has one) or a discriminator dir "
+                        f"(default {DEFAULT_MODEL})")
     p.add_argument("--file", help="check each non-empty line of this file ('-' = stdin)")
     p.add_argument("--threshold", type=float, help="flag words with score >= this (default: the model's "
                                                   "tuned ged.json threshold, else 0.5)")
@@ -191,7 +193,10 @@ def _add_ged(sub: argparse._SubParsersAction) -> None:
                        description="Token-level precision, recall, F0.5 and average precision on M2 or token-TSV "
                                    "data. The threshold is given, tuned on --tune-on, or tuned on a fixed-seed half "
                                    "of --data with --split (then reported on the other half).")
-    e.add_argument("--model", default=DEFAULT_MODEL)
+    e.add_argument("--model", default=DEFAULT_MODEL,
+                   help="run or model dir (its fine-tuned ged/ when it has one) or a discriminator dir")
+    e.add_argument("--zero-shot", action="store_true",
+                   help="evaluate the pre-trained discriminator even when the model dir holds a fine-tuned ged/")
     e.add_argument("--data", required=True, help="labelled data file")
     e.add_argument("--format", choices=["m2", "tsv", "parallel"], required=True, dest="fmt",
                    help="parallel: --data is the source file, --refs its corrections (ERRANT aligns them)")
@@ -214,7 +219,8 @@ def _add_ged(sub: argparse._SubParsersAction) -> None:
                                    "labelled data and/or synthetic errors made from clean corpus text. The result "
                                    "is a discriminator dir (with ged.json: the F0.5-tuned threshold).")
     t.add_argument("--model", default=DEFAULT_MODEL, help="run dir or discriminator dir to start from")
-    t.add_argument("--out", required=True, help="output directory")
+    t.add_argument("--out", required=True,
+                   help="output directory; MODEL/ged makes `ged`, `ged eval`, the server and the demo use it")
     t.add_argument("--data", help="labelled training data")
     t.add_argument("--format", choices=["m2", "tsv", "parallel"], default="m2", dest="fmt")
     t.add_argument("--refs", nargs="+", default=[], help="correction file(s) for --format parallel")
@@ -236,8 +242,8 @@ def cmd_ged(args: argparse.Namespace) -> int:
     from electra_detect.detector import Detector
     from electra_detect.ged import default_threshold
 
-    detector = Detector.load(args.model)
-    threshold = default_threshold(args.model) if args.threshold is None else args.threshold
+    detector = Detector.load(args.model, task="ged")
+    threshold = default_threshold(args.model, task="ged") if args.threshold is None else args.threshold
     for scores in detector.score(_read_texts(args)):
         flagged = [{"word": w.word, "start": w.start, "end": w.end, "score": round(w.score, 4)}
                    for w in scores.words if w.score >= threshold]
@@ -287,7 +293,8 @@ def cmd_ged_eval(args: argparse.Namespace) -> int:
     sentences = _read_labelled(args, args.data)
     if not sentences:
         raise ged.GedDataError(f"{args.data} holds no sentences")
-    detector = Detector.load(args.model)
+    task = "score" if args.zero_shot else "ged"
+    detector = Detector.load(args.model, task=task)
     tuning: list[ged.GedSentence] = []
     if args.split:
         tuning, sentences = ged.split_sentences(sentences, 0.5, args.seed)
@@ -303,7 +310,7 @@ def cmd_ged_eval(args: argparse.Namespace) -> int:
     tune_scores = ged.score_tokens(detector, tuning) if needs_tuning else []
     if threshold is None and tuning:
         threshold = ged.tune_threshold(*ged.flatten(tuning, tune_scores))
-    threshold = ged.default_threshold(args.model) if threshold is None else threshold
+    threshold = ged.default_threshold(args.model, task=task) if threshold is None else threshold
     started = time.perf_counter()
     scores = ged.score_tokens(detector, sentences)
     seconds = time.perf_counter() - started
@@ -311,7 +318,8 @@ def cmd_ged_eval(args: argparse.Namespace) -> int:
     report.update(sentences=len(sentences), seconds=round(seconds, 3),
                   sentences_per_s=round(len(sentences) / max(seconds, 1e-9), 2),
                   threshold_source="given" if args.threshold is not None else ("tuned" if tuning else "model"),
-                  per_type=ged.per_type_recall(sentences, scores, threshold), calibration=detector.calibration)
+                  per_type=ged.per_type_recall(sentences, scores, threshold), calibration=detector.calibration,
+                  model_dir=str(detector.model_dir))
     if args.per_pos_thresholds:
         report = _with_pos_thresholds(report, detector, tuning, tune_scores, sentences, scores, args.seed)
     print(json.dumps(report))

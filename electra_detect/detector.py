@@ -125,15 +125,28 @@ def resolve_model_dir(path: str | Path) -> Path:
 
 
 GED_FILE = "ged.json"
+GED_DIR = "ged"  # a model directory's fine-tuned GED discriminator (`ged train --out MODEL/ged`)
+TASKS = ("score", "ged")
 
 
-def default_threshold(model_path: str | Path) -> float:
+def task_model_path(path: str | Path, task: str = "score") -> Path:
+    """The directory a task runs on: ``ged`` takes a model directory's fine-tuned ``ged/`` when it holds one;
+    ``score`` (and any explicit discriminator or ``ged/`` path) takes what it is given."""
+    if task not in TASKS:
+        raise DetectorError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
+    path = Path(path)
+    if task == "ged" and (path / GED_DIR / "config.json").exists():
+        return path / GED_DIR
+    return path
+
+
+def default_threshold(model_path: str | Path, task: str = "score") -> float:
     """The threshold tuned by ``ged train`` (``ged.json`` beside the weights), else 0.5.
 
     Lives here, not in ``ged.py``, so that the server, the demo and export read it without scikit-learn."""
     import json
 
-    path = resolve_model_dir(model_path) / GED_FILE
+    path = resolve_model_dir(task_model_path(model_path, task)) / GED_FILE
     if path.exists():
         return float(json.loads(path.read_text())["threshold"])
     return 0.5
@@ -162,8 +175,10 @@ class Detector:
     @classmethod
     def load(cls, path: str | Path, device: str | None = None, max_length: int | None = None,
              calibrated: bool = True, engine: str = "torch", variant: str | None = None,
-             require_gpu: bool = False, threads: int | None = None) -> Detector:
+             require_gpu: bool = False, threads: int | None = None, task: str = "score") -> Detector:
         """``calibrated``: apply the model dir's calibration.json when there is one (the default).
+
+        ``task="ged"`` loads the model directory's fine-tuned GED model (``ged/``) when it has one.
 
         ``engine="onnx"`` runs onnxruntime over the export written by ``electra-detect export``
         (``path`` may be the export dir, or a run/discriminator dir holding one in ``onnx/``);
@@ -173,6 +188,7 @@ class Detector:
         """
         if engine not in ENGINES:
             raise DetectorError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+        path = task_model_path(path, task)
         if engine == "onnx":
             from electra_detect.onnx_engine import OnnxEngine, find_export_dir, load_export_calibration, load_tokenizer
 

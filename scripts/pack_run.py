@@ -1,12 +1,15 @@
 """Pack a run directory for shipping: weights cast to fp16 (half the bytes), optimizer checkpoints left out.
 
-``from_pretrained`` casts fp16 weights back to the model's fp32 on load, so users see no difference
-beyond fp16 rounding of the weights (checked by hand on the quickstart model: Detector word scores moved
-by at most 3e-5).
+    python scripts/pack_run.py RUN_DIR DEST [--ged GED_DIR]
+
+``--ged`` adds a fine-tuned GED discriminator (``ged train --out``) as ``DEST/ged``, which ``ged``, the
+server and the demo use by default. ``from_pretrained`` casts fp16 weights back to the model's fp32 on
+load, so users see no difference beyond fp16 rounding of the weights.
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import sys
 from pathlib import Path
@@ -16,18 +19,26 @@ from safetensors.torch import load_file, save_file
 KEEP = ("run_config.json", "summary.json", "metrics.jsonl")
 
 
-def pack(run_dir: Path, dest: Path) -> None:
+def pack(run_dir: Path, dest: Path, ged_dir: Path | None = None) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     for name in KEEP:
         if (run_dir / name).exists():
             shutil.copy2(run_dir / name, dest / name)
-    for part in ("discriminator", "generator"):
-        shutil.copytree(run_dir / part, dest / part, dirs_exist_ok=True)
+    parts = {"discriminator": run_dir / "discriminator", "generator": run_dir / "generator"}
+    if ged_dir is not None:
+        parts["ged"] = ged_dir
+    for part, source in parts.items():
+        shutil.copytree(source, dest / part, dirs_exist_ok=True, ignore=shutil.ignore_patterns("onnx", "*.tmp"))
         weights = dest / part / "model.safetensors"
         tensors = {k: (v.half() if v.is_floating_point() else v).contiguous() for k, v in load_file(weights).items()}
         save_file(tensors, weights, metadata={"format": "pt"})
 
 
 if __name__ == "__main__":
-    pack(Path(sys.argv[1]), Path(sys.argv[2]))
-    print(f"packed {sys.argv[1]} -> {sys.argv[2]}", file=sys.stderr)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("dest", type=Path)
+    parser.add_argument("--ged", type=Path, help="fine-tuned GED discriminator dir to ship as DEST/ged")
+    args = parser.parse_args()
+    pack(args.run_dir, args.dest, args.ged)
+    print(f"packed {args.run_dir} -> {args.dest}", file=sys.stderr)

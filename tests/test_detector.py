@@ -131,3 +131,19 @@ def test_calibration_file_is_applied_by_default_and_rejected_for_other_weights(t
     weights.write_bytes(weights.read_bytes()[:-8] + b"\x00" * 8)  # other weights, same size
     with pytest.raises(DetectorError, match="fitted for other weights"):
         Detector.load(model)
+
+
+def test_ged_task_takes_the_model_dirs_fine_tuned_ged_model(tmp_path: Path, micro_run: Path) -> None:
+    from electra_detect.detector import default_threshold
+
+    model = tmp_path / "model"
+    shutil.copytree(micro_run / "discriminator", model / "discriminator")
+    shutil.copytree(micro_run / "generator", model / "generator")
+    assert Detector.load(model, task="ged").model_dir == model / "discriminator"  # no ged/ yet: the pre-trained one
+    shutil.copytree(micro_run / "discriminator", model / "ged")
+    (model / "ged" / "ged.json").write_text('{"threshold": 0.3}')
+    assert Detector.load(model, task="ged").model_dir == model / "ged"
+    assert Detector.load(model).model_dir == model / "discriminator"  # scoring keeps the pre-trained one
+    assert default_threshold(model, task="ged") == 0.3 and default_threshold(model) == 0.5
+    with pytest.raises(DetectorError, match="unknown task"):
+        Detector.load(model, task="spell")
