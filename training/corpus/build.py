@@ -118,10 +118,10 @@ def reload_dedupe(out: Path, entry: dict, deduper: Deduper) -> None:
 
 
 def build_source(source: Source, out: Path, cache: Path, deduper: Deduper, max_words: int | None = None,
-                 progress: bool | None = None, fetcher: Callable[[Source, Path], Path] = fetch) -> dict:
+                 progress: bool | None = None, fetcher: Callable[[Source, Path], Path] | None = None) -> dict:
     """Fetch, extract, clean and shard one source; returns its manifest entry (FetchError if unfetchable)."""
     started = time.monotonic()
-    archive = fetcher(source, cache)
+    archive = (fetcher or fetch)(source, cache)
     root = unpack(archive, cache)
     licence = source.licence
     if licence.startswith("see ") and source.registry == "deb":
@@ -161,7 +161,7 @@ def build_source(source: Source, out: Path, cache: Path, deduper: Deduper, max_w
 
 
 def build_corpus(sources: list[Source], out: Path, cache: Path | None = None, max_words: int | None = None,
-                 progress: bool | None = None, fetcher: Callable[[Source, Path], Path] = fetch,
+                 progress: bool | None = None, fetcher: Callable[[Source, Path], Path] | None = None,
                  log: Callable[[str], None] | None = None) -> dict:
     """Build (or resume) a corpus folder; unfetchable sources are reported and skipped. Returns the manifest."""
     log = log or (lambda message: print(message, file=sys.stderr))

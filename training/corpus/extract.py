@@ -65,26 +65,41 @@ _HTML_DROP = ", ".join([
     "table.navigation", "div.rst-footer-buttons", "div.document-footer", "a.headerlink", "span.linenos",
     "div.search", "section.search", "div.admonition.seealso",
 ])
-_HTML_BLOCKS = "p, li, dd, blockquote, div.block, td"
-_HTML_NESTED = "p, li, dd, blockquote, div.block, td, ul, ol, dl, table, div"
+# Elements that end a paragraph; anything else (a, code, em, span, ...) is inline and joins its text.
+_BLOCK_TAGS = frozenset("""p div li ul ol dl dt dd blockquote table thead tbody tfoot tr td th caption section
+article aside main body h1 h2 h3 h4 h5 h6 br hr figure figcaption details summary fieldset center address""".split())
+
+
+def _blocks(node) -> Iterator[str]:
+    """Paragraph texts under ``node``: inline runs between block boundaries, depth first, in page order."""
+    run: list[str] = []
+    for child in node.iter(include_text=True):
+        tag = child.tag
+        if tag == "-text":
+            run.append(child.text_content or "")
+        elif tag in _BLOCK_TAGS:
+            text = _squash("".join(run))
+            if text:
+                yield text
+            run = []
+            yield from _blocks(child)
+        elif tag not in ("-comment", "_comment"):
+            run.append(child.text(deep=True, separator=""))
+    text = _squash("".join(run))
+    if text:
+        yield text
 
 
 def html_paragraphs(html: str) -> Iterator[str]:
-    """Text of the innermost prose blocks of a page (paragraphs, list items, javadoc blocks)."""
+    """Paragraph texts of a page with code, scripts and navigation removed."""
     from selectolax.lexbor import LexborHTMLParser
 
     tree = LexborHTMLParser(html)
     for node in tree.css(_HTML_DROP):
         node.decompose()
     root = tree.body or tree.root
-    if root is None:
-        return
-    for node in root.css(_HTML_BLOCKS):
-        if len(node.css(_HTML_NESTED)) > 1:  # (the list holds the node itself) inner blocks come on their own
-            continue
-        text = _squash(node.text(deep=True, separator=""))
-        if text:
-            yield text
+    if root is not None:
+        yield from _blocks(root)
 
 
 def extract_html(root: Path, options: dict) -> Iterator[str]:
@@ -197,7 +212,7 @@ def extract_sword(root: Path, options: dict) -> Iterator[str]:
                 verses = list(bible.get_iter(books=[book.name], clean=False))  # one block read per book
                 start = 0
                 for length in book.chapter_lengths:
-                    text = " ".join(osis_to_text(v) for v in verses[start:start + length])
+                    text = " ".join(filter(None, (osis_to_text(v) for v in verses[start:start + length])))
                     start += length
                     if text:
                         yield text

@@ -68,7 +68,8 @@ SOURCES: dict[str, Source] = {s.name: s for s in [
            {"include": ("package/gutenberg/*.txt",), "exclude": _GUTENBERG_SKIP}),
     # modern technical prose (Debian documentation packages)
     _deb_html("openjdk-17-doc", "GPL-2 with Classpath exception"),
-    _deb_html("linux-doc-6.1", "GPL-2", include=("usr/share/doc/linux-doc-6.1/html/**/*.html",)),
+    _deb_html("linux-doc-6.1", "GPL-2", include=("usr/share/doc/linux-doc-6.1/html/**/*.html",),
+              exclude=("**/translations/**", "**/_sources/**", "**/genindex*")),
     _deb_html("python3.11-doc", "PSF-2", exclude=("**/_sources/**", "**/genindex*", "**/py-modindex*")),
     _deb_html("postgresql-doc-15", "PostgreSQL"),
     Source("perl-doc", "deb", "perl-doc", None, "Artistic-1 / GPL-1+", "technical", "pod",
