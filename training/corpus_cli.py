@@ -57,6 +57,6 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     for source in SOURCES.values():
         flag = "" if source.free else "  [opt-in]"
-        print(f"{source.name:18} {source.registry}:{source.package:32} {source.group:10} w={source.weight} "
+        print(f"{source.name:22} {source.registry}:{source.package:32} {source.group:10} w={source.weight} "
               f"{source.licence}{flag}", file=sys.stdout)
     return 0

@@ -124,8 +124,9 @@ def build_source(source: Source, out: Path, cache: Path, deduper: Deduper, max_w
     archive = (fetcher or fetch)(source, cache)
     root = unpack(archive, cache)
     licence = source.licence
-    if licence.startswith("see ") and source.registry == "deb":
-        licence = debian_licence(root, source.package)
+    declared = debian_licence(root, source.package) if source.registry == "deb" else None
+    if licence.startswith("see ") and declared:
+        licence = declared
     staging = out / f".{source.name}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -157,6 +158,7 @@ def build_source(source: Source, out: Path, cache: Path, deduper: Deduper, max_w
         "exact_duplicates": stats.exact_dups, "near_duplicates": stats.near_dups,
         "duplicate_rate": round((stats.exact_dups + stats.near_dups) / seen, 4) if seen else 0.0,
         "max_words": max_words, "seconds": round(time.monotonic() - started, 1), "shards": shards,
+        **({"licence_debian_copyright": declared} if declared else {}),
     }
 
 

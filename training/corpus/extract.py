@@ -204,6 +204,9 @@ def extract_sword(root: Path, options: dict) -> Iterator[str]:
         return
     modules = SwordModules(str(sword_root))
     for module in sorted(modules.parse_modules()):
+        conf = modules._modules[module]
+        # commentaries (zCom, zCom4) are stored exactly like Bibles (zText, zText4), verse by verse
+        conf["moddrv"] = {"zcom": "zText", "zcom4": "zText4"}.get(conf["moddrv"].lower(), conf["moddrv"])
         bible = modules.get_bible_from_module(module)
         # pysword inflates the whole book block again for every verse; keep the last few blocks.
         bible._decompressed_text = functools.lru_cache(maxsize=4)(bible._decompressed_text)
@@ -212,7 +215,9 @@ def extract_sword(root: Path, options: dict) -> Iterator[str]:
                 verses = list(bible.get_iter(books=[book.name], clean=False))  # one block read per book
                 start = 0
                 for length in book.chapter_lengths:
-                    text = " ".join(filter(None, (osis_to_text(v) for v in verses[start:start + length])))
+                    # dict.fromkeys: a commentary repeats one note for each verse of the range it covers
+                    chapter = dict.fromkeys(osis_to_text(v) for v in verses[start:start + length])
+                    text = " ".join(filter(None, chapter))
                     start += length
                     if text:
                         yield text
@@ -286,6 +291,20 @@ def extract_fortune(root: Path, options: dict) -> Iterator[str]:
             yield from blank_line_paragraphs("\n".join(lines))
 
 
+_TIMESTAMP = re.compile(r"^\s*\d+(?:\.\d+)?\s*$")
+
+
+def extract_subtitles(root: Path, options: dict) -> Iterator[str]:
+    """Speaker-turned subtitles (``# NAME`` turns, timestamp lines, ``**LOL**`` marks): one turn each."""
+    for path in select_files(root, options.get("include", ("**/*.merged",)), options.get("exclude", ())):
+        for turn in re.split(r"^#.*$", read_text(path), flags=re.M):
+            lines = [line for line in turn.splitlines()
+                     if line.strip() and not _TIMESTAMP.match(line) and not line.strip().startswith("**")]
+            text = _squash(" ".join(lines))
+            if text:
+                yield text
+
+
 EXTRACTORS: dict[str, Callable[[Path, dict], Iterator[str]]] = {
     "html": extract_html,
     "pod": extract_pod,
@@ -295,4 +314,5 @@ EXTRACTORS: dict[str, Callable[[Path, dict], Iterator[str]]] = {
     "json": extract_json,
     "plain": extract_plain,
     "fortune": extract_fortune,
+    "subtitles": extract_subtitles,
 }

