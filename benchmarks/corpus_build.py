@@ -35,8 +35,13 @@ OUT = ROOT / "benchmarks" / "results" / "corpus"
 
 def per_source_rows(manifest: dict) -> list[dict]:
     """One row per built source, in build order."""
+    from training.corpus.sources import SOURCES
+
     rows = []
-    for name, s in manifest["sources"].items():
+    built = manifest["sources"]
+    order = [n for n in manifest.get("order") or list(SOURCES) if n in built]
+    for name in [*order, *sorted(set(built) - set(order))]:  # build order (the JSON file sorts its keys)
+        s = built[name]
         seen = s["sentences"] + s["exact_duplicates"] + s["near_duplicates"]
         rows.append({"source": name, "package": s["package"], "version": s["version"], "licence": s["licence"],
                      "group": s["group"], "weight": s["weight"], "raw_words": s["raw_words"], "words": s["words"],
@@ -74,7 +79,8 @@ def measure_tokenize(corpus: Path, vocab_size: int) -> dict:
     return {"weighted_words": words, "tokens": tokens, "tokens_per_word": round(tokens / words, 3),
             "read_seconds": round(read_s, 1), "tokenizer_train_seconds": round(train_s, 1),
             "tokenize_seconds": round(tokenize_s, 1), "tokens_bin_mb": round(size / 2**20, 1),
-            "vocab_size": vocab_size, "rayon_threads": os.environ.get("RAYON_NUM_THREADS", "all cores"),
+            "vocab_size": vocab_size,
+            "rayon_threads": os.environ.get("RAYON_NUM_THREADS", f"{os.cpu_count()} (all cores)"),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
 
 
@@ -117,7 +123,7 @@ def table(result: dict) -> str:
                      f"(sum of per-source times {t['build_seconds'] / 60:.1f} min).")
     tok = result.get("tokenize")
     if tok:
-        lines += ["", f"Tokenizing (fast tokenizer batch API, {tok['rayon_threads']} threads): "
+        lines += ["", f"Tokenizing (fast tokenizer batch API, threads: {tok['rayon_threads']}): "
                   f"{tok['weighted_words']:,} weighted words -> {tok['tokens']:,} tokens "
                   f"({tok['tokens_per_word']} per word) in **{tok['tokenize_seconds']:.0f} s**; WordPiece "
                   f"training ({tok['vocab_size']} vocab) {tok['tokenizer_train_seconds']:.0f} s; "

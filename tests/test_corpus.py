@@ -294,7 +294,7 @@ def test_build_tiny_corpus_writes_shards_and_manifest(tmp_path: Path) -> None:
                             progress=False)
     on_disk = json.loads((out / "manifest.json").read_text())
     assert on_disk == manifest
-    assert list(manifest["sources"]) == ["news", "mail", "quotes", "austen", "bible", "htmldoc"]
+    assert on_disk["order"] == ["news", "mail", "quotes", "austen", "bible", "htmldoc"]
     entry = manifest["sources"]["htmldoc"]
     assert (entry["package"], entry["version"], entry["licence"], entry["registry"]) == ("htmldoc", "1.0", "GPL-2",
                                                                                           "npm")
@@ -315,6 +315,8 @@ def test_build_tiny_corpus_writes_shards_and_manifest(tmp_path: Path) -> None:
 
     # the loader reads the built corpus: shards repeated by weight, manifest never read as text
     source = resolve_corpus([str(out)])
+    assert [p.parent.name for p in source.files] == ["news"] * 3 + ["mail"] * 3 + ["quotes"] * 3 + ["austen"] * 2 + [
+        "bible"] * 3 + ["htmldoc"]  # build order, each shard `weight` times
     assert source.files.count(out / "mail" / "mail-00000.txt") == 3
     assert source.files.count(out / "htmldoc" / "htmldoc-00000.txt") == 1
     documents = list(iter_documents(source, "blank"))

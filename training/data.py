@@ -76,12 +76,13 @@ def built_corpus_files(folder: Path) -> list[Path]:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CorpusError(f"unreadable corpus manifest {folder / BUILT_MANIFEST}: {exc}") from exc
     files: list[Path] = []
-    for entry in sources.values():
-        shards = [folder / shard["path"] for shard in entry.get("shards", [])]
+    order = [n for n in manifest.get("order", []) if n in sources]
+    for name in [*order, *sorted(set(sources) - set(order))]:  # build order
+        shards = [folder / shard["path"] for shard in sources[name].get("shards", [])]
         for shard in shards:
             if not shard.is_file():
                 raise CorpusError(f"corpus shard missing: {shard} (rebuild with `electra-detect corpus build`)")
-        files.extend(shards * max(1, int(entry.get("weight", 1))))
+        files.extend(shards * max(1, int(sources[name].get("weight", 1))))
     return files
 
 

@@ -190,7 +190,8 @@ def build_corpus(sources: list[Source], out: Path, cache: Path | None = None, ma
             write_manifest(out, manifest)
             continue
         manifest["skipped"].pop(source.name, None)
-        manifest["sources"][source.name] = entry
+        manifest["sources"][source.name] = entry  # (the JSON file sorts keys: "order" keeps the build order)
+        manifest["order"] = [*(n for n in manifest.get("order", []) if n != source.name), source.name]
         manifest["group_weights"] = dict(GROUP_WEIGHTS)
         write_manifest(out, manifest)
         log(f"{source.name}: {entry['words']:,} words, {entry['sentences']:,} sentences, "
