@@ -356,6 +356,22 @@ def test_unfetchable_source_is_reported_and_skipped(tmp_path: Path) -> None:
     assert "mail" in manifest["sources"] and manifest["skipped"] == {}
 
 
+def test_a_source_that_breaks_is_skipped_and_its_unpacked_tree_removed(tmp_path: Path) -> None:
+    sources, paths = _fixture_sources(tmp_path)
+    broken = Source("htmldoc", "npm", "htmldoc", "1.0", "GPL-2", "technical", "no-such-format")
+    garbage = tmp_path / "archives" / "garbage-1.0.tgz"
+    garbage.write_bytes(b"not a tarball")
+    messages: list[str] = []
+    manifest = build_corpus([sources[0], broken, Source("garbage", "npm", "garbage", "1.0", "MIT", "general", "json")],
+                            tmp_path / "c", tmp_path / "cache", fetcher=FakeFetcher({**paths, "garbage": garbage}),
+                            log=messages.append, progress=False)
+    assert list(manifest["sources"]) == ["news"]
+    assert manifest["skipped"]["htmldoc"].startswith("KeyError") and "cannot unpack" in manifest["skipped"]["garbage"]
+    assert any(m.startswith("htmldoc: failed, skipped") for m in messages)
+    assert not (tmp_path / "c" / ".htmldoc.partial").exists()
+    assert not list((tmp_path / "cache" / "unpacked").iterdir())  # archives stay, unpacked trees go
+
+
 def test_opt_in_source_warns_and_max_words_caps(tmp_path: Path) -> None:
     sources, paths = _fixture_sources(tmp_path)
     news = Source("news", "npm", "news", "1.0", "scraped", "general", "json", {"include": ("package/*.json",)},

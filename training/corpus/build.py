@@ -123,6 +123,14 @@ def build_source(source: Source, out: Path, cache: Path, deduper: Deduper, max_w
     started = time.monotonic()
     archive = (fetcher or fetch)(source, cache)
     root = unpack(archive, cache)
+    try:
+        return _build_unpacked(source, archive, root, out, deduper, max_words, progress, started)
+    finally:  # keep the archive, not the unpacked tree (the scale path would need ~40 GB of them)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _build_unpacked(source: Source, archive: Path, root: Path, out: Path, deduper: Deduper, max_words: int | None,
+                    progress: bool | None, started: float) -> dict:
     licence = source.licence
     declared = debian_licence(root, source.package) if source.registry == "deb" else None
     if licence.startswith("see ") and declared:
@@ -184,9 +192,11 @@ def build_corpus(sources: list[Source], out: Path, cache: Path | None = None, ma
             log(f"warning: {source.name} is not free text ({source.licence}); do not redistribute the built corpus")
         try:
             entry = build_source(source, out, cache, deduper, max_words, progress, fetcher)
-        except FetchError as exc:
-            log(f"{source.name}: cannot fetch, skipped: {exc}")
-            manifest["skipped"][source.name] = str(exc)
+        except Exception as exc:  # FetchError, or one odd package: never the end of a long build
+            shutil.rmtree(out / f".{source.name}.partial", ignore_errors=True)
+            reason = str(exc) if isinstance(exc, FetchError) else f"{type(exc).__name__}: {exc}"
+            log(f"{source.name}: {'cannot fetch' if isinstance(exc, FetchError) else 'failed'}, skipped: {reason}")
+            manifest["skipped"][source.name] = reason
             write_manifest(out, manifest)
             continue
         manifest["skipped"].pop(source.name, None)
