@@ -471,6 +471,21 @@ def test_loader_reads_datasets_folders_jsonl_and_parquet(tmp_path: Path) -> None
         list(iter_documents(resolve_corpus([str(tmp_path / "bad.jsonl")])))
 
 
+def test_loader_still_walks_plain_folders_and_globs(tmp_path: Path) -> None:
+    (tmp_path / "a" / "sub").mkdir(parents=True)
+    (tmp_path / "a" / "one.txt").write_text(f"{PROSE[0]}\n")
+    (tmp_path / "a" / "sub" / "two").write_text(f"{PROSE[1]}\n")
+    (tmp_path / "a" / ".hidden").write_text("not read\n")
+    (tmp_path / "b.txt").write_text(f"{PROSE[2]}\n")
+    assert [p.name for p in resolve_corpus([str(tmp_path / "a")]).files] == ["one.txt", "two"]
+    assert list(iter_documents(resolve_corpus([str(tmp_path / "b.txt"), str(tmp_path / "a")]))) == [
+        PROSE[2], PROSE[0], PROSE[1]]
+    assert [p.name for p in resolve_corpus([str(tmp_path / "*.txt")]).files] == ["b.txt"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CorpusError, match="holds no files"):
+        resolve_corpus([str(tmp_path / "empty")])
+
+
 def test_loader_reports_a_missing_shard(tmp_path: Path) -> None:
     (tmp_path / "manifest.json").write_text(json.dumps({"sources": {"x": {"weight": 2, "shards": [
         {"path": "x/x-00000.txt"}]}}}))
