@@ -411,8 +411,10 @@ def test_default_mix_is_free_and_names_resolve() -> None:
 def test_debian_docs_all_harvests_every_doc_package(tmp_path: Path) -> None:
     listing = ("git-doc - fast, scalable, distributed revision control system (documentation)\n"
                "zlib1g-doc - compression library - docs\nlibfoo-docker - not a doc package\n")
-    names = fetch_mod.list_debian_doc_packages(run=lambda cmd, cwd: listing)
+    commands: list[list[str]] = []
+    names = fetch_mod.list_debian_doc_packages(run=lambda cmd, cwd: commands.append(cmd) or listing)
     assert names == ["git-doc", "zlib1g-doc"]
+    assert commands == [["apt-cache", "search", "--names-only", "--", "-doc$"]]  # "--": the pattern is no option
     picked = resolve_sources(["debian-docs-all"], harvest=lambda: names)
     assert [s.name for s in picked] == ["git-doc", "zlib1g-doc"]
     assert picked[0] is SOURCES["git-doc"] and picked[1].extractor == "html" and picked[1].registry == "deb"

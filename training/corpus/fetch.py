@@ -118,7 +118,7 @@ def unpack(archive: Path, cache: Path) -> Path:
 
 def list_debian_doc_packages(run=_run) -> list[str]:
     """Every Debian package whose name ends in ``-doc`` (the scale path), from ``apt-cache``."""
-    out = run(["apt-cache", "search", "--names-only", "-doc$"], Path.cwd())
+    out = run(["apt-cache", "search", "--names-only", "--", "-doc$"], Path.cwd())
     names = sorted({line.split(" - ", 1)[0].strip() for line in out.splitlines() if " - " in line})
     return [name for name in names if name.endswith("-doc")]
 
