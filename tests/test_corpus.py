@@ -210,9 +210,17 @@ def test_prose_filter_keeps_sentences(sentence: str) -> None:
     "Lorem ipsum dolor sit amet consectetur adipiscing elit.",  # no English function words
     "THIS IS A VERY LOUD HEADLINE ABOUT THE NEWS.",             # shouting
     "1990 2001 2002 2003 2004 2005 and 2006 are the years.",    # mostly digits
+    "Here\u00c3\u00a2\u00c2\u0080\u00c2\u0099s the thing about all of the lawyers.",  # mojibake
 ])
 def test_prose_filter_rejects(sentence: str) -> None:
     assert not is_prose(sentence)
+
+
+def test_windows_1252_punctuation_read_as_latin1_is_repaired() -> None:
+    from training.corpus.clean import normalise
+
+    sentence = normalise("I\x92m sure that it\x92s \x93fine\x94 for the rest of us \x96 really.")
+    assert sentence == "I'm sure that it's \"fine\" for the rest of us - really." and is_prose(sentence)
 
 
 def test_deduper_finds_exact_and_near_duplicates() -> None:

@@ -16,9 +16,13 @@ import numpy as np
 
 MIN_WORDS, MAX_WORDS = 5, 100
 
-# Typographic quotes and dashes to their ASCII forms, as in the evaluation data (JFLEG, BEA, CoLA).
+# Typographic quotes and dashes to their ASCII forms, as in the evaluation data (JFLEG, BEA, CoLA); the
+# same characters in Windows-1252 read as Latin-1 (C1 controls, common in 2002 mail) likewise.
 _TYPO = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " ",
-                       "\u2013": "-", "\u2014": " - ", "\u2026": "...", "\u00ad": ""})
+                       "\u2013": "-", "\u2014": " - ", "\u2026": "...", "\u00ad": "",
+                       "\x91": "'", "\x92": "'", "\x93": '"', "\x94": '"', "\x96": "-", "\x97": " - ",
+                       "\x85": "..."})
+_MOJIBAKE = re.compile("[\x80-\x9f]|\u00c3[\u0080-\u00bf]|\u00e2\u20ac")  # C1 controls, UTF-8 read as Latin-1
 _WS = re.compile(r"\s+")
 
 _ABBREVIATIONS = frozenset("""mr mrs ms dr st jr sr prof rev gen col capt lt sgt hon mt vs etc eg ie cf al fig figs
@@ -69,6 +73,8 @@ def is_prose(sentence: str) -> bool:
     if not MIN_WORDS <= len(words) <= MAX_WORDS:
         return False
     if not _START.match(sentence) or not _END.search(sentence) or "\ufffd" in sentence:
+        return False
+    if _MOJIBAKE.search(sentence):
         return False
     if _CODE.search(sentence):
         return False
