@@ -65,7 +65,8 @@ PRETRAIN_OPTIONS: list[tuple[str, str, str, Any, str]] = [
 
 # Verbs that live beside the feature they front: each module has ``add_parser(sub)`` and sets
 # ``func`` (and optionally ``known_errors``, exception types reported as one ``error:`` line).
-PLUGIN_VERBS = ("electra_detect.rerank_cli", "electra_detect.export_cli", "app.serve_cli", "app.demo_cli")
+PLUGIN_VERBS = ("electra_detect.rerank_cli", "electra_detect.export_cli", "app.serve_cli", "app.demo_cli",
+                "training.corpus_cli")
 
 
 def _add_pretrain(sub: argparse._SubParsersAction) -> None:

