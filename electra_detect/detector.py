@@ -344,7 +344,9 @@ class ScoringJob:
             self.probs[index][target] = np.where(better, p[row, 1:n + 1], self.probs[index][target])
             self.margin[index][target] = np.maximum(edge, self.margin[index][target])
 
-    def results(self) -> list[TextScores]:
+    def results(self, start: int = 0, stop: int | None = None) -> list[TextScores]:
+        """The scores of texts[start:stop] (a merged job's requests each take their own slice)."""
         if not self.done:
             raise DetectorError("the job is not finished")
-        return [self.detector._assemble(text, self.encodings[i], self.probs[i]) for i, text in enumerate(self.texts)]
+        stop = len(self.texts) if stop is None else stop
+        return [self.detector._assemble(self.texts[i], self.encodings[i], self.probs[i]) for i in range(start, stop)]
