@@ -55,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="request body size limit")
     p.add_argument("--timeout", type=float, default=30.0,
                    help="seconds a request may take, queueing included (504; the model stops working on it)")
-    p.add_argument("--step-tokens", type=int, default=2048,
+    p.add_argument("--step-tokens", type=int, default=1024,
                    help="model tokens per scheduling step: requests take turns a step at a time, so a heavy request "
                         "holds up a small one for about one step")
     p.add_argument("--read-timeout", type=float, default=10.0,

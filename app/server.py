@@ -50,7 +50,7 @@ class ServerSettings:
     max_body_bytes: int = 1 << 20
     max_tokens: int = 32_768  # model tokens per request: its texts' windows, [CLS]/[SEP] and window overlap counted
     timeout_s: float = 30.0  # per request, queueing included
-    step_tokens: int = 2048  # model tokens per scheduling step: how long a request can hold up another one
+    step_tokens: int = 1024  # model tokens per scheduling step: how long a request can hold up another one
     read_timeout_s: float = 10.0  # to send a request's head, and again its body; slower clients are dropped
     batching: bool = True
     max_batch: int = 32  # texts merged into one model call when batching

@@ -320,17 +320,27 @@ class ScoringJob:
         return self.position >= len(self.windows)
 
     def step(self, max_tokens: int = 0) -> int:
-        """Run engine batches until the job is done or about ``max_tokens`` model tokens ran (at least one
-        batch; 0 = run to the end). Returns the model tokens run."""
+        """Run engine batches of up to ``batch_size`` windows until the job is done or ``max_tokens`` model tokens
+        ran (0 = run to the end); a batch that would overrun the budget runs fewer rows, at least one window.
+        Returns the model tokens run."""
         ran = 0
         while not self.done:
             batch = self.windows[self.position:self.position + self.batch_size]
-            cost = sum(len(chunk) + 2 for _, _, chunk in batch)
-            if max_tokens and ran and ran + cost > max_tokens:
-                break
+            if max_tokens:  # fewer rows when long windows would overrun the budget; the first window always runs
+                taken, total = [], ran
+                for window in batch:
+                    total += len(window[2]) + 2
+                    if total > max_tokens and (taken or ran):
+                        break
+                    taken.append(window)
+                if not taken:
+                    break
+                batch = taken
             self._run(batch)
             self.position += len(batch)
-            ran += cost
+            ran += sum(len(chunk) + 2 for _, _, chunk in batch)
+            if max_tokens and ran >= max_tokens:
+                break
         return ran
 
     def _run(self, batch: list[tuple[int, int, list[int]]]) -> None:
