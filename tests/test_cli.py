@@ -140,3 +140,54 @@ def test_rerun_needs_overwrite_and_a_log_gets_one_line_per_interval(tmp_path: Pa
     again = run_cli(*args, "--overwrite")  # what `make quickstart` does the second time
     assert again.returncode == 0, again.stderr
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 2 + 1  # the old run's rows are gone
+
+
+@pytest.mark.parametrize("verb, value", [("score", "nan"), ("score", "5"), ("ged", "5"), ("ged", "-0.1"),
+                                         ("ged", "inf")])
+def test_thresholds_are_checked_before_the_model_loads(verb: str, value: str, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from electra_detect.cli import main
+
+    assert main([verb, "--model", str(tmp_path / "no-model"), "--threshold", value, "some text"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --threshold must be a number in [0, 1]"), err
+
+
+def test_text_file_is_read_in_bounded_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from electra_detect import cli
+
+    path = tmp_path / "big.txt"
+    path.write_text("".join(f"line {i} of the file\n\n" for i in range(1000)), encoding="utf-8")
+    args = argparse.Namespace(text=["an argument"], file=str(path), verb="score")
+    handle = cli._open_texts(args)
+    batches = cli._text_batches(args, handle)
+    first = next(batches)
+    assert first[0] == "an argument" and len(first) == cli.STREAM_TEXTS // 8  # a small first batch: output soon
+    assert handle.tell() < path.stat().st_size / 10  # only what the first batch needed has been read
+    rest = list(batches)
+    assert all(len(batch) <= cli.STREAM_TEXTS for batch in rest)
+    assert sum(map(len, rest)) + len(first) == 1001 and rest[-1][-1] == "line 999 of the file"
+
+    monkeypatch.setattr(cli, "MAX_LINE_CHARS", 50)
+    long = tmp_path / "long.txt"
+    long.write_text("short\n" + "x" * 200 + "\n", encoding="utf-8")
+    args = argparse.Namespace(text=[], file=str(long), verb="score")
+    with pytest.raises(SystemExit) as stop:
+        list(cli._text_batches(args, cli._open_texts(args)))
+    assert stop.value.code == 2
+
+
+def test_score_file_streams_its_output(micro_run: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # block-buffered, as a pipe usually is
+    proc = subprocess.Popen([*CLI, "score", "--model", str(micro_run), "--file", "-"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc.stdin.write("The farmer saw a red house.\n" * 8)  # one first batch (a few KB of output); stdin stays open
+    proc.stdin.flush()
+    first = proc.stdout.readline()  # scored and written (flushed) before the input has even ended
+    assert "sentence score" in first and proc.poll() is None
+    proc.stdin.write("A doctor opened the window.\n" * 100)
+    proc.stdin.close()
+    rest = proc.stdout.read()
+    assert proc.wait(timeout=120) == 0 and rest.count("sentence score") == 107
