@@ -34,7 +34,7 @@ PRETRAIN_OPTIONS: list[tuple[str, str, str, Any, str]] = [
     ("--local-window", "model", "local_window", int,
      "modernbert: width of the local-attention layers' window (default 32; 0 = all layers global)"),
     ("--global-every", "model", "global_every", int, "modernbert: every n-th layer is global (default 2)"),
-    ("--seq-len", "data", "seq_len", int, "block length in tokens (default 128)"),
+    ("--seq-len", "data", "seq_len", int, "block length in tokens (default: the preset's, 128; micro 64)"),
     ("--doc-split", "data", "doc_split", str, "'blank' (paragraphs) or 'line' (one document per line)"),
     ("--val-fraction", "data", "val_fraction", float, "share of blocks held out for validation"),
     ("--cache-dir", "data", "cache_dir", str, "tokenized-corpus cache (default $ELECTRA_DETECT_CACHE or ~/.cache)"),

@@ -191,3 +191,13 @@ def test_score_file_streams_its_output(micro_run: Path) -> None:
     proc.stdin.close()
     rest = proc.stdout.read()
     assert proc.wait(timeout=120) == 0 and rest.count("sentence score") == 107
+
+
+def test_pretrain_micro_preset_runs_with_its_default_length(tmp_path: Path, corpus_file: Path,
+                                                            cache_dir: Path) -> None:
+    out = tmp_path / "run"
+    result = run_cli("pretrain", "--preset", "micro", "--vocab-size", "200", "--batch-size", "4", "--threads", "1",
+                     "--no-progress", "--max-steps", "2", "--eval-batches", "1", "--corpus", str(corpus_file),
+                     "--cache-dir", str(cache_dir), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert json.loads((out / "run_config.json").read_text())["data"]["seq_len"] == 64

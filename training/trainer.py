@@ -113,7 +113,7 @@ class Trainer:
 
     def __init__(self, config: RunConfig, out_dir: str | Path, resume: bool = False,
                  show_progress: bool = True, overwrite: bool = False) -> None:
-        self.config = config.validate()
+        self.config = config.validate().resolve()
         self.out_dir = Path(out_dir)
         self.resume = resume
         self.overwrite = overwrite
