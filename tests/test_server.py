@@ -439,3 +439,15 @@ def test_slow_clients_are_dropped(export_dir: Path, tmp_path: Path) -> None:
         assert httpx.get(f"{srv.url}/healthz").status_code == 200
     finally:
         assert srv.stop() == 0
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--max-tokens", "0"], "--max-tokens"), (["--step-tokens", "0"], "--step-tokens"),
+    (["--read-timeout", "nan"], "--read-timeout"), (["--timeout", "inf"], "--timeout"),
+    (["--max-wait-ms", "nan"], "--max-wait-ms"), (["--ged-threshold", "nan"], "--ged-threshold"),
+])
+def test_serve_cli_rejects_bad_limits(micro_run: Path, capsys: pytest.CaptureFixture[str], flags: list[str],
+                                      fragment: str) -> None:
+    assert main(["serve", "--model", str(micro_run), *flags]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error:") and fragment in err[-1]
