@@ -136,8 +136,8 @@ def main() -> int:
         "final resume exits 0": final.returncode == 0,
         "no temp entry at the end": not left_at_end,
         "every step logged once": sorted(resumed) == list(range(1, args.steps + 1)),
-        "losses equal the uninterrupted run's (max |diff|)": loss_diff,
-        "final weights equal (max |diff|)": weight_diff,
+        "losses equal the uninterrupted run's (max abs diff)": loss_diff,
+        "final weights equal (max abs diff)": weight_diff,
         "weights bit-identical": all(torch.equal(a[k], b[k]) for k in a),
     }
     ok = (checks["no temp entry survives the next start"] and checks["final resume exits 0"]
