@@ -3,9 +3,10 @@
 Why it is shaped this way:
 - One model thread. The engine already uses every core inside a call, so concurrent calls would
   only fight; instead concurrent requests queue, and ``MicroBatcher`` runs them a step (about
-  ``step_tokens`` model tokens) at a time, round-robin, merging small requests that wait together
-  (up to ``max_batch`` texts or ``max_wait_ms``) into one job. A heavy request delays the others by
-  one step, and stops using the model as soon as its deadline passes or its client disconnects.
+  ``step_tokens`` model tokens) at a time, new and in-progress requests taking turns, merging small
+  requests that wait together (up to ``max_batch`` texts or ``max_wait_ms``) into one job. A heavy
+  request delays the others by about one step, and stops using the model as soon as its deadline
+  passes or its client disconnects.
 - Every failure is a JSON body ``{"error": {"type", "message"}}`` with a 4xx (bad input, limits,
   auth) or 5xx (timeout, engine failure); nothing a client sends stops the process.
 - Limits (texts per request, characters per text, model tokens per request, body bytes, request
@@ -127,9 +128,10 @@ class MicroBatcher:
     """Runs the model on one worker thread, a step (about ``step_tokens`` model tokens) at a time.
 
     Between two steps the worker takes new requests, drops requests whose client has gone (timed
-    out or disconnected: their handler cancelled them), and goes round-robin over the requests in
-    progress, newly arrived ones first. So a heavy request delays a small one by one step, not by
-    its whole run, and it stops using the model once its deadline has passed.
+    out or disconnected: their handler cancelled them), and picks the next step: requests not yet
+    started (first come, first served) and requests in progress (round-robin) take turns. So a heavy
+    request delays a small one by about one step, not by its whole run, a flood of small requests
+    cannot starve it either, and it stops using the model once its deadline has passed.
 
     With batching on, requests waiting together whose cost is at most one step are merged into one
     job (up to ``max_batch`` texts); a heavier request is never merged, so it cannot hold small ones.
@@ -227,10 +229,12 @@ class MicroBatcher:
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
-        active: deque[_Batch] = deque()
-        stopping = False
+        fresh: deque[_Batch] = deque()  # not started yet, first come first served
+        started: deque[_Batch] = deque()  # had a step already: round-robin
+        fresh_turn = True  # with both waiting, they take turns: new requests are not stuck behind a heavy one,
+        stopping = False  # and a flood of new requests cannot starve one in progress
         while True:
-            if active:
+            if fresh or started:
                 arrivals, seen_stop = self._drain()
             elif stopping and self.queue.empty():
                 break
@@ -242,10 +246,12 @@ class MicroBatcher:
                 arrivals, seen_stop = await self._collect(first)
             stopping = stopping or seen_stop
             self.metrics.queue.dec(len(arrivals))
-            active.extendleft(reversed(self._group(arrivals)))  # new requests take the next step
-            if not active:
+            fresh.extend(self._group(arrivals))
+            if not (fresh or started):
                 continue
-            batch = active.popleft()
+            use_fresh = bool(fresh) and (fresh_turn or not started)
+            batch = fresh.popleft() if use_fresh else started.popleft()
+            fresh_turn = not use_fresh
             if not batch.live:  # every client of this batch gave up: stop spending the model on it
                 self.metrics.dropped.inc(len(batch.requests))
                 continue
@@ -257,7 +263,7 @@ class MicroBatcher:
                         pending.future.set_exception(exc)
                 continue
             if not batch.job.done:
-                active.append(batch)
+                started.append(batch)
                 continue
             texts = batch.job.texts
             self.metrics.model_seconds.observe(batch.seconds)

@@ -404,6 +404,30 @@ def test_a_small_request_overtakes_a_heavy_one_and_an_abandoned_one_stops(export
     asyncio.run(run())
 
 
+def test_a_flood_of_small_requests_does_not_starve_one_in_progress(export_dir: Path) -> None:
+    from app.server import Metrics, MicroBatcher, ServerSettings
+
+    detector = Detector.load(export_dir, engine="onnx")
+    detector.engine = SlowEngine(detector.engine, 0.01)
+    settings = ServerSettings(step_tokens=64, model_batch=4, batching=False)
+
+    async def run() -> None:
+        batcher = MicroBatcher(detector, settings, Metrics())
+        await batcher.start()
+        heavy_job = detector.job(["The farmer saw a red house yesterday and a doctor bought three apples. " * 4] * 8,
+                                 settings.model_batch)
+        heavy = batcher.submit(heavy_job)
+        while heavy_job.position == 0:
+            await asyncio.sleep(0.01)
+        at_flood = heavy_job.position
+        await asyncio.gather(*(batcher.score([f"A doctor opened window {n}."]) for n in range(20)))
+        assert heavy_job.position - at_flood >= 10  # it kept taking turns with the 20 new requests
+        await heavy
+        await batcher.stop()
+
+    asyncio.run(run())
+
+
 def test_scoring_job_steps_respect_the_budget_and_match_score(export_dir: Path) -> None:
     detector = Detector.load(export_dir, engine="onnx")
     texts = ["The farmer saw a red house yesterday. " * 12, "A doctor bought three apples.", "Hi."]
