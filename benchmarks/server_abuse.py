@@ -32,6 +32,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -479,7 +480,8 @@ def main() -> int:
               "read_timeout_s": defaults.read_timeout_s, "step_tokens": defaults.step_tokens}
     extra = args.server_args.split()
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    log = args.out_dir / "server.log"
+    logs = Path(tempfile.mkdtemp(prefix="server-abuse-"))  # server logs: read for tracebacks, kept out of results
+    log = logs / "server.log"
     port = free_port()
     proc = start_server(args.model, port, extra, log)
     url = f"http://127.0.0.1:{port}"
@@ -502,7 +504,7 @@ def main() -> int:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=90)
-    result["deadline"] = deadline_check(args.model, limits, args.out_dir / "server_deadline.log", extra)
+    result["deadline"] = deadline_check(args.model, limits, logs / "server_deadline.log", extra)
     print(f"deadline: {result['deadline']}", file=sys.stderr)
     tracebacks = log.read_text().count("Traceback")
     result["server_log_tracebacks"] = tracebacks
