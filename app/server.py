@@ -3,7 +3,7 @@
 Why it is shaped this way:
 - One model thread. The engine already uses every core inside a call, so concurrent calls would
   only fight; instead concurrent requests queue, and ``MicroBatcher`` runs them a step (about
-  ``step_tokens`` model tokens) at a time, new and in-progress requests taking turns, merging small
+  ``step_tokens`` model tokens) at a time, new and in-progress requests sharing it by tokens, merging small
   requests that wait together (up to ``max_batch`` texts or ``max_wait_ms``) into one job. A heavy
   request delays the others by about one step, and stops using the model as soon as its deadline
   passes or its client disconnects.
@@ -129,9 +129,10 @@ class MicroBatcher:
 
     Between two steps the worker takes new requests, drops requests whose client has gone (timed
     out or disconnected: their handler cancelled them), and picks the next step: requests not yet
-    started (first come, first served) and requests in progress (round-robin) take turns. So a heavy
-    request delays a small one by about one step, not by its whole run, a flood of small requests
-    cannot starve it either, and it stops using the model once its deadline has passed.
+    started (first come, first served) and requests in progress (round-robin) share the model by
+    tokens, one step's worth each in turn. So a heavy request delays a small one by about one step,
+    not by its whole run, a flood of small requests cannot starve it either, and it stops using the
+    model once its deadline has passed.
 
     With batching on, requests waiting together whose cost is at most one step are merged into one
     job (up to ``max_batch`` texts); a heavier request is never merged, so it cannot hold small ones.
@@ -166,10 +167,11 @@ class MicroBatcher:
         job, start = await self.submit(self.detector.job(texts, self.settings.model_batch))
         return job.results(start, start + len(texts))
 
-    def _step(self, batch: _Batch) -> None:
+    def _step(self, batch: _Batch) -> int:
         started = time.perf_counter()
-        batch.job.step(self.settings.step_tokens)
+        ran = batch.job.step(self.settings.step_tokens)
         batch.seconds += time.perf_counter() - started
+        return ran
 
     def _mergeable(self, pending: _Pending) -> bool:
         return self.settings.batching and pending.job.cost <= self.settings.step_tokens
@@ -231,8 +233,11 @@ class MicroBatcher:
         loop = asyncio.get_running_loop()
         fresh: deque[_Batch] = deque()  # not started yet, first come first served
         started: deque[_Batch] = deque()  # had a step already: round-robin
-        fresh_turn = True  # with both waiting, they take turns: new requests are not stuck behind a heavy one,
-        stopping = False  # and a flood of new requests cannot starve one in progress
+        # With both waiting they share the model by tokens: new requests run until they have used one step's
+        # tokens, then one step of a request in progress. So new requests are not stuck behind heavy ones, and
+        # a flood of new requests cannot starve one in progress.
+        fresh_credit = self.settings.step_tokens
+        stopping = False
         while True:
             if fresh or started:
                 arrivals, seen_stop = self._drain()
@@ -249,14 +254,14 @@ class MicroBatcher:
             fresh.extend(self._group(arrivals))
             if not (fresh or started):
                 continue
-            use_fresh = bool(fresh) and (fresh_turn or not started)
+            use_fresh = bool(fresh) and (fresh_credit > 0 or not started)
             batch = fresh.popleft() if use_fresh else started.popleft()
-            fresh_turn = not use_fresh
             if not batch.live:  # every client of this batch gave up: stop spending the model on it
                 self.metrics.dropped.inc(len(batch.requests))
                 continue
             try:
-                await loop.run_in_executor(self.executor, self._step, batch)
+                ran = await loop.run_in_executor(self.executor, self._step, batch)
+                fresh_credit = fresh_credit - ran if use_fresh else self.settings.step_tokens
             except Exception as exc:  # an engine failure fails these requests, not the server
                 for pending in batch.requests:
                     if not pending.future.done():

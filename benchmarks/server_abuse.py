@@ -12,6 +12,8 @@ Four parts, each against one real server process started here with the default l
    a heavy request whose client gives up, after which the server must be back to normal at once.
 4. Load: 50 closed-loop clients for ``--duration`` seconds (60 by default), one real sentence per
    request, with a bad request every tenth: errors (>= 500, resets, timeouts), requests/s, p50/p99.
+   Then the issue's mixed load for 30 s: 25 clients sending one valid 9,450-character text per
+   request beside 25 sending one sentence (before the fix, the sentences' p50 went to 28.9 s).
 
     python benchmarks/server_abuse.py --model /tmp/small-onnx            # full run, ~2 minutes
     python benchmarks/server_abuse.py --model /tmp/small-onnx --quick    # 10-s load cell
@@ -406,6 +408,41 @@ async def load(url: str, clients: int, seconds: float) -> dict[str, Any]:
             "max_s": round(max(latencies), 3)}
 
 
+async def mixed(url: str, clients: int, seconds: float) -> dict[str, Any]:
+    """The issue's mixed load: half the clients send one valid 9,450-character text per request, the other half
+    one sentence; latency of each half."""
+    import httpx
+    import server_load
+
+    texts = server_load.sentences(2000)
+    long_text = (" ".join(texts) * 2)[:9450].rsplit(" ", 1)[0]
+    stats: dict[str, dict[str, Any]] = {k: {"latencies": [], "status": {}} for k in ("heavy", "normal")}
+    end = time.monotonic() + seconds
+
+    async def client(index: int, http: httpx.AsyncClient) -> None:
+        kind = "heavy" if index % 2 else "normal"
+        n = index
+        while time.monotonic() < end:
+            n += clients
+            body = {"texts": [long_text if kind == "heavy" else texts[n % len(texts)]], "tokens": False}
+            t0 = time.perf_counter()
+            try:
+                status = (await http.post(f"{url}/v1/score", json=body)).status_code
+            except httpx.HTTPError as exc:
+                status = type(exc).__name__
+            stats[kind]["latencies"].append(time.perf_counter() - t0)
+            stats[kind]["status"][str(status)] = stats[kind]["status"].get(str(status), 0) + 1
+
+    async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=clients)) as http:
+        await asyncio.gather(*(client(i, http) for i in range(clients)))
+    out: dict[str, Any] = {"clients": clients, "seconds": seconds, "heavy_chars": len(long_text)}
+    for kind, row in stats.items():
+        lat = row["latencies"]
+        out[kind] = {"requests": len(lat), "status": row["status"], "p50_s": round(pct(lat, 0.5), 3),
+                     "p99_s": round(pct(lat, 0.99), 3), "max_s": round(max(lat), 3) if lat else None}
+    return out
+
+
 # ------------------------------------------------------------------------------------------ report
 
 def goals(result: dict[str, Any]) -> dict[str, bool]:
@@ -420,11 +457,13 @@ def goals(result: dict[str, Any]) -> dict[str, bool]:
             "normal right after a heavy client gave up (< 1 s)": f["after_client_gave_up"]["max_small_s"] < 1.0,
             "past its deadline: 504, then a small request < 1 s":
                 result["deadline"]["heavy_status"] == 504 and result["deadline"]["small_after_s"] < 1.0,
-            f"load: {ld['clients']} clients x {ld['seconds']:g} s, 0 errors": ld["errors"] == 0}
+            f"load: {ld['clients']} clients x {ld['seconds']:g} s, 0 errors": ld["errors"] == 0,
+            "mixed load: every request 200": all(set(result["mixed"][k]["status"]) == {"200"}
+                                                 for k in ("heavy", "normal"))}
 
 
 def render_markdown(result: dict[str, Any]) -> str:
-    b, s, f, d, ld = (result[k] for k in ("battery", "slow_clients", "fairness", "deadline", "load"))
+    b, s, f, d, ld, m = (result[k] for k in ("battery", "slow_clients", "fairness", "deadline", "load", "mixed"))
     lines = [f"# Server abuse probe ({result['date']}, {result['host']})", "",
              f"Model `{result['model']}`, server defaults: "
              + ", ".join(f"{k} {v}" for k, v in result["limits"].items()) + f". Command: `{result['command']}`.", "",
@@ -454,7 +493,12 @@ def render_markdown(result: dict[str, Any]) -> str:
               f"| load | {ld['clients']} clients x {ld['seconds']:g} s (every 10th request bad): "
               f"{ld['requests']} requests, "
               f"{ld['requests_per_s']} req/s, p50 {ld['p50_s']} s, p99 {ld['p99_s']} s, max {ld['max_s']} s; "
-              f"5xx {ld['5xx']}, resets {ld['resets']}, timeouts {ld['timeouts']}, bad not 4xx {ld['bad_not_4xx']} |"]
+              f"5xx {ld['5xx']}, resets {ld['resets']}, timeouts {ld['timeouts']}, bad not 4xx {ld['bad_not_4xx']} |",
+              f"| mixed load | {m['clients'] // 2} clients sending one {m['heavy_chars']:,}-character text, "
+              f"{m['clients'] // 2} one sentence, {m['seconds']:g} s: sentence p50 {m['normal']['p50_s']} s, p99 "
+              f"{m['normal']['p99_s']} s ({m['normal']['requests']} requests, {m['normal']['status']}); long text "
+              f"p50 {m['heavy']['p50_s']} s, p99 {m['heavy']['p99_s']} s ({m['heavy']['requests']}, "
+              f"{m['heavy']['status']}) |"]
     if b["unexpected_status"]:
         lines += ["", "Unexpected statuses:", ""] + [f"- {u}" for u in b["unexpected_status"]]
     return "\n".join(lines) + "\n"
@@ -501,6 +545,8 @@ def main() -> int:
         print(f"fairness: {json.dumps(result['fairness'])}", file=sys.stderr)
         result["load"] = asyncio.run(load(url, args.clients, duration))
         print(f"load: {json.dumps(result['load'])}", file=sys.stderr)
+        result["mixed"] = asyncio.run(mixed(url, args.clients, 10.0 if args.quick else 30.0))
+        print(f"mixed: {json.dumps(result['mixed'])}", file=sys.stderr)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=90)
