@@ -3,7 +3,7 @@
 Why it is shaped this way:
 - One model thread. The engine already uses every core inside a call, so concurrent calls would
   only fight; instead concurrent requests queue, and ``MicroBatcher`` runs them a step (about
-  ``step_tokens`` model tokens) at a time, new and in-progress requests sharing it by tokens, merging small
+  ``step_tokens`` model tokens) at a time, short and long requests sharing it by tokens, merging small
   requests that wait together (up to ``max_batch`` texts or ``max_wait_ms``) into one job. A heavy
   request delays the others by about one step, and stops using the model as soon as its deadline
   passes or its client disconnects.
@@ -128,11 +128,11 @@ class MicroBatcher:
     """Runs the model on one worker thread, a step (about ``step_tokens`` model tokens) at a time.
 
     Between two steps the worker takes new requests, drops requests whose client has gone (timed
-    out or disconnected: their handler cancelled them), and picks the next step: requests not yet
-    started (first come, first served) and requests in progress (round-robin) share the model by
-    tokens, one step's worth each in turn. So a heavy request delays a small one by about one step,
-    not by its whole run, a flood of small requests cannot starve it either, and it stops using the
-    model once its deadline has passed.
+    out or disconnected: their handler cancelled them), and picks the next step: short requests (one
+    step or less; first come, first served) and long ones (one step each in turn, round-robin) share
+    the model by tokens, a step's worth each in turn. So a heavy request delays a small one by about
+    one step, not by its whole run, a flood of small requests cannot starve it either, and it stops
+    using the model once its deadline has passed.
 
     With batching on, requests waiting together whose cost is at most one step are merged into one
     job (up to ``max_batch`` texts); a heavier request is never merged, so it cannot hold small ones.
@@ -231,11 +231,11 @@ class MicroBatcher:
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
-        fresh: deque[_Batch] = deque()  # not started yet, first come first served
-        started: deque[_Batch] = deque()  # had a step already: round-robin
-        # With both waiting they share the model by tokens: new requests run until they have used one step's
-        # tokens, then one step of a request in progress. So new requests are not stuck behind heavy ones, and
-        # a flood of new requests cannot starve one in progress.
+        fresh: deque[_Batch] = deque()  # requests of one step or less, first come first served
+        started: deque[_Batch] = deque()  # longer requests, one step each in turn (round-robin)
+        # With both waiting they share the model by tokens: short requests run until they have used one step's
+        # tokens, then one step of a long one. So short requests are not stuck behind long ones, and a flood of
+        # short requests cannot starve a long one.
         fresh_credit = self.settings.step_tokens
         stopping = False
         while True:
@@ -251,7 +251,8 @@ class MicroBatcher:
                 arrivals, seen_stop = await self._collect(first)
             stopping = stopping or seen_stop
             self.metrics.queue.dec(len(arrivals))
-            fresh.extend(self._group(arrivals))
+            for batch in self._group(arrivals):  # a request of more than one step joins the round-robin at once
+                (fresh if batch.job.cost <= self.settings.step_tokens else started).append(batch)
             if not (fresh or started):
                 continue
             use_fresh = bool(fresh) and (fresh_credit > 0 or not started)
