@@ -145,6 +145,12 @@ class MicroBatcher:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="model")
         self.queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
         self.worker: asyncio.Task | None = None
+        self.backlog = 0  # model tokens submitted and not yet run (or dropped)
+        self.rate = 0.0  # model tokens per second, a moving average over steps
+
+    def wait_estimate(self, cost: int) -> float:
+        """Seconds until the work queued now and ``cost`` more would be done (0 before any step was timed)."""
+        return (self.backlog + cost) / self.rate if self.rate else 0.0
 
     async def start(self) -> None:
         self.worker = asyncio.create_task(self._run())
@@ -159,6 +165,7 @@ class MicroBatcher:
     def submit(self, job: ScoringJob) -> asyncio.Future:
         future = asyncio.get_running_loop().create_future()
         self.metrics.queue.inc()
+        self.backlog += job.cost
         self.queue.put_nowait(_Pending(job, future))
         return future
 
@@ -170,7 +177,10 @@ class MicroBatcher:
     def _step(self, batch: _Batch) -> int:
         started = time.perf_counter()
         ran = batch.job.step(self.settings.step_tokens)
-        batch.seconds += time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        batch.seconds += seconds
+        if seconds > 0 and ran:
+            self.rate = ran / seconds if not self.rate else 0.9 * self.rate + 0.1 * ran / seconds
         return ran
 
     def _mergeable(self, pending: _Pending) -> bool:
@@ -180,6 +190,7 @@ class MicroBatcher:
         batches, merged, count = [], [], 0
         for pending in arrivals:
             if pending.future.done():  # abandoned while queued: never scored
+                self.backlog -= pending.job.cost
                 continue
             if not self._mergeable(pending):
                 batches.append(_Batch([pending]))
@@ -259,11 +270,14 @@ class MicroBatcher:
             batch = fresh.popleft() if use_fresh else started.popleft()
             if not batch.live:  # every client of this batch gave up: stop spending the model on it
                 self.metrics.dropped.inc(len(batch.requests))
+                self.backlog -= batch.job.remaining
                 continue
             try:
                 ran = await loop.run_in_executor(self.executor, self._step, batch)
                 fresh_credit = fresh_credit - ran if use_fresh else self.settings.step_tokens
+                self.backlog -= ran
             except Exception as exc:  # an engine failure fails these requests, not the server
+                self.backlog -= batch.job.remaining
                 for pending in batch.requests:
                     if not pending.future.done():
                         pending.future.set_exception(exc)
@@ -515,7 +529,9 @@ LIMITS_DOC = (
     "characters: 413 text_too_long; more than max_tokens model tokens in one request (the texts' windows with "
     "[CLS]/[SEP], overlap counted): 413 too_many_tokens; a body over max_body_bytes: 413 body_too_large; a body "
     "not sent within read_timeout: 408 request_timeout (and a request head not sent within it: the connection is "
-    "closed); not scored within timeout, queueing included: 504 timeout (the model stops working on it); a body "
+    "closed); not scored within timeout, queueing included: 504 timeout (the model stops working on it); a "
+    "request of more than step_tokens that could not finish before its deadline at the present load: 503 "
+    "overloaded (Retry-After); a body "
     "without Content-Type: application/json: 415 unsupported_media_type; malformed JSON: 400 malformed_json, "
     "bad_request (not UTF-8), json_too_deep, number_too_long; a field of the wrong type or out of range (numbers "
     "must be finite and in range, booleans true/false): 422 invalid_request. See docs/serving.md.")
@@ -538,7 +554,7 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
     async def lifespan(_: FastAPI):
         batcher = MicroBatcher(detector, settings, metrics)
         await batcher.start()
-        state["batcher"] = batcher
+        state["batcher"] = app.state.batcher = batcher
         try:
             yield
         finally:
@@ -554,6 +570,7 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
     errors = {413: {"description": "too_many_texts, text_too_long, too_many_tokens or body_too_large"},
               415: {"description": "unsupported_media_type: send Content-Type: application/json"},
               422: {"description": "invalid_request: a field is missing, of the wrong type or out of range"},
+              503: {"description": "overloaded: a long request that could not finish before its deadline"},
               504: {"description": "timeout: not scored within the server's timeout"}}
 
     async def scored(request: Request, texts: list[str]) -> list[TextScores]:
@@ -571,7 +588,17 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
             raise ApiError(413, "too_many_tokens",
                            f"the request needs {job.cost} model tokens ({job.tokens} text tokens in windows of "
                            f"{detector.max_length}); the limit is {settings.max_tokens}: send fewer or shorter texts")
-        future = state["batcher"].submit(job)
+        batcher = state["batcher"]
+        wait = batcher.wait_estimate(job.cost)
+        if job.cost > settings.step_tokens and wait > deadline - loop.time():
+            # Long requests share the model round-robin: one that cannot finish before its deadline at the
+            # present rate would only take model time from the others and then get a 504. (Short requests go
+            # ahead of the queue, so they are always taken.)
+            metrics.abandoned.labels("overloaded").inc()
+            raise ApiError(503, "overloaded", f"the server has about {wait:.0f} s of work for this request and the "
+                                              f"ones queued before it (timeout {settings.timeout_s:g} s); retry later "
+                                              f"or send less text")
+        future = batcher.submit(job)
         gone = asyncio.ensure_future(_disconnect(request))
         try:
             await asyncio.wait({future, gone}, timeout=max(0.0, deadline - loop.time()),
@@ -596,7 +623,10 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
 
     @app.exception_handler(ApiError)
     async def _api_error(_, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.kind, exc.message)
+        response = error_response(exc.status, exc.kind, exc.message)
+        if exc.status == 503:
+            response.headers["retry-after"] = "5"
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_, exc: RequestValidationError) -> JSONResponse:

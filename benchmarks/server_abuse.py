@@ -458,8 +458,8 @@ def goals(result: dict[str, Any]) -> dict[str, bool]:
             "past its deadline: 504, then a small request < 1 s":
                 result["deadline"]["heavy_status"] == 504 and result["deadline"]["small_after_s"] < 1.0,
             f"load: {ld['clients']} clients x {ld['seconds']:g} s, 0 errors": ld["errors"] == 0,
-            "mixed load: every request 200": all(set(result["mixed"][k]["status"]) == {"200"}
-                                                 for k in ("heavy", "normal"))}
+            "mixed load: every sentence request 200": set(result["mixed"]["normal"]["status"]) == {"200"},
+            "mixed load: long texts 200 or 503 overloaded": set(result["mixed"]["heavy"]["status"]) <= {"200", "503"}}
 
 
 def render_markdown(result: dict[str, Any]) -> str:

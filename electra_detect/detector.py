@@ -319,6 +319,11 @@ class ScoringJob:
     def done(self) -> bool:
         return self.position >= len(self.windows)
 
+    @property
+    def remaining(self) -> int:
+        """Model tokens still to run."""
+        return sum(len(chunk) + 2 for _, _, chunk in self.windows[self.position:])
+
     def step(self, max_tokens: int = 0) -> int:
         """Run engine batches of up to ``batch_size`` windows until the job is done or ``max_tokens`` model tokens
         ran (0 = run to the end); a batch that would overrun the budget runs fewer rows, at least one window.
