@@ -42,6 +42,7 @@ from electra_detect.detector import Detector, ScoringJob, TextScores
 log = logging.getLogger("electra_detect.server")
 
 API_KEY_HEADER = "x-api-key"
+LONG_SLOTS = 2  # long requests (more than one step) that take turns at a time; the others wait in arrival order
 
 
 @dataclass
@@ -129,10 +130,10 @@ class MicroBatcher:
 
     Between two steps the worker takes new requests, drops requests whose client has gone (timed
     out or disconnected: their handler cancelled them), and picks the next step: short requests (one
-    step or less; first come, first served) and long ones (one step each in turn, round-robin) share
-    the model by tokens, a step's worth each in turn. So a heavy request delays a small one by about
-    one step, not by its whole run, a flood of small requests cannot starve it either, and it stops
-    using the model once its deadline has passed.
+    step or less; first come, first served) and long ones (in arrival order, the first ``LONG_SLOTS``
+    a step each in turn) share the model by tokens, a step's worth each in turn. So a heavy request
+    delays a small one by about one step, not by its whole run, a flood of small requests cannot
+    starve it either, and it stops using the model once its deadline has passed.
 
     With batching on, requests waiting together whose cost is at most one step are merged into one
     job (up to ``max_batch`` texts); a heavier request is never merged, so it cannot hold small ones.
@@ -243,7 +244,11 @@ class MicroBatcher:
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         fresh: deque[_Batch] = deque()  # requests of one step or less, first come first served
-        started: deque[_Batch] = deque()  # longer requests, one step each in turn (round-robin)
+        # Longer requests in arrival order; the first LONG_SLOTS take a step each in turn. Round-robin over all of
+        # them would have every one finish late (25 long requests together all hit their deadline); in order,
+        # they finish one or two at a time, and the 503 estimate of when a new one would finish holds.
+        started: list[_Batch] = []
+        long_turn = 0
         # With both waiting they share the model by tokens: short requests run until they have used one step's
         # tokens, then one step of a long one. So short requests are not stuck behind long ones, and a flood of
         # short requests cannot starve a long one.
@@ -262,29 +267,42 @@ class MicroBatcher:
                 arrivals, seen_stop = await self._collect(first)
             stopping = stopping or seen_stop
             self.metrics.queue.dec(len(arrivals))
-            for batch in self._group(arrivals):  # a request of more than one step joins the round-robin at once
+            for batch in self._group(arrivals):  # a request of more than one step goes to the long queue at once
                 (fresh if batch.job.cost <= self.settings.step_tokens else started).append(batch)
+            for batch in [b for b in started if not b.live]:  # every client gave up: stop spending the model on it
+                started.remove(batch)
+                self.metrics.dropped.inc(len(batch.requests))
+                self.backlog -= batch.job.remaining
             if not (fresh or started):
                 continue
             use_fresh = bool(fresh) and (fresh_credit > 0 or not started)
-            batch = fresh.popleft() if use_fresh else started.popleft()
-            if not batch.live:  # every client of this batch gave up: stop spending the model on it
-                self.metrics.dropped.inc(len(batch.requests))
-                self.backlog -= batch.job.remaining
-                continue
+            if use_fresh:
+                batch = fresh.popleft()
+                if not batch.live:
+                    self.metrics.dropped.inc(len(batch.requests))
+                    self.backlog -= batch.job.remaining
+                    continue
+            else:
+                batch = started[long_turn % min(len(started), LONG_SLOTS)]
+                long_turn += 1
             try:
                 ran = await loop.run_in_executor(self.executor, self._step, batch)
                 fresh_credit = fresh_credit - ran if use_fresh else self.settings.step_tokens
                 self.backlog -= ran
             except Exception as exc:  # an engine failure fails these requests, not the server
                 self.backlog -= batch.job.remaining
+                if batch in started:
+                    started.remove(batch)
                 for pending in batch.requests:
                     if not pending.future.done():
                         pending.future.set_exception(exc)
                 continue
             if not batch.job.done:
-                started.append(batch)
+                if use_fresh:  # (only when one window is longer than a step)
+                    started.append(batch)
                 continue
+            if not use_fresh:
+                started.remove(batch)
             texts = batch.job.texts
             self.metrics.model_seconds.observe(batch.seconds)
             self.metrics.batch_texts.observe(len(texts))
@@ -590,8 +608,8 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
                            f"{detector.max_length}); the limit is {settings.max_tokens}: send fewer or shorter texts")
         batcher = state["batcher"]
         wait = batcher.wait_estimate(job.cost)
-        if job.cost > settings.step_tokens and wait > deadline - loop.time():
-            # Long requests share the model round-robin: one that cannot finish before its deadline at the
+        if job.cost > settings.step_tokens and wait > 0.8 * (deadline - loop.time()):
+            # Long requests queue behind each other: one that cannot finish before its deadline at the
             # present rate would only take model time from the others and then get a 504. (Short requests go
             # ahead of the queue, so they are always taken.)
             metrics.abandoned.labels("overloaded").inc()

@@ -449,6 +449,27 @@ def test_a_flood_of_small_requests_does_not_starve_one_in_progress(export_dir: P
     asyncio.run(run())
 
 
+def test_long_requests_take_turns_two_at_a_time_in_arrival_order(export_dir: Path) -> None:
+    from app.server import LONG_SLOTS, Metrics, MicroBatcher, ServerSettings
+
+    detector = Detector.load(export_dir, engine="onnx")
+    settings = ServerSettings(step_tokens=64, model_batch=4, batching=False)
+
+    async def run() -> None:
+        batcher = MicroBatcher(detector, settings, Metrics())
+        await batcher.start()
+        jobs = [detector.job(["The farmer saw a red house yesterday and a doctor bought three apples. " * 4] * 4,
+                             settings.model_batch) for _ in range(LONG_SLOTS + 1)]
+        futures = [batcher.submit(job) for job in jobs]
+        await futures[0]
+        assert jobs[1].position > 0 and jobs[-1].position == 0  # a finished one frees a slot; the last waits its turn
+        await asyncio.gather(*futures)
+        assert batcher.backlog == 0
+        await batcher.stop()
+
+    asyncio.run(run())
+
+
 def test_scoring_job_steps_respect_the_budget_and_match_score(export_dir: Path) -> None:
     detector = Detector.load(export_dir, engine="onnx")
     texts = ["The farmer saw a red house yesterday. " * 12, "A doctor bought three apples.", "Hi."]
