@@ -147,11 +147,28 @@ class MicroBatcher:
         self.queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
         self.worker: asyncio.Task | None = None
         self.backlog = 0  # model tokens submitted and not yet run (or dropped)
-        self.rate = 0.0  # model tokens per second, a moving average over steps
+        self.long_backlog = 0  # the part of it that belongs to long requests (more than one step)
+        self.rate = 0.0  # model tokens per second while the model runs, a moving average over steps
+        self.long_log: deque[tuple[float, int]] = deque()  # (time, tokens) of long requests' steps, last 10 s
+
+    def _is_long(self, job: ScoringJob) -> bool:
+        return job.cost > self.settings.step_tokens
+
+    def _spent(self, job: ScoringJob, tokens: int) -> None:
+        self.backlog -= tokens
+        if self._is_long(job):
+            self.long_backlog -= tokens
 
     def wait_estimate(self, cost: int) -> float:
-        """Seconds until the work queued now and ``cost`` more would be done (0 before any step was timed)."""
-        return (self.backlog + cost) / self.rate if self.rate else 0.0
+        """Seconds until a long request of ``cost`` tokens, queued now, would be done: the long work queued
+        before it and its own, at the rate long work actually got over the last 10 s (short requests take
+        their share first); at the model's own rate when there was no long work lately; 0 before any step."""
+        now = time.monotonic()
+        while self.long_log and now - self.long_log[0][0] > 10:
+            self.long_log.popleft()
+        span = now - self.long_log[0][0] if self.long_log else 0.0
+        rate = sum(tokens for _, tokens in self.long_log) / span if span >= 2 else self.rate
+        return (self.long_backlog + cost) / rate if rate else 0.0
 
     async def start(self) -> None:
         self.worker = asyncio.create_task(self._run())
@@ -167,6 +184,8 @@ class MicroBatcher:
         future = asyncio.get_running_loop().create_future()
         self.metrics.queue.inc()
         self.backlog += job.cost
+        if self._is_long(job):
+            self.long_backlog += job.cost
         self.queue.put_nowait(_Pending(job, future))
         return future
 
@@ -191,7 +210,7 @@ class MicroBatcher:
         batches, merged, count = [], [], 0
         for pending in arrivals:
             if pending.future.done():  # abandoned while queued: never scored
-                self.backlog -= pending.job.cost
+                self._spent(pending.job, pending.job.cost)
                 continue
             if not self._mergeable(pending):
                 batches.append(_Batch([pending]))
@@ -272,7 +291,7 @@ class MicroBatcher:
             for batch in [b for b in started if not b.live]:  # every client gave up: stop spending the model on it
                 started.remove(batch)
                 self.metrics.dropped.inc(len(batch.requests))
-                self.backlog -= batch.job.remaining
+                self._spent(batch.job, batch.job.remaining)
             if not (fresh or started):
                 continue
             use_fresh = bool(fresh) and (fresh_credit > 0 or not started)
@@ -280,7 +299,7 @@ class MicroBatcher:
                 batch = fresh.popleft()
                 if not batch.live:
                     self.metrics.dropped.inc(len(batch.requests))
-                    self.backlog -= batch.job.remaining
+                    self._spent(batch.job, batch.job.remaining)
                     continue
             else:
                 batch = started[long_turn % min(len(started), LONG_SLOTS)]
@@ -288,9 +307,11 @@ class MicroBatcher:
             try:
                 ran = await loop.run_in_executor(self.executor, self._step, batch)
                 fresh_credit = fresh_credit - ran if use_fresh else self.settings.step_tokens
-                self.backlog -= ran
+                self._spent(batch.job, ran)
+                if self._is_long(batch.job):
+                    self.long_log.append((time.monotonic(), ran))
             except Exception as exc:  # an engine failure fails these requests, not the server
-                self.backlog -= batch.job.remaining
+                self._spent(batch.job, batch.job.remaining)
                 if batch in started:
                     started.remove(batch)
                 for pending in batch.requests:

@@ -13,7 +13,8 @@ Four parts, each against one real server process started here with the default l
 4. Load: 50 closed-loop clients for ``--duration`` seconds (60 by default), one real sentence per
    request, with a bad request every tenth: errors (>= 500, resets, timeouts), requests/s, p50/p99.
    Then the issue's mixed load for 30 s: 25 clients sending one valid 9,450-character text per
-   request beside 25 sending one sentence (before the fix, the sentences' p50 went to 28.9 s).
+   request beside 25 sending one sentence (before the fix, the sentences' p50 went to 28.9 s); a
+   client told 503 overloaded waits its Retry-After.
 
     python benchmarks/server_abuse.py --model /tmp/small-onnx            # full run, ~2 minutes
     python benchmarks/server_abuse.py --model /tmp/small-onnx --quick    # 10-s load cell
@@ -426,11 +427,16 @@ async def mixed(url: str, clients: int, seconds: float) -> dict[str, Any]:
             n += clients
             body = {"texts": [long_text if kind == "heavy" else texts[n % len(texts)]], "tokens": False}
             t0 = time.perf_counter()
+            retry = 0.0
             try:
-                status = (await http.post(f"{url}/v1/score", json=body)).status_code
+                response = await http.post(f"{url}/v1/score", json=body)
+                status = response.status_code
+                retry = float(response.headers.get("retry-after", 0)) if status == 503 else 0.0
             except httpx.HTTPError as exc:
                 status = type(exc).__name__
             stats[kind]["latencies"].append(time.perf_counter() - t0)
+            if retry:  # a well-behaved client waits as told
+                await asyncio.sleep(retry)
             stats[kind]["status"][str(status)] = stats[kind]["status"].get(str(status), 0) + 1
 
     async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=clients)) as http:

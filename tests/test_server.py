@@ -349,7 +349,7 @@ def test_a_long_request_that_cannot_finish_in_time_is_a_quick_503(export_dir: Pa
     long = {"texts": ["The farmer saw a red house yesterday and a doctor bought three apples."] * 2}
     with TestClient(app) as client:
         assert client.post("/v1/score", json=long).status_code == 200  # no rate measured yet: taken
-        assert app.state.batcher.backlog == 0 and app.state.batcher.rate > 0
+        assert app.state.batcher.backlog == app.state.batcher.long_backlog == 0 and app.state.batcher.rate > 0
         app.state.batcher.rate = 10.0  # as if the model ran 10 tokens/s: the long request would need minutes
         started = time.monotonic()
         response = client.post("/v1/score", json=long)
@@ -464,7 +464,7 @@ def test_long_requests_take_turns_two_at_a_time_in_arrival_order(export_dir: Pat
         await futures[0]
         assert jobs[1].position > 0 and jobs[-1].position == 0  # a finished one frees a slot; the last waits its turn
         await asyncio.gather(*futures)
-        assert batcher.backlog == 0
+        assert batcher.backlog == batcher.long_backlog == 0
         await batcher.stop()
 
     asyncio.run(run())
