@@ -162,12 +162,13 @@ class MicroBatcher:
     def wait_estimate(self, cost: int) -> float:
         """Seconds until a long request of ``cost`` tokens, queued now, would be done: the long work queued
         before it and its own, at the rate long work actually got over the last 10 s (short requests take
-        their share first); at the model's own rate when there was no long work lately; 0 before any step."""
+        their share first); at half the model's rate when there was no long work lately; 0 before any step."""
         now = time.monotonic()
         while self.long_log and now - self.long_log[0][0] > 10:
             self.long_log.popleft()
         span = now - self.long_log[0][0] if self.long_log else 0.0
-        rate = sum(tokens for _, tokens in self.long_log) / span if span >= 2 else self.rate
+        # Without recent long work: half the model's rate, what long work gets when short requests keep coming.
+        rate = sum(tokens for _, tokens in self.long_log) / span if span >= 2 else self.rate / 2
         return (self.long_backlog + cost) / rate if rate else 0.0
 
     async def start(self) -> None:
