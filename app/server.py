@@ -148,7 +148,7 @@ class MicroBatcher:
         self.worker: asyncio.Task | None = None
         self.backlog = 0  # model tokens submitted and not yet run (or dropped)
         self.long_backlog = 0  # the part of it that belongs to long requests (more than one step)
-        self.rate = 0.0  # model tokens per second while the model runs, a moving average over steps
+        self.rate = 0.0  # model tokens per second while the model runs, a moving average over full steps
         self.long_log: deque[tuple[float, int]] = deque()  # (time, tokens) of long requests' steps, last 10 s
 
     def _is_long(self, job: ScoringJob) -> bool:
@@ -200,7 +200,7 @@ class MicroBatcher:
         ran = batch.job.step(self.settings.step_tokens)
         seconds = time.perf_counter() - started
         batch.seconds += seconds
-        if seconds > 0 and ran:
+        if seconds > 0 and ran >= self.settings.step_tokens // 2:  # full steps: tiny ones measure overhead, not speed
             self.rate = ran / seconds if not self.rate else 0.9 * self.rate + 0.1 * ran / seconds
         return ran
 

@@ -316,7 +316,8 @@ def fairness(url: str, model: str, limits: dict[str, Any], rounds: int) -> dict[
     out.update(heavy_rounds=rounds, heavy_status=sorted(set(heavy_status)),
                heavy_seconds_p50=round(statistics.median(heavy_times), 2), heavy_seconds_max=round(max(heavy_times), 2),
                small_beside_heavy={"n": len(beside), "p50_s": round(pct(beside, 0.5), 3),
-                                   "p99_s": round(pct(beside, 0.99), 3), "max_s": round(max(beside), 3),
+                                   "p99_s": round(pct(beside, 0.99), 3),
+                                   "max_s": round(max(beside, default=float("nan")), 3),
                                    "non_200": sum(s != 200 for s in statuses)})
 
     # A heavy request whose client gives up after 1 s: the model must stop working on it.
