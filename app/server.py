@@ -665,7 +665,7 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
     async def _api_error(_, exc: ApiError) -> JSONResponse:
         response = error_response(exc.status, exc.kind, exc.message)
         if exc.status == 503:
-            response.headers["retry-after"] = "5"
+            response.headers["retry-after"] = "2"  # below the 5-s keep-alive: a client that waits keeps its connection
         return response
 
     @app.exception_handler(RequestValidationError)
