@@ -6,6 +6,7 @@ Only argparse at the top: the engine, FastAPI and uvicorn load inside the verb.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
@@ -48,8 +49,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "(4 suits a CPU, where padding costs more than small batches; try 32 on a GPU)")
     p.add_argument("--max-texts", type=int, default=64, help="texts (or hypotheses) per request")
     p.add_argument("--max-chars", type=int, default=10_000, help="characters per text")
+    p.add_argument("--max-tokens", type=int, default=32_768,
+                   help="model tokens per request: every text's windows with [CLS]/[SEP], overlap counted (about 3 s "
+                        "of ELECTRA-Small on 2 CPU cores; 413 too_many_tokens above it)")
     p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="request body size limit")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds a request may take, queueing included")
+    p.add_argument("--timeout", type=float, default=30.0,
+                   help="seconds a request may take, queueing included (504; the model stops working on it)")
+    p.add_argument("--step-tokens", type=int, default=1024,
+                   help="model tokens per scheduling step: requests take turns a step at a time, so a heavy request "
+                        "holds up a small one for about one step")
+    p.add_argument("--read-timeout", type=float, default=10.0,
+                   help="seconds a client has to send a request's head, and again its body (408; slower clients "
+                        "are disconnected)")
     p.add_argument("--ged-threshold", type=float, help="default /v1/ged threshold (default: ged.json, else 0.5)")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     from electra_detect.detector import DetectorError
@@ -60,14 +71,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     from electra_detect.detector import Detector
 
-    for name in ("max_batch", "model_batch", "max_texts", "max_chars", "max_body_bytes"):
+    for name in ("max_batch", "model_batch", "max_texts", "max_chars", "max_body_bytes", "max_tokens", "step_tokens"):
         if getattr(args, name) < 1:
             raise ServeError(f"--{name.replace('_', '-')} must be >= 1")
-    if args.max_wait_ms < 0 or args.timeout <= 0:
-        raise ServeError("--max-wait-ms must be >= 0 and --timeout > 0")
+    if not (math.isfinite(args.max_wait_ms) and args.max_wait_ms >= 0):
+        raise ServeError("--max-wait-ms must be a finite number >= 0")
+    for name in ("timeout", "read_timeout"):
+        if not (math.isfinite(getattr(args, name)) and getattr(args, name) > 0):
+            raise ServeError(f"--{name.replace('_', '-')} must be a finite number > 0")
     if not 0 < args.port < 65536:
         raise ServeError(f"--port {args.port} is not a TCP port")
-    if args.ged_threshold is not None and not 0 <= args.ged_threshold <= 1:
+    if args.ged_threshold is not None and not 0 <= args.ged_threshold <= 1:  # false for nan too
         raise ServeError("--ged-threshold must be in [0, 1]")
     api_key = os.environ.get(args.api_key_env) or None
     if args.host not in LOOPBACK and api_key is None:
@@ -86,7 +100,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     on_gpu = "cuda" in str(detector.engine.provider).lower()
     batching = False if args.no_batching else on_gpu if args.batching == "auto" else args.batching == "on"
     settings = ServerSettings(max_texts=args.max_texts, max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
-                              timeout_s=args.timeout, batching=batching, max_batch=args.max_batch,
+                              max_tokens=args.max_tokens, step_tokens=args.step_tokens,
+                              read_timeout_s=args.read_timeout, timeout_s=args.timeout, batching=batching,
+                              max_batch=args.max_batch,
                               model_batch=args.model_batch, max_wait_ms=args.max_wait_ms, api_key=api_key,
                               ged_threshold=threshold)
     engine = detector.engine

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
 import json
+import math
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +34,7 @@ PRETRAIN_OPTIONS: list[tuple[str, str, str, Any, str]] = [
     ("--local-window", "model", "local_window", int,
      "modernbert: width of the local-attention layers' window (default 32; 0 = all layers global)"),
     ("--global-every", "model", "global_every", int, "modernbert: every n-th layer is global (default 2)"),
-    ("--seq-len", "data", "seq_len", int, "block length in tokens (default 128)"),
+    ("--seq-len", "data", "seq_len", int, "block length in tokens (default: the preset's, 128; micro 64)"),
     ("--doc-split", "data", "doc_split", str, "'blank' (paragraphs) or 'line' (one document per line)"),
     ("--val-fraction", "data", "val_fraction", float, "share of blocks held out for validation"),
     ("--cache-dir", "data", "cache_dir", str, "tokenized-corpus cache (default $ELECTRA_DETECT_CACHE or ~/.cache)"),
@@ -142,38 +145,101 @@ def _add_score(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_score)
 
 
-def _read_texts(args: argparse.Namespace) -> list[str]:
-    texts = list(args.text)
-    if args.file:
+class CliError(ValueError):
+    """A flag value the verb cannot use (one ``error:`` line, exit 2)."""
+
+
+def check_unit_interval(value: float | None, flag: str) -> None:
+    """Thresholds are probabilities: a finite number in [0, 1] (nan and 5 are refused, as the server does)."""
+    if value is not None and not (math.isfinite(value) and 0 <= value <= 1):
+        raise CliError(f"{flag} must be a number in [0, 1], got {value:g}")
+
+
+STREAM_TEXTS = 64  # texts scored per batch when reading --file: memory stays bounded whatever the file's size
+STREAM_CHARS = 256_000  # ... and at most about this many characters per batch
+MAX_LINE_CHARS = 1_000_000  # one line longer than this is an error, not a memory blow-up
+
+
+def _open_texts(args: argparse.Namespace) -> Any:
+    """Open --file now (so a missing file is reported before the model loads); None without --file."""
+    if not args.file:
+        return None
+    try:
+        return sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
+    except FileNotFoundError:
+        raise SystemExit(_fail(f"input file not found: {args.file}")) from None
+    except OSError as exc:
+        raise SystemExit(_fail(f"cannot read {args.file}: {exc.strerror}")) from None
+
+
+def _text_batches(args: argparse.Namespace, handle: Any) -> Iterator[list[str]]:
+    """The text arguments, then --file's non-empty lines, in batches of up to STREAM_TEXTS texts and about
+    STREAM_CHARS characters (the first batch smaller, so that results show soon); read as they are needed,
+    with a progress bar (bytes read) when stderr is a terminal. Fails with one ``error:`` line when there
+    is no text at all."""
+    from tqdm import tqdm
+
+    batch = [t for t in args.text if t.strip()]
+    sent, number, error = 0, 0, None
+    chars, limit = sum(map(len, batch)), STREAM_TEXTS // 8
+    size = None
+    if handle is not None and handle is not sys.stdin:
         try:
-            handle = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
+            size = os.fstat(handle.fileno()).st_size
+        except OSError:
+            pass
+    bar = tqdm(total=size, unit="B", unit_scale=True, desc=args.verb, file=sys.stderr, leave=False,
+               disable=handle is None or not sys.stderr.isatty())
+    try:
+        if handle is not None:
             with handle:
-                texts.extend(line.rstrip("\n") for line in handle if line.strip())
-        except FileNotFoundError:
-            raise SystemExit(_fail(f"input file not found: {args.file}")) from None
-        except UnicodeDecodeError:
-            raise SystemExit(_fail(f"input file is not UTF-8 text: {args.file}")) from None
-        except OSError as exc:
-            raise SystemExit(_fail(f"cannot read {args.file}: {exc.strerror}")) from None
-    texts = [t for t in texts if t.strip()]
-    if not texts:
-        raise SystemExit(_fail("no text to score: give text arguments or --file"))
-    return texts
+                while line := handle.readline(MAX_LINE_CHARS + 2):
+                    number += 1
+                    bar.update(len(line.encode("utf-8")))
+                    if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+                        error = f"{args.file}: line {number} is longer than {MAX_LINE_CHARS:,} characters; split it"
+                        break
+                    text = line.rstrip("\n")
+                    if not text.strip():
+                        continue
+                    batch.append(text)
+                    chars += len(text)
+                    if len(batch) >= limit or chars >= STREAM_CHARS:
+                        sent += len(batch)
+                        yield batch
+                        batch, chars, limit = [], 0, STREAM_TEXTS
+    except UnicodeDecodeError:
+        error = f"input file is not UTF-8 text: {args.file}"
+    except OSError as exc:
+        error = f"cannot read {args.file}: {exc.strerror}"
+    finally:
+        bar.close()  # before any error line: the bar never follows or overwrites it
+    if error is None and not batch and not sent:
+        error = "no text to score: give text arguments or --file"
+    if error is not None:
+        raise SystemExit(_fail(error))
+    if batch:
+        yield batch
 
 
 def cmd_score(args: argparse.Namespace) -> int:
     from electra_detect.detector import Detector
     from electra_detect.highlight import render_highlight, render_table
 
-    texts = _read_texts(args)
+    check_unit_interval(args.threshold, "--threshold")
+    handle = _open_texts(args)
+    batches = _text_batches(args, handle)
+    first = next(batches)  # "no text" and an unreadable first line are reported before the model loads
     detector = Detector.load(args.model)
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    for scores in detector.score(texts):
-        if args.json:
-            print(json.dumps(scores.to_dict()))
-        else:
-            print(render_highlight(scores, args.threshold, color=color))
-            print(render_table(scores))
+    for batch in itertools.chain([first], batches):
+        lines = []
+        for scores in detector.score(batch):
+            if args.json:
+                lines.append(json.dumps(scores.to_dict()))
+            else:
+                lines += [render_highlight(scores, args.threshold, color=color), render_table(scores)]
+        print("\n".join(lines), flush=True)  # written as it goes: a long file shows results at once
     return 0
 
 
@@ -243,12 +309,16 @@ def cmd_ged(args: argparse.Namespace) -> int:
     from electra_detect.detector import Detector
     from electra_detect.ged import default_threshold
 
+    check_unit_interval(args.threshold, "--threshold")
     detector = Detector.load(args.model, task="ged")
     threshold = default_threshold(args.model, task="ged") if args.threshold is None else args.threshold
-    for scores in detector.score(_read_texts(args)):
-        flagged = [{"word": w.word, "start": w.start, "end": w.end, "score": round(w.score, 4)}
-                   for w in scores.words if w.score >= threshold]
-        print(json.dumps({"text": scores.text, "threshold": threshold, "flagged": flagged}))
+    for batch in _text_batches(args, _open_texts(args)):
+        lines = []
+        for scores in detector.score(batch):
+            flagged = [{"word": w.word, "start": w.start, "end": w.end, "score": round(w.score, 4)}
+                       for w in scores.words if w.score >= threshold]
+            lines.append(json.dumps({"text": scores.text, "threshold": threshold, "flagged": flagged}))
+        print("\n".join(lines), flush=True)
     return 0
 
 
@@ -291,6 +361,7 @@ def cmd_ged_eval(args: argparse.Namespace) -> int:
     from electra_detect import ged
     from electra_detect.detector import Detector
 
+    check_unit_interval(args.threshold, "--threshold")
     sentences = _read_labelled(args, args.data)
     if not sentences:
         raise ged.GedDataError(f"{args.data} holds no sentences")
@@ -374,11 +445,17 @@ def _add_calibrate(sub: argparse._SubParsersAction) -> None:
 
 
 def _read_text_files(paths: list[str]) -> list[str]:
-    """Non-empty lines of UTF-8 text files, one text per line."""
+    """Non-empty lines of UTF-8 text files, one text per line. calibrate and pos-bias fit and test on all of
+    them together, so they hold the texts (not the files) in memory; score, ged and rerank stream instead."""
     texts: list[str] = []
-    for path in paths:
+    for path in paths:  # line by line: the file's text is never held twice (whole and split)
         try:
-            texts += [line.strip() for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+            with open(path, encoding="utf-8") as handle:
+                while line := handle.readline(MAX_LINE_CHARS + 2):
+                    if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+                        raise ValueError(f"text file {path} has a line longer than {MAX_LINE_CHARS:,} characters")
+                    if line.strip():
+                        texts.append(line.strip())
         except (OSError, UnicodeDecodeError) as exc:
             raise ValueError(f"cannot read text file {path}: {exc}") from None
     return texts
@@ -428,6 +505,7 @@ def cmd_pos_bias(args: argparse.Namespace) -> int:
     from electra_detect.detector import Detector, resolve_model_dir
     from electra_detect.ged import default_threshold
 
+    check_unit_interval(args.threshold, "--threshold")
     if bool(args.text) == bool(args.ged):
         raise ValueError("give exactly one source: --text FILE... (clean, or with --corrupt) or --ged FILE")
     if args.corrupt and not args.text:
@@ -497,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from electra_detect.detector import DetectorError
 
-    known: tuple[type[BaseException], ...] = (DetectorError, FileNotFoundError, PermissionError)
+    known: tuple[type[BaseException], ...] = (DetectorError, FileNotFoundError, PermissionError, CliError)
     if args.verb.startswith("ged") or args.verb in ("calibrate", "pos-bias"):  # ged.py pulls in scikit-learn
         from electra_detect.ged import GedDataError
 

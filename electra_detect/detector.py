@@ -225,32 +225,21 @@ class Detector:
         return cls(model_dir, runner, tokenizer, limit, calibrator)
 
     def score(self, texts: str | Sequence[str], batch_size: int = 32) -> list[TextScores]:
+        job = self.job(texts, batch_size)
+        while not job.done:
+            job.step()
+        return job.results()
+
+    def job(self, texts: str | Sequence[str], batch_size: int = 32) -> ScoringJob:
+        """``score`` as a job run in steps (the server interleaves requests' steps and can drop a job
+        between two of them); ``score`` is this job run to the end."""
         if isinstance(texts, str):
             texts = [texts]
         if not isinstance(texts, Sequence) or not all(isinstance(t, str) for t in texts):
             raise DetectorError("score() takes a string or a list of strings")
-        encodings = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True)
-        windows: list[tuple[int, int, list[int]]] = []  # (text index, first token, ids)
-        for index, ids in enumerate(encodings["input_ids"]):
-            for start, chunk in self._windows(ids):
-                windows.append((index, start, chunk))
-        probs = [np.full(len(ids), np.nan) for ids in encodings["input_ids"]]
-        margin = [np.full(len(ids), -1) for ids in encodings["input_ids"]]
-        # Batch windows of similar length (stable sort: a long text's equal-length windows keep their
-        # order): padding to the longest row wasted up to half the compute on mixed-length sentences.
-        windows.sort(key=lambda window: len(window[2]))
-        for first in range(0, len(windows), batch_size):
-            batch = windows[first:first + batch_size]
-            p = self._probabilities([chunk for _, _, chunk in batch])
-            for row, (index, start, chunk) in enumerate(batch):
-                n = len(chunk)
-                positions = np.arange(n)
-                edge = np.minimum(positions, n - 1 - positions)  # distance from the window's edge
-                target = slice(start, start + n)
-                better = edge > margin[index][target]
-                probs[index][target] = np.where(better, p[row, 1:n + 1], probs[index][target])
-                margin[index][target] = np.maximum(edge, margin[index][target])
-        return [self._assemble(text, encodings[i], probs[i]) for i, text in enumerate(texts)]
+        texts = list(texts)
+        encodings = self.tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True) if texts else []
+        return ScoringJob(self, texts, [encodings[i] for i in range(len(texts))], batch_size)
 
     def raw_logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         """Uncalibrated logits for already-tokenised ids (calibration fitting needs them)."""
@@ -308,3 +297,87 @@ class Detector:
         total = float(sum(log_fluency))
         mean = total / len(log_fluency) if log_fluency else 0.0
         return TextScores(text, tokens, words, mean, total)
+
+
+class ScoringJob:
+    """The engine work of ``Detector.score`` over some texts, done a step at a time.
+
+    Windows are batched by similar length (stable sort: a long text's equal-length windows keep
+    their order), ``batch_size`` windows per engine run, as ``score`` always did: padding to the
+    longest row wasted up to half the compute on mixed-length sentences. ``cost`` is the model
+    tokens the job runs ([CLS] and [SEP] included, window overlap counted twice)."""
+
+    def __init__(self, detector: Detector, texts: list[str], encodings: list[Any], batch_size: int = 32) -> None:
+        if batch_size < 1:
+            raise DetectorError("batch_size must be >= 1")
+        self.detector, self.texts, self.encodings, self.batch_size = detector, texts, encodings, batch_size
+        self.windows: list[tuple[int, int, list[int]]] = []  # (text index, first token, ids)
+        for index, encoding in enumerate(encodings):
+            for start, chunk in detector._windows(encoding.ids):
+                self.windows.append((index, start, chunk))
+        self.windows.sort(key=lambda window: len(window[2]))
+        self.tokens = sum(len(e.ids) for e in encodings)
+        self.cost = sum(len(chunk) + 2 for _, _, chunk in self.windows)
+        self.position = 0  # windows scored so far
+        self.probs = [np.full(len(e.ids), np.nan) for e in encodings]
+        self.margin = [np.full(len(e.ids), -1) for e in encodings]
+
+    @classmethod
+    def merge(cls, jobs: Sequence[ScoringJob]) -> ScoringJob:
+        """One job over the texts of several jobs not yet started (the server's micro-batching)."""
+        if any(job.position for job in jobs):
+            raise DetectorError("only jobs not yet started can be merged")
+        first = jobs[0]
+        return cls(first.detector, [t for job in jobs for t in job.texts],
+                   [e for job in jobs for e in job.encodings], first.batch_size)
+
+    @property
+    def done(self) -> bool:
+        return self.position >= len(self.windows)
+
+    @property
+    def remaining(self) -> int:
+        """Model tokens still to run."""
+        return sum(len(chunk) + 2 for _, _, chunk in self.windows[self.position:])
+
+    def step(self, max_tokens: int = 0) -> int:
+        """Run engine batches of up to ``batch_size`` windows until the job is done or ``max_tokens`` model tokens
+        ran (0 = run to the end); a batch that would overrun the budget runs fewer rows, at least one window.
+        Returns the model tokens run."""
+        ran = 0
+        while not self.done:
+            batch = self.windows[self.position:self.position + self.batch_size]
+            if max_tokens:  # fewer rows when long windows would overrun the budget; the first window always runs
+                taken, total = [], ran
+                for window in batch:
+                    total += len(window[2]) + 2
+                    if total > max_tokens and (taken or ran):
+                        break
+                    taken.append(window)
+                if not taken:
+                    break
+                batch = taken
+            self._run(batch)
+            self.position += len(batch)
+            ran += sum(len(chunk) + 2 for _, _, chunk in batch)
+            if max_tokens and ran >= max_tokens:
+                break
+        return ran
+
+    def _run(self, batch: list[tuple[int, int, list[int]]]) -> None:
+        p = self.detector._probabilities([chunk for _, _, chunk in batch])
+        for row, (index, start, chunk) in enumerate(batch):
+            n = len(chunk)
+            positions = np.arange(n)
+            edge = np.minimum(positions, n - 1 - positions)  # distance from the window's edge
+            target = slice(start, start + n)
+            better = edge > self.margin[index][target]
+            self.probs[index][target] = np.where(better, p[row, 1:n + 1], self.probs[index][target])
+            self.margin[index][target] = np.maximum(edge, self.margin[index][target])
+
+    def results(self, start: int = 0, stop: int | None = None) -> list[TextScores]:
+        """The scores of texts[start:stop] (a merged job's requests each take their own slice)."""
+        if not self.done:
+            raise DetectorError("the job is not finished")
+        stop = len(self.texts) if stop is None else stop
+        return [self.detector._assemble(self.texts[i], self.encodings[i], self.probs[i]) for i in range(start, stop)]

@@ -48,6 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_rerank(args: argparse.Namespace) -> int:
+    import itertools
     import json
     import math
     import time
@@ -72,6 +73,12 @@ def run_rerank(args: argparse.Namespace) -> int:
     # The readers stream: a malformed line fails when it is reached, and atomic_open leaves no partial OUT.
     utterances = rerank.read_nbest(args.nbest, args.fmt, args.scores, args.refs)
     dev = rerank.read_nbest(args.tune_on, args.dev_format, args.dev_scores, args.dev_refs) if args.tune_on else None
+    chunks = _chunks(utterances, args.chunk)
+    # The first chunk is read before the model loads and before any progress bar: a malformed or empty file is
+    # one error line, with no bar printed ahead of it.
+    first = next(chunks, None)
+    if first is None:
+        raise rerank.RerankError(f"{args.nbest} holds no utterances")
 
     started = time.perf_counter()
     scorer, lm_name = _scorer(args)
@@ -89,7 +96,7 @@ def run_rerank(args: argparse.Namespace) -> int:
     hypotheses = 0
     # Rows stream into a temp file beside OUT, which replaces OUT only when every utterance was scored.
     with atomic_open(out) as handle, tqdm(desc="rerank", unit="utt", disable=args.no_progress) as bar:
-        for chunk in _chunks(utterances, args.chunk):
+        for chunk in itertools.chain([first], chunks):
             t0 = time.perf_counter()
             items = rerank.score_utterances(chunk, scorer)
             scoring_seconds += time.perf_counter() - t0

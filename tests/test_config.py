@@ -40,3 +40,17 @@ def test_config_errors(tmp_path: Path) -> None:
     config.data.seq_len = 512
     with pytest.raises(ConfigError, match="exceeds"):
         config.validate()
+
+
+def test_presets_carry_their_own_sequence_length() -> None:
+    from training.config import PRESET_SEQ_LEN, PRESETS, RunConfig
+
+    for preset in PRESETS:
+        config = RunConfig()
+        config.model.preset = preset
+        config.validate().resolve()  # the defaults fit every preset (micro has 64 positions)
+        assert config.data.seq_len == PRESET_SEQ_LEN[preset] <= PRESETS[preset]["max_position_embeddings"]
+    assert RunConfig().validate().resolve().data.seq_len == 128  # the default preset (tiny) keeps its 128
+    given = RunConfig()
+    given.model.preset, given.data.seq_len = "micro", 32
+    assert given.validate().resolve().data.seq_len == 32  # a length given is kept

@@ -199,3 +199,13 @@ def test_tuning_needs_references() -> None:
     with pytest.raises(RerankError, match="no references"):
         rerank.tune_weights(items)
     assert np.isfinite(items[0].asr).all()
+
+
+def test_cli_error_comes_before_any_progress_bar(micro_run: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x", "hyps": [{"text": "y", "score": "high"}]}\n', encoding="utf-8")
+    code = main(["rerank", str(bad), "--model", str(micro_run), "--out", str(tmp_path / "out.jsonl")])  # bar on
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.lstrip().startswith("error:") and "bad.jsonl:1" in err, err  # nothing (no bar) before the error

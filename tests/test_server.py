@@ -272,3 +272,248 @@ def test_serve_cli_errors(micro_run: Path, capsys: pytest.CaptureFixture[str]) -
     assert "no ONNX export" in capsys.readouterr().err
     assert main(["serve", "--model", str(micro_run), "--max-batch", "0"]) == 2
     assert "--max-batch" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------- hardening (issue 16)
+
+HUGE = "9" * 400
+
+
+def raw_post(server: Server, path: str, data: bytes, headers: dict[str, str] | None = None) -> httpx.Response:
+    return httpx.post(f"{server.url}{path}", content=data, timeout=30,
+                      headers={"content-type": "application/json"} if headers is None else headers)
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/v1/ged", f'{{"texts": ["a b"], "threshold": {HUGE}}}'),
+    ("/v1/ged", '{"texts": ["a b"], "threshold": 1e308}'),
+    ("/v1/ged", '{"texts": ["a b"], "threshold": NaN}'),
+    ("/v1/ged", '{"texts": ["a b"], "threshold": true}'),
+    ("/v1/ged", '{"texts": ["a b"], "threshold": "0.5"}'),
+    ("/v1/rerank", f'{{"lists": [["a b", "a c"]], "lm_weight": {HUGE}}}'),
+    ("/v1/rerank", f'{{"lists": [["a b", "a c"]], "length_weight": -{HUGE}}}'),
+    ("/v1/rerank", '{"lists": [["a b", "a c"]], "lm_weight": Infinity}'),
+    ("/v1/rerank", f'{{"lists": [[{{"text": "a b", "score": {HUGE}}}]]}}'),
+    ("/v1/rerank", '{"lists": [[{"text": "a b", "score": 1e308}]], "length_weight": 1e308}'),
+    ("/v1/rerank", '{"lists": ["a b\\t1e308"], "length_weight": 1}'),
+    ("/v1/score", '{"texts": ["a"], "tokens": "yes"}'),
+    ("/v1/score", '{"texts": ["a"], "tokens": 1}'),
+    ("/v1/score", '{"texts": ["a"], "tokens": null}'),
+])
+def test_numbers_and_booleans_out_of_range_are_422(server: Server, path: str, body: str) -> None:
+    response = raw_post(server, path, body.encode())
+    assert response.status_code == 422, response.text
+    assert response.json()["error"]["type"] == "invalid_request"
+
+
+def test_rerank_in_range_extremes_stay_finite(server: Server) -> None:
+    response = post(server, "/v1/rerank", {"lists": [[{"text": "a b", "score": -1e12}, "a c"]], "lm_weight": 1e6,
+                                           "length_weight": -1e6})
+    assert response.status_code == 200, response.text
+    totals = [h["total"] for h in response.json()["results"][0]["hypotheses"]]
+    assert all(isinstance(t, float) for t in totals)
+
+
+def test_content_type_and_json_parse_errors_are_named(server: Server) -> None:
+    no_type = raw_post(server, "/v1/score", b'{"texts": ["a"]}', headers={})
+    assert no_type.status_code == 415 and no_type.json()["error"]["type"] == "unsupported_media_type"
+    deep = raw_post(server, "/v1/score", b"[" * 4000 + b"]" * 4000)
+    assert deep.status_code == 400 and deep.json()["error"]["type"] == "json_too_deep", deep.text
+    digits = raw_post(server, "/v1/score", b'{"texts": ["a"], "n": ' + b"1" * 5000 + b"}")
+    assert digits.status_code == 400 and digits.json()["error"]["type"] == "number_too_long", digits.text
+    assert httpx.get(f"{server.url}/healthz").status_code == 200
+
+
+def test_too_many_tokens_is_413_before_the_model(export_dir: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from app.server import ServerSettings, create_app
+
+    detector = Detector.load(export_dir, engine="onnx")
+    app = create_app(detector, ServerSettings(max_tokens=40))
+    with TestClient(app) as client:
+        assert client.post("/v1/score", json={"texts": ["The farmer saw a red house."]}).status_code == 200
+        response = client.post("/v1/score", json={"texts": ["The farmer saw a red house yesterday."] * 4})
+        assert response.status_code == 413 and response.json()["error"]["type"] == "too_many_tokens"
+        assert "limit is 40" in response.json()["error"]["message"]
+        assert "max_tokens" in client.get("/openapi.json").json()["info"]["description"]
+
+
+def test_a_long_request_that_cannot_finish_in_time_is_a_quick_503(export_dir: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from app.server import ServerSettings, create_app
+
+    detector = Detector.load(export_dir, engine="onnx")
+    app = create_app(detector, ServerSettings(step_tokens=16, timeout_s=5))
+    long = {"texts": ["The farmer saw a red house yesterday and a doctor bought three apples."] * 2}
+    with TestClient(app) as client:
+        assert client.post("/v1/score", json=long).status_code == 200  # no rate measured yet: taken
+        assert app.state.batcher.backlog == app.state.batcher.long_backlog == 0 and app.state.batcher.rate > 0
+        app.state.batcher.rate = 10.0  # as if the model ran 10 tokens/s: the long request would need minutes
+        started = time.monotonic()
+        response = client.post("/v1/score", json=long)
+        assert response.status_code == 503 and response.json()["error"]["type"] == "overloaded"
+        assert response.headers["retry-after"] == "2" and time.monotonic() - started < 2
+        assert client.post("/v1/score", json={"texts": ["Hi."]}).status_code == 200  # short ones still go
+
+
+def test_engine_failure_is_a_json_500(export_dir: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from app.server import ServerSettings, create_app
+
+    class Broken:
+        name, provider, max_positions = "broken", "cpu", 64
+
+        def logits(self, input_ids: object, attention_mask: object) -> object:
+            raise RuntimeError("engine exploded")
+
+    detector = Detector.load(export_dir, engine="onnx")
+    detector.engine = Broken()
+    with TestClient(create_app(detector, ServerSettings()), raise_server_exceptions=False) as client:
+        response = client.post("/v1/score", json={"texts": ["a"]})
+        assert response.status_code == 500 and response.json()["error"]["type"] == "internal_error"
+        assert client.get("/healthz").status_code == 200
+
+
+class SlowEngine:
+    """The real engine, slowed down, counting its calls."""
+
+    def __init__(self, engine: object, delay: float) -> None:
+        self.engine, self.delay, self.calls, self.widths = engine, delay, 0, []
+        self.name, self.provider, self.max_positions = engine.name, engine.provider, engine.max_positions
+
+    def logits(self, input_ids: object, attention_mask: object) -> object:
+        self.calls += 1
+        self.widths.append(input_ids.shape[1])
+        time.sleep(self.delay)
+        return self.engine.logits(input_ids, attention_mask)
+
+
+@pytest.mark.parametrize("batching", [False, True])
+def test_a_small_request_overtakes_a_heavy_one_and_an_abandoned_one_stops(export_dir: Path, batching: bool) -> None:
+    from app.server import Metrics, MicroBatcher, ServerSettings
+
+    detector = Detector.load(export_dir, engine="onnx")
+    engine = SlowEngine(detector.engine, 0.02)
+    detector.engine = engine
+    heavy_texts = ["The farmer saw a red house yesterday and a doctor bought three apples. " * 4] * 8
+    settings = ServerSettings(step_tokens=64, model_batch=4, batching=batching)
+
+    async def run() -> None:
+        batcher = MicroBatcher(detector, settings, Metrics())
+        await batcher.start()
+        heavy_job = detector.job(heavy_texts, settings.model_batch)
+        assert heavy_job.cost > 10 * settings.step_tokens
+        heavy = batcher.submit(heavy_job)
+        await asyncio.sleep(0.1)
+        before = engine.calls
+        small = await batcher.score(["A doctor opened the window."])
+        assert small[0].text == "A doctor opened the window."
+        assert not heavy.done()  # the small request was answered while the heavy one was still running
+        after = engine.widths[before:]  # engine runs since the small request came: the heavy one's are 64 wide
+        assert min(after) < 64 and after.index(min(after)) <= 1  # at most the heavy step under way, then its own
+        heavy.cancel()  # its client timed out or left
+        await asyncio.sleep(0.1)
+        calls = engine.calls
+        await asyncio.sleep(0.3)
+        assert engine.calls == calls  # the model stopped working on it
+        assert not heavy_job.done
+        await batcher.stop()
+
+    asyncio.run(run())
+
+
+def test_a_flood_of_small_requests_does_not_starve_one_in_progress(export_dir: Path) -> None:
+    from app.server import Metrics, MicroBatcher, ServerSettings
+
+    detector = Detector.load(export_dir, engine="onnx")
+    detector.engine = SlowEngine(detector.engine, 0.01)
+    settings = ServerSettings(step_tokens=64, model_batch=4, batching=False)
+
+    async def run() -> None:
+        batcher = MicroBatcher(detector, settings, Metrics())
+        await batcher.start()
+        heavy_job = detector.job(["The farmer saw a red house yesterday and a doctor bought three apples. " * 4] * 8,
+                                 settings.model_batch)
+        heavy = batcher.submit(heavy_job)
+        while heavy_job.position == 0:
+            await asyncio.sleep(0.01)
+        at_flood = heavy_job.position
+        await asyncio.gather(*(batcher.score([f"A doctor opened window {n}."]) for n in range(20)))
+        assert heavy_job.position - at_flood >= 3  # it kept taking turns with the 20 new requests
+        await heavy
+        await batcher.stop()
+
+    asyncio.run(run())
+
+
+def test_long_requests_take_turns_two_at_a_time_in_arrival_order(export_dir: Path) -> None:
+    from app.server import LONG_SLOTS, Metrics, MicroBatcher, ServerSettings
+
+    detector = Detector.load(export_dir, engine="onnx")
+    settings = ServerSettings(step_tokens=64, model_batch=4, batching=False)
+
+    async def run() -> None:
+        batcher = MicroBatcher(detector, settings, Metrics())
+        await batcher.start()
+        jobs = [detector.job(["The farmer saw a red house yesterday and a doctor bought three apples. " * 4] * 4,
+                             settings.model_batch) for _ in range(LONG_SLOTS + 1)]
+        futures = [batcher.submit(job) for job in jobs]
+        await futures[0]
+        assert jobs[1].position > 0 and jobs[-1].position == 0  # a finished one frees a slot; the last waits its turn
+        await asyncio.gather(*futures)
+        assert batcher.backlog == batcher.long_backlog == 0
+        await batcher.stop()
+
+    asyncio.run(run())
+
+
+def test_scoring_job_steps_respect_the_budget_and_match_score(export_dir: Path) -> None:
+    detector = Detector.load(export_dir, engine="onnx")
+    texts = ["The farmer saw a red house yesterday. " * 12, "A doctor bought three apples.", "Hi."]
+    job = detector.job(texts, 4)
+    steps = []
+    while not job.done:
+        steps.append(job.step(100))
+    longest = max(len(chunk) + 2 for _, _, chunk in job.windows)
+    assert len(steps) > 1 and all(ran <= max(100, longest) for ran in steps)
+    assert sum(steps) == job.cost
+    whole = detector.score(texts)
+    for stepped, direct in zip(job.results(), whole, strict=True):
+        assert [t.p_replaced for t in stepped.tokens] == pytest.approx([t.p_replaced for t in direct.tokens], abs=1e-5)
+
+
+def test_slow_clients_are_dropped(export_dir: Path, tmp_path: Path) -> None:
+    srv = Server(export_dir, tmp_path / "server.log", "--read-timeout", "1")
+    try:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as head:
+            head.sendall(b"POST /v1/score HTTP/1.1\r\nHost: x\r\n")  # a head that never ends
+            started = time.monotonic()
+            assert head.recv(1024) == b""  # closed by the server
+            assert time.monotonic() - started < 5
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as body:
+            body.sendall(b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: 100\r\n\r\n{\"texts\"")  # a body that never ends
+            started = time.monotonic()
+            reply = b""
+            while chunk := body.recv(4096):
+                reply += chunk
+            assert reply.startswith(b"HTTP/1.1 408") and b"request_timeout" in reply
+            assert time.monotonic() - started < 5
+        assert httpx.get(f"{srv.url}/healthz").status_code == 200
+    finally:
+        assert srv.stop() == 0
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--max-tokens", "0"], "--max-tokens"), (["--step-tokens", "0"], "--step-tokens"),
+    (["--read-timeout", "nan"], "--read-timeout"), (["--timeout", "inf"], "--timeout"),
+    (["--max-wait-ms", "nan"], "--max-wait-ms"), (["--ged-threshold", "nan"], "--ged-threshold"),
+])
+def test_serve_cli_rejects_bad_limits(micro_run: Path, capsys: pytest.CaptureFixture[str], flags: list[str],
+                                      fragment: str) -> None:
+    assert main(["serve", "--model", str(micro_run), *flags]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error:") and fragment in err[-1]

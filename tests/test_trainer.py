@@ -93,3 +93,34 @@ def test_gradient_accumulation_counts_every_micro_batch(tmp_path: Path, corpus_f
     state = json.loads((tmp_path / "accum" / "checkpoints" / "step_00000003" / "trainer_state.json").read_text())
     assert state["trainer"]["sampler"]["offset"] == 3 * 2 * 8  # the data position advanced by both micro-batches
     assert all(r["loss"] == r["loss"] for r in train_rows(tmp_path / "accum"))  # no NaN
+
+
+def test_orphaned_save_temps_are_removed_at_start_and_on_resume(tmp_path: Path, corpus_file: Path,
+                                                                 cache_dir: Path) -> None:
+    from training.checkpoint import remove_orphans
+
+    def orphan(ckpt: Path, step: int) -> Path:  # what `kill -9` inside atomic_write_dir leaves behind
+        tmp = ckpt / f".step_{step:08d}.k9x2ab.tmp"
+        tmp.mkdir(parents=True)
+        (tmp / "model.safetensors").write_bytes(b"\0" * 1000)
+        (ckpt / ".latest.q1w2e3.tmp").write_text("step_")
+        return tmp
+
+    out = tmp_path / "run"
+    orphan(out / "checkpoints", 2)  # a first run killed in its first save: no checkpoint yet
+    (out / ".discriminator.zz11.tmp").mkdir()
+    config = micro_config(corpus_file, cache_dir, max_steps=4, save_every=2, eval_every=100)
+    Trainer(config, out, show_progress=False).run()
+    assert not [p.name for p in out.rglob(".*.tmp")]
+
+    orphan(out / "checkpoints", 6)
+    config.train.max_steps = 6
+    Trainer(config, out, resume=True, show_progress=False).run()
+    assert not [p.name for p in out.rglob(".*.tmp")]
+    assert (out / "checkpoints" / "latest").read_text().strip() == "step_00000006"
+
+    ckpt = out / "checkpoints"  # killed between the two renames of a re-save: the old copy comes back
+    (ckpt / "step_00000006").rename(ckpt / ".step_00000006.old")
+    (ckpt / ".step_00000004.old").mkdir()  # step_00000004 is there: a stale copy, removed
+    assert sorted(remove_orphans(ckpt)) == [".step_00000004.old", ".step_00000006.old"]
+    assert (ckpt / "step_00000006" / "model.safetensors").exists() and not list(ckpt.glob(".*"))

@@ -8,6 +8,7 @@ files, and a config fingerprint catches a checkpoint from a different model.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,40 @@ class CheckpointError(RuntimeError):
     """A checkpoint is missing, corrupt, or does not match the run."""
 
 
+def remove_orphans(root: Path, outputs: tuple[str, ...] = ()) -> list[str]:
+    """Clear what a save killed midway (``kill -9``, power loss) leaves in checkpoint dir ``root``; returns
+    the names removed or restored.
+
+    ``atomic_write_dir`` builds ``.step_XXXXXXXX.<random>.tmp`` beside the final name and ``latest`` is
+    written through ``.latest.<random>.tmp``: a kill before the rename leaves them for good (a full
+    checkpoint's size each). A re-save of an existing step moves it to ``.step_XXXXXXXX.old`` for an instant;
+    a kill then leaves the old copy there and no ``step_XXXXXXXX``: it is moved back, anything else removed.
+    ``outputs``: names in ``root.parent`` written the same way (``discriminator``, ``summary.json``...), whose
+    temp copies are removed too. Run it only when no save is under way (the trainer's start)."""
+    touched: list[str] = []
+    if root.is_dir():
+        for old in sorted(root.glob(".step_*.old")):
+            final = root / old.name[1:-len(".old")]
+            if old.is_dir() and not final.exists():
+                os.replace(old, final)
+            else:
+                shutil.rmtree(old, ignore_errors=True)
+            touched.append(old.name)
+        for tmp in [*root.glob(".step_*.tmp"), *root.glob(".latest.*.tmp")]:
+            shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+            touched.append(tmp.name)
+    for name in outputs:
+        old = root.parent / f".{name}.old"
+        if old.exists():
+            if not (root.parent / name).exists():
+                os.replace(old, root.parent / name)
+            else:
+                shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+            touched.append(old.name)
+        for tmp in root.parent.glob(f".{name}.*.tmp"):
+            shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+            touched.append(tmp.name)
+    return touched
 
 
 def _split_optimizer_state(state_dict: dict[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:

@@ -36,6 +36,10 @@ PRESETS: dict[str, dict[str, int]] = {
 }
 
 
+# Each preset's default block length (``--seq-len`` / data.seq_len 0): micro has only 64 positions.
+PRESET_SEQ_LEN: dict[str, int] = {"micro": 64, "tiny": 128, "small": 128, "base": 128}
+
+
 ARCHITECTURES = ("modernbert", "electra")
 EMBEDDING_SHARING = ("tied", "gdes", "none")
 # The token ids every tokenizer of ours gives its special tokens (training/data.py SPECIAL_TOKENS).
@@ -145,7 +149,7 @@ class ModelConfig:
 class DataConfig:
     corpus: list[str] = field(default_factory=list)  # files, folders or globs; empty = embedded SOTU corpus
     doc_split: str = "blank"  # "blank": documents end at blank lines; "line": one document per line
-    seq_len: int = 128
+    seq_len: int = 0  # block length in tokens; 0 = the model preset's (PRESET_SEQ_LEN: 128, micro 64)
     lowercase: bool = True
     val_fraction: float = 0.02
     min_val_blocks: int = 8
@@ -155,8 +159,8 @@ class DataConfig:
     def validate(self) -> None:
         if self.doc_split not in ("blank", "line"):
             raise ConfigError(f"doc_split must be 'blank' or 'line', got {self.doc_split!r}")
-        if self.seq_len < 8:
-            raise ConfigError(f"seq_len must be at least 8, got {self.seq_len}")
+        if self.seq_len != 0 and self.seq_len < 8:  # 0: the model preset's
+            raise ConfigError(f"seq_len must be at least 8 (or 0: the preset's), got {self.seq_len}")
         if not 0.0 < self.val_fraction < 0.5:
             raise ConfigError(f"val_fraction must be in (0, 0.5), got {self.val_fraction}")
 
@@ -231,11 +235,21 @@ class RunConfig:
         if self.train.mlm_first_steps and self.model.tie_all:
             raise ConfigError("two-stage training (mlm_first_steps) freezes the generator in stage 2, "
                               "so it cannot share the whole encoder (tie_all)")
-        if self.data.seq_len > PRESETS[self.model.preset]["max_position_embeddings"]:
+        if self.seq_len() > PRESETS[self.model.preset]["max_position_embeddings"]:
             raise ConfigError(
-                f"seq_len {self.data.seq_len} exceeds the {self.model.preset} preset's "
+                f"seq_len {self.seq_len()} exceeds the {self.model.preset} preset's "
                 f"{PRESETS[self.model.preset]['max_position_embeddings']} positions"
             )
+        return self
+
+    def seq_len(self) -> int:
+        """The block length: data.seq_len, or the preset's own when it is 0 (not given)."""
+        return self.data.seq_len or PRESET_SEQ_LEN.get(self.model.preset, 128)
+
+    def resolve(self) -> RunConfig:
+        """Fill the defaults that depend on other settings (seq_len 0 -> the preset's), so the run dir's
+        run_config.json and the checkpoint fingerprint hold the value used."""
+        self.data.seq_len = self.seq_len()
         return self
 
     def to_dict(self) -> dict[str, Any]:

@@ -27,7 +27,13 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text
-from training.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint
+from training.checkpoint import (
+    CheckpointError,
+    latest_checkpoint,
+    load_checkpoint,
+    remove_orphans,
+    save_checkpoint,
+)
 from training.config import ConfigError, RunConfig
 from training.data import BlockSampler, PackedBlocks, default_cache_dir, prepare_corpus, resolve_corpus, split_blocks
 from training.evaluation import evaluate
@@ -36,6 +42,8 @@ from training.model import ElectraPretrainingModel
 from training.objectives import RTD_OBJECTIVES
 
 RUN_CONFIG_FILE = "run_config.json"
+# What the trainer writes into the run dir through a temp copy (fileio's atomic writers).
+ORPHAN_OUTPUTS = ("discriminator", "generator", "mlm", "summary.json", RUN_CONFIG_FILE, "metrics.jsonl")
 
 
 @dataclass
@@ -105,7 +113,7 @@ class Trainer:
 
     def __init__(self, config: RunConfig, out_dir: str | Path, resume: bool = False,
                  show_progress: bool = True, overwrite: bool = False) -> None:
-        self.config = config.validate()
+        self.config = config.validate().resolve()
         self.out_dir = Path(out_dir)
         self.resume = resume
         self.overwrite = overwrite
@@ -166,6 +174,11 @@ class Trainer:
         info = init_distributed()
         cfg, tcfg = self.config, self.config.train
         self._check_out_dir()
+        if info.main:  # a save killed midway left temp copies behind: clear them before anything reads or saves
+            removed = remove_orphans(self.out_dir / "checkpoints", ORPHAN_OUTPUTS)
+            if removed:
+                print(f"removed {len(removed)} unfinished checkpoint/output temp files from an interrupted save: "
+                      f"{', '.join(removed[:5])}{' ...' if len(removed) > 5 else ''}", file=sys.stderr)
         if tcfg.threads:
             torch.set_num_threads(tcfg.threads)
         device = torch.device(f"cuda:{info.local_rank}" if torch.cuda.is_available() else "cpu")

@@ -1,0 +1,114 @@
+"""`score --file` (or `ged --file`) on a large text file: peak RSS, time to first output, throughput.
+
+Writes a file of ``--mib`` MiB of real sentences (State of the Union, one per line; reused when it
+exists), runs the verb on it as a user would, reads its stdout as it comes, samples the process's RSS
+every 0.1 s, and stops it after ``--seconds`` (a 50 MB file takes far longer than a probe should on a
+CPU; throughput is measured over the part scored).
+
+    python benchmarks/cli_stream.py --model models/electra-small --mib 50 --seconds 90
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT_DIR = ROOT / "benchmarks" / "results"
+
+
+def make_file(path: Path, mib: float) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import server_load
+
+    if path.exists() and path.stat().st_size >= mib * (1 << 20):
+        return
+    lines = [s + "\n" for s in server_load.sentences(5000)]
+    target = int(mib * (1 << 20))
+    with open(path, "w", encoding="utf-8") as handle:
+        written, index = 0, 0
+        while written < target:
+            line = lines[index % len(lines)]
+            handle.write(line)
+            written += len(line.encode("utf-8"))
+            index += 1
+
+
+def main() -> int:
+    import psutil
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--verb", choices=("score", "ged"), default="score")
+    parser.add_argument("--mib", type=float, default=50)
+    parser.add_argument("--file", type=Path, default=Path("/tmp/electra-detect-stream.txt"))
+    parser.add_argument("--seconds", type=float, default=90)
+    parser.add_argument("--out-dir", type=Path, default=OUT_DIR)
+    args = parser.parse_args()
+    make_file(args.file, args.mib)
+    cmd = [sys.executable, "-m", "electra_detect.cli", args.verb, "--model", args.model, "--file", str(args.file)]
+    if args.verb == "score":
+        cmd.append("--json")
+    # The fixed start-up (imports, model load) that any input pays: the same command on a one-line file.
+    one = args.file.with_name(args.file.stem + ".one-line.txt")
+    with open(args.file, encoding="utf-8") as handle:
+        one.write_text(handle.readline(), encoding="utf-8")
+    t0 = time.perf_counter()
+    one_cmd = [str(one) if part == str(args.file) else part for part in cmd]
+    subprocess.run(one_cmd, cwd=ROOT, capture_output=True, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    one_line = time.perf_counter() - t0
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    watched = psutil.Process(proc.pid)
+    peak, first, rows, chars = 0, None, 0, 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            try:
+                peak = max(peak, watched.memory_info().rss)
+            except psutil.Error:
+                return
+            time.sleep(0.1)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    timer = threading.Timer(args.seconds, proc.terminate)
+    timer.start()
+    for line in proc.stdout:
+        if first is None:
+            first = time.perf_counter() - started
+        rows += 1
+        chars += len(json.loads(line)["text"]) if line.startswith("{") else 0
+    proc.wait()
+    timer.cancel()
+    done.set()
+    elapsed = time.perf_counter() - started
+    scoring = elapsed - (first or elapsed)
+    result = {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+              "host": f"{platform.machine()}, {os.cpu_count()} cores", "verb": args.verb, "model": args.model,
+              "file_mib": round(args.file.stat().st_size / (1 << 20), 1), "ran_s": round(elapsed, 1),
+              "stopped_after_s": args.seconds, "returncode": proc.returncode, "first_output_s": round(first or -1, 2),
+              "one_line_file_total_s": round(one_line, 2),
+              "peak_rss_mib": round(peak / (1 << 20), 1), "lines_scored": rows,
+              "lines_per_s": round(rows / scoring, 1) if scoring > 0 else None,
+              "chars_per_s": round(chars / scoring) if scoring > 0 and chars else None,
+              "command": " ".join(["electra-detect", *cmd[3:]])}
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / "cli_stream.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
