@@ -411,9 +411,10 @@ def build_app(model: str | Path, engine: str = "auto", device: str | None = None
     ``threshold`` starts the slider; by default the model's tuned ``ged.json`` threshold, else 0.5
     (a calibrated weak model may score every word far below 0.5, so a tuned start matters).
     """
-    if threshold is None:
-        from electra_detect.detector import default_threshold
+    from electra_detect.detector import default_threshold, task_model_path
 
+    model = task_model_path(model, "ged")  # a model dir's fine-tuned ged/ when it has one
+    if threshold is None:
         threshold = default_threshold(model)
     if not 0.0 <= threshold <= 1.0:
         raise DemoError(f"--threshold must be between 0 and 1, got {threshold}")

@@ -69,7 +69,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from electra_detect.detector import Detector
+    from electra_detect.detector import Detector, task_model_path
 
     for name in ("max_batch", "model_batch", "max_texts", "max_chars", "max_body_bytes", "max_tokens", "step_tokens"):
         if getattr(args, name) < 1:
@@ -89,7 +89,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
               f"(set ${args.api_key_env})", file=sys.stderr)
     from app.server import ServerSettings, serve
 
-    detector = Detector.load(args.model, device=args.device, calibrated=not args.no_calibration, engine=args.engine,
+    model = task_model_path(args.model, "ged")  # a model dir's fine-tuned ged/ when it has one
+    detector = Detector.load(model, device=args.device, calibrated=not args.no_calibration, engine=args.engine,
                              variant=args.variant if args.engine == "onnx" else None,
                              require_gpu=args.require_gpu, threads=args.threads)
     threshold = args.ged_threshold

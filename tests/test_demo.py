@@ -237,3 +237,12 @@ def test_slider_starts_at_the_tuned_ged_threshold(tmp_path: Path, micro_run: Pat
     assert build_app(model, threshold=0.7).threshold == 0.7
     with pytest.raises(DemoError, match="between 0 and 1"):
         build_app(model, threshold=1.5)
+
+
+def test_a_model_dirs_ged_model_is_what_the_demo_shows(tmp_path: Path, micro_run: Path) -> None:
+    model = tmp_path / "model"
+    for part in ("discriminator", "generator"):
+        shutil.copytree(micro_run / part, model / part)
+    assert build_app(model).detector.model_dir == model / "discriminator"
+    shutil.copytree(micro_run / "discriminator", model / "ged")
+    assert build_app(model).detector.model_dir == model / "ged"
