@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     from electra_detect.ged import default_threshold
 
     threshold = args.threshold if args.threshold is not None else default_threshold(args.model)
-    words = Detector.load(args.model).score([args.text])[0].words
+    words = Detector.load(args.model, task="ged").score([args.text])[0].words
     process = DemoProcess(Path(args.model))
     print(f"start-up {process.startup_s:.1f} s; " + ", ".join(f"{w.word} {w.score:.3f}" for w in words))
     try:
