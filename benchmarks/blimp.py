@@ -14,7 +14,7 @@ For each pair a system is right when it scores ``sentence_good`` strictly above 
 Overall = mean of the per-set accuracies (as in the BLiMP paper). Prints one JSON line and writes
 ``blimp{tag}.json``, ``.md`` and ``.png`` under ``--out-dir``.
 
-    python benchmarks/blimp.py --model models/electra-small --corpus .gpu/sotu.txt .gpu/brown.txt
+    python benchmarks/blimp.py --model models/electra-tiny --corpus sotu.txt brown.txt
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ exists), runs the verb on it as a user would, reads its stdout as it comes, samp
 every 0.1 s, and stops it after ``--seconds`` (a 50 MB file takes far longer than a probe should on a
 CPU; throughput is measured over the part scored).
 
-    python benchmarks/cli_stream.py --model models/electra-small --mib 50 --seconds 90
+    python benchmarks/cli_stream.py --model models/electra-tiny --mib 50 --seconds 90
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ parent alternates the engines for ``--rounds`` rounds so a noisy stretch of the 
 them, and reports medians. Each worker also returns its logits on the first batch, so the table
 shows max |Δlogit| against torch next to the speed.
 
-    python benchmarks/inference.py --model models/electra-small
+    python benchmarks/inference.py --model models/electra-tiny
 
 Goals (issue 6): ORT int8 >= 2x torch eager; ORT fp32 optimised >= 1.3x.
 """

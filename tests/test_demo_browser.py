@@ -9,7 +9,7 @@ Needs /usr/bin/chromium and the ``playwright`` package (``scripts/install_browse
 
 Also a script, to make the README screenshot with a real model::
 
-    python tests/test_demo_browser.py --model models/electra-small --out docs/images/demo.png
+    python tests/test_demo_browser.py --model models/electra-tiny --out docs/images/demo.png
 """
 
 from __future__ import annotations

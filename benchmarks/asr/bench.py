@@ -14,7 +14,7 @@ this process one scorer after the other. A paired bootstrap over test utterances
 interval for each system's WER and for ELECTRA sum minus PLL. Prints one JSON line; writes
 ``asr{tag}.json``, ``.md`` and ``.png`` under ``--out-dir``.
 
-    python benchmarks/asr/bench.py --model models/electra-small --ngram-corpus .gpu/sotu.txt .gpu/brown.txt
+    python benchmarks/asr/bench.py --model models/electra-tiny --ngram-corpus sotu.txt brown.txt
 """
 
 from __future__ import annotations
