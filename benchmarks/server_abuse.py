@@ -33,7 +33,6 @@ import platform
 import signal
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -42,34 +41,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from server_load import free_port, start_server  # noqa: E402  (one way to start and await a server)
+
 OUT_DIR = ROOT / "benchmarks" / "results" / "server_abuse"
 SMALL = "The farmer saw a red house yesterday and went home."
 JSON = {"content-type": "application/json"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_server(model: str, port: int, extra: list[str], log: Path) -> subprocess.Popen:
-    import httpx
-
-    cmd = [sys.executable, "-m", "electra_detect.cli", "serve", "--model", model, "--port", str(port),
-           "--log-level", "warning", *extra]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"server exited: {log.read_text()[-2000:]}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    proc.kill()
-    raise SystemExit("server did not start in 180 s")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -520,7 +497,6 @@ def main() -> int:
     parser.add_argument("--server-args", default="", help="extra `serve` flags")
     parser.add_argument("--out-dir", type=Path, default=OUT_DIR)
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     sys.path.insert(0, str(ROOT))
     duration = args.duration or (10.0 if args.quick else 60.0)
     from app.server import ServerSettings
