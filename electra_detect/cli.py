@@ -311,7 +311,7 @@ def cmd_ged(args: argparse.Namespace) -> int:
 
     check_unit_interval(args.threshold, "--threshold")
     detector = Detector.load(args.model, task="ged")
-    threshold = default_threshold(args.model, task="ged") if args.threshold is None else args.threshold
+    threshold = default_threshold(detector.model_dir) if args.threshold is None else args.threshold
     for batch in _text_batches(args, _open_texts(args)):
         lines = []
         for scores in detector.score(batch):
@@ -382,7 +382,7 @@ def cmd_ged_eval(args: argparse.Namespace) -> int:
     tune_scores = ged.score_tokens(detector, tuning) if needs_tuning else []
     if threshold is None and tuning:
         threshold = ged.tune_threshold(*ged.flatten(tuning, tune_scores))
-    threshold = ged.default_threshold(args.model, task=task) if threshold is None else threshold
+    threshold = ged.default_threshold(detector.model_dir) if threshold is None else threshold
     started = time.perf_counter()
     scores = ged.score_tokens(detector, sentences)
     seconds = time.perf_counter() - started
