@@ -1,32 +1,40 @@
-"""The ELECTRA paper's efficiency claims at small scale: objectives, generator size, two-stage training.
+"""The ELECTRA paper's efficiency claims at our scale: objectives (Table 5), generator size (Fig. 3
+left), two-stage training and score against compute (Fig. 3 right), at equal training FLOPs.
 
-    # once, on the machine that has ../shared and ERRANT (JFLEG labels need spaCy + ERRANT):
-    python benchmarks/ablation.py prepare-data --shared ../shared/data --out .gpu/ablation-data
-    # then, anywhere (a GPU machine for the real comparison):
-    python benchmarks/ablation.py run --eval-data .gpu/ablation-data --corpus .gpu/sotu.txt \\
-        --preset tiny --seconds-per-run 20 --seeds 0 1 2 --out-dir benchmarks/results/ablation
+    # once, on a machine with ../shared and ERRANT (the JFLEG labels need spaCy + ERRANT):
+    python benchmarks/ablation.py prepare-data --shared ../shared/data --out /tmp/ablation-data
+    # the sweep (resumable: --resume skips the runs result.json already holds):
+    python benchmarks/ablation.py run --eval-data /tmp/ablation-data --budget-steps 200 --seeds 0 1 2 \\
+        --jobs 2 --check-flops --out-dir benchmarks/results/ablation --resume
 
-Equal compute = equal wall-clock on one device: every run trains for ``--seconds-per-run`` seconds.
-A short probe run measures each variant's step rate first, so its ``max_steps`` (and with it the
-linear LR decay) ends inside the budget; ``max_minutes`` is the hard cap. Seeds run in parallel
-processes, one per seed, each variant's seeds side by side with a barrier before and after training,
-so every run of a variant shares the device in the same way. Same corpus, tokenizer, blocks,
-optimiser and seeds for every variant.
+Equal compute = equal training FLOPs. ``train_flops_per_step`` counts them from the model shapes and
+the tokens each objective pushes through each module: every encoder sees every token; the vocabulary
+projection runs at the masked 15% (at every token for All-Tokens MLM); trained modules cost 3x their
+forward pass (forward + backward), the frozen generator of two-stage's second stage 1x. The budget is
+the FLOPs of ``--budget-steps`` ELECTRA updates; every variant trains ``budget / its FLOPs per step``
+updates (two-stage: half the budget's steps in each stage), so BERT, which has no generator, gets more
+updates than ELECTRA. A counter check (torch's FlopCounterMode over real training steps) is stored
+beside the analytic count. Wall time is reported for every run too: its training seconds and its
+seconds per update after the first logging window (a discarded warm-up).
+
+Model: the default recipe (ModernBERT pair that leaves the plateau, docs/pretraining.md); ``--paper-recipe``
+runs the paper's post-LN ELECTRA pair instead. Same corpus, tokenizer, blocks, optimiser and seeds for
+every variant.
 
 Evaluation, the same for every run:
 - CoLA dev MCC after fine-tuning the pre-trained encoder (training/cola.py);
-- BLiMP accuracy: the good sentence must get the higher sentence score. RTD objectives
-  (``electra``, ``electra15``, ``adversarial``, generator sweep, two-stage): sum of log(1 - p) from
-  the Detector (uncalibrated). ``bert_mlm``: pseudo-log-likelihood (one [MASK] per subword).
-  ``replace_mlm`` / ``all_tokens_mlm`` never see [MASK] in training, so they are scored in one
+- BLiMP accuracy: the good sentence must get the higher sentence score. RTD objectives: sum of
+  log(1 - p) from the Detector (uncalibrated). ``bert_mlm``: pseudo-log-likelihood (one [MASK] per
+  subword). ``replace_mlm`` / ``all_tokens_mlm`` never see [MASK] in training, so they are scored in one
   unmasked pass: sum of log p(x_t | x), with the copy mechanism for ``all_tokens_mlm``;
-- zero-shot GED F0.5 on the JFLEG dev report half (thresholds tuned on the tuning half, as
-  benchmarks/ged.py): RTD objectives use the Detector's word score; MLM objectives use per-token
-  surprisal 1 - p(x_t | ...) from the same score as BLiMP, max over a word's subwords.
+- zero-shot GED F0.5 and AP on the JFLEG dev report half (threshold tuned on the tuning half, as
+  benchmarks/ged.py): RTD objectives use the Detector's word score; MLM objectives per-token surprisal
+  1 - p(x_t | ...) from the same score as BLiMP, max over a word's subwords;
+- the plateau check: validation MLM accuracy (the generator's for RTD objectives, the MLM head's
+  otherwise) against the share of the corpus's most frequent token.
 
-Writes ``ablation.json``, ``ablation.md`` and one PNG per claim (objectives, generator size,
-two-stage) to ``--out-dir`` after every variant (a cut-off sweep keeps what it finished), and
-prints one JSON line.
+Writes ``result.json``, ``table.md`` and ``plot.png`` (objectives), ``gensize.png``, ``compute.png`` to
+``--out-dir`` after every run (a cut-off sweep keeps what it finished) and prints one JSON line.
 """
 
 from __future__ import annotations
@@ -41,7 +49,6 @@ import os
 import shutil
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -53,26 +60,31 @@ sys.path.insert(0, str(ROOT))
 
 from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text  # noqa: E402
 
-# name -> (objective, model/train overrides). Generator sweep: ``electra`` itself is gen_fraction 1/4.
+# name -> objective and model overrides. ``gen_*``: the generator-width sweep, all with untied embedding
+# tables (a narrower generator cannot share ModernBERT's table), so width is the only thing that changes.
 VARIANTS: dict[str, dict[str, Any]] = {
     "electra": {"objective": "electra"},
     "bert_mlm": {"objective": "bert_mlm"},
     "electra15": {"objective": "electra15"},
     "replace_mlm": {"objective": "replace_mlm"},
     "all_tokens_mlm": {"objective": "all_tokens_mlm"},
-    "gen_0.125": {"objective": "electra", "gen_fraction": 0.125},
-    "gen_0.5": {"objective": "electra", "gen_fraction": 0.5},
-    "gen_1_tied": {"objective": "electra", "gen_fraction": 1.0, "tie_all": True},
-    "two_stage": {"objective": "electra", "gen_fraction": 1.0, "two_stage": True},
+    "two_stage": {"objective": "electra", "gen_fraction": 1.0, "gen_full_depth": True, "two_stage": True},
+    "gen_0.25": {"objective": "electra", "gen_fraction": 0.25, "embedding_sharing": "none"},
+    "gen_0.5": {"objective": "electra", "gen_fraction": 0.5, "embedding_sharing": "none"},
+    "gen_1": {"objective": "electra", "gen_fraction": 1.0, "embedding_sharing": "none"},
     "adversarial": {"objective": "adversarial"},
 }
-DEFAULT_VARIANTS = [v for v in VARIANTS if v != "adversarial"]
+# In the order they run: the paper's headline pair first, so a cut-off sweep has answered it.
+DEFAULT_VARIANTS = ["electra", "bert_mlm", "all_tokens_mlm", "replace_mlm", "electra15", "gen_0.25", "gen_0.5",
+                    "gen_1", "two_stage"]
 # GLUE dev score of the paper's Table 5 (BERT-Base-size models, same compute as BERT).
 PAPER_GLUE = {"electra": 85.0, "all_tokens_mlm": 84.3, "replace_mlm": 82.4, "electra15": 82.4, "bert_mlm": 82.2}
 LABELS = {"electra": "ELECTRA", "bert_mlm": "BERT (MLM)", "electra15": "ELECTRA 15%", "replace_mlm": "Replace MLM",
-          "all_tokens_mlm": "All-Tokens MLM", "adversarial": "Adversarial ELECTRA", "gen_0.125": "gen 1/8",
-          "gen_0.5": "gen 1/2", "gen_1_tied": "gen 1 (tied)", "two_stage": "two-stage (MLM, then ELECTRA)"}
-METRICS = ("cola_mcc", "blimp_acc", "ged_f05")
+          "all_tokens_mlm": "All-Tokens MLM", "adversarial": "Adversarial ELECTRA", "gen_0.25": "gen 1/4",
+          "gen_0.5": "gen 1/2", "gen_1": "gen 1", "two_stage": "two-stage (MLM, then ELECTRA)"}
+METRICS = ("cola_mcc", "blimp_acc", "ged_f05", "ged_ap")
+TITLES = {"cola_mcc": "CoLA dev MCC", "blimp_acc": "BLiMP accuracy", "ged_f05": "GED F0.5 (JFLEG)",
+          "ged_ap": "GED AP (JFLEG)"}
 
 
 def score_kind(objective: str) -> str:
@@ -84,6 +96,72 @@ def score_kind(objective: str) -> str:
     return "rtd"
 
 
+# -- training FLOPs from the model shapes ----------------------------------------------------------
+def encoder_flops_per_token(config: Any, seq_len: int) -> float:
+    """Forward FLOPs of one token through an encoder (2 per multiply-add): Q/K/V/O projections, the
+    feed-forward block (GeGLU's input projection is twice as wide) and attention scores + weighted sum
+    over ``seq_len`` keys (ModernBERT's local layers still compute every score under sdpa's mask)."""
+    d, f, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    ffn = 3 * d * f if config.model_type == "modernbert" else 2 * d * f
+    per_layer = 2 * (4 * d * d + ffn) + 4 * seq_len * d
+    embed = getattr(config, "embedding_size", d)
+    projection = 2 * embed * d if embed != d else 0  # ELECTRA's embedding projection
+    return layers * per_layer + projection
+
+
+def mlm_head_flops(config: Any) -> float:
+    """Forward FLOPs of one predicted position: transform (hidden -> hidden or embedding) + vocabulary."""
+    d, vocab = config.hidden_size, config.vocab_size
+    out = getattr(config, "embedding_size", d) if config.model_type == "electra" else d
+    return 2 * (d * out + out * vocab)
+
+
+def rtd_head_flops(config: Any) -> float:
+    d = config.hidden_size
+    return 2 * (d * d + d)
+
+
+def train_flops_per_step(model_config: Any, objective: str, stage: str, vocab_size: int, tokens: int,
+                         seq_len: int, mask_prob: float) -> float:
+    """Training FLOPs of one update of ``tokens`` tokens. ``stage``: "" (one objective), "mlm" (two-stage's
+    generator-only first stage) or "disc" (its second stage: the generator frozen, forward only)."""
+    gen = model_config.generator_config(vocab_size)
+    disc = model_config.discriminator_config(vocab_size)
+    masked = mask_prob * tokens
+    generator = encoder_flops_per_token(gen, seq_len) * tokens + mlm_head_flops(gen) * masked
+    discriminator = (encoder_flops_per_token(disc, seq_len) + rtd_head_flops(disc)) * tokens
+    if stage == "mlm":
+        return 3 * generator
+    if stage == "disc":
+        return generator + 3 * discriminator
+    if objective == "bert_mlm":
+        return 3 * (encoder_flops_per_token(disc, seq_len) * tokens + mlm_head_flops(disc) * masked)
+    if objective == "replace_mlm":
+        return 3 * generator + 3 * (encoder_flops_per_token(disc, seq_len) * tokens + mlm_head_flops(disc) * masked)
+    if objective == "all_tokens_mlm":
+        return 3 * generator + 3 * (discriminator + mlm_head_flops(disc) * tokens)
+    return 3 * generator + 3 * discriminator  # electra, electra15 (the head runs on every token), adversarial
+
+
+def counted_flops_per_step(config: Any, work: Path, steps: int = 2) -> float:
+    """torch's FlopCounterMode over real training: (FLOPs of 2n updates - FLOPs of n updates) / n, so the
+    data preparation, validation and export both runs share cancel out."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from training.trainer import Trainer
+
+    totals = []
+    for n in (steps, 2 * steps):
+        probe = dataclasses.replace(config)
+        probe.train = dataclasses.replace(config.train, max_steps=n, warmup_steps=1, log_every=n,
+                                          eval_every=n + 1, save_every=n + 1, max_minutes=0)
+        run_dir = work / f"flops-probe-{n}"
+        shutil.rmtree(run_dir, ignore_errors=True)
+        with FlopCounterMode(display=False) as counter:
+            Trainer(probe, run_dir, show_progress=False).run()
+        totals.append(counter.get_total_flops())
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return (totals[1] - totals[0]) / steps
 # -- evaluation data -----------------------------------------------------------------------------
 def prepare_data(shared: Path, out: Path, blimp_per_set: int, seed: int) -> dict[str, int]:
     """Compact copies of CoLA, BLiMP and JFLEG GED labels (ERRANT runs here, not on the GPU box)."""
@@ -117,11 +195,16 @@ class EvalData:
     ged_report: list[Any]
 
     @classmethod
-    def load(cls, folder: Path) -> EvalData:
+    def load(cls, folder: Path, blimp_per_set: int = 0) -> EvalData:
         from electra_detect.ged import GedSentence
         from training.cola import read_cola
 
         blimp = [json.loads(line) for line in (folder / "blimp.jsonl").read_text(encoding="utf-8").splitlines()]
+        if blimp_per_set:  # the first n pairs of each paradigm (PLL scoring of every pair is the slow part)
+            by_set: dict[str, list[dict[str, str]]] = {}
+            for pair in blimp:
+                by_set.setdefault(pair["uid"], []).append(pair)
+            blimp = [pair for pairs in by_set.values() for pair in pairs[:blimp_per_set]]
         raw = json.loads((folder / "jfleg_ged.json").read_text(encoding="utf-8"))
         to_ged = lambda rows: [GedSentence(r["tokens"], r["labels"]) for r in rows]  # noqa: E731
         return cls(read_cola(folder / "cola_train.tsv"), read_cola(folder / "cola_dev.tsv"), blimp,
@@ -240,16 +323,33 @@ def evaluate_run(run_dir: Path, objective: str, data: EvalData, device: str, see
 
 
 # -- one pre-training run --------------------------------------------------------------------------
-def build_config(args: argparse.Namespace, variant: str, seed: int, steps: int, seconds: float):
-    from training.config import PAPER_MODEL, RunConfig
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One run of the sweep: a variant, a seed and the share of the FLOPs budget it trains for."""
+
+    variant: str
+    seed: int
+    fraction: float = 1.0
+
+    @property
+    def key(self) -> str:
+        return f"{self.variant}/seed{self.seed}/x{self.fraction:g}"
+
+
+def build_config(args: argparse.Namespace, variant: str, seed: int, steps: int = 2):
+    """The run config of ``variant``; ``steps`` updates with the same warm-up share for every run."""
+    from training.config import PAPER_MODEL, PRESETS, RunConfig
 
     spec = VARIANTS[variant]
     config = RunConfig()
-    config.override("model", **PAPER_MODEL)  # the paper's claims are about its model (issue 15 may move this)
-    config.model.preset = args.preset
-    config.model.vocab_size = args.vocab_size
-    config.model.gen_fraction = spec.get("gen_fraction", 0.25)
-    config.model.tie_all = spec.get("tie_all", False)
+    if args.paper_recipe:
+        config.override("model", **PAPER_MODEL)
+    model = config.model
+    model.preset, model.vocab_size = args.preset, args.vocab_size
+    model.gen_fraction = spec.get("gen_fraction", model.gen_fraction)
+    model.embedding_sharing = spec.get("embedding_sharing", model.embedding_sharing)
+    if spec.get("gen_full_depth"):  # two-stage: a discriminator-shaped generator, so stage two can start from it
+        model.gen_layers = PRESETS[args.preset]["num_hidden_layers"]
     config.data.corpus = list(args.corpus)
     config.data.seq_len = args.seq_len
     config.data.cache_dir = args.cache_dir
@@ -257,116 +357,140 @@ def build_config(args: argparse.Namespace, variant: str, seed: int, steps: int, 
     t.objective = spec["objective"]
     t.batch_size, t.lr, t.seed, t.threads = args.batch_size, args.lr, seed, args.threads
     t.max_steps = max(steps, 2)
-    t.warmup_steps = max(1, min(args.warmup_steps, t.max_steps // 10))
-    t.max_minutes = seconds / 60
-    t.log_every = max(1, min(20, t.max_steps // 4))
+    t.warmup_steps = max(1, round(t.max_steps * args.warmup_fraction))
+    t.max_minutes = 0
+    t.log_every = max(1, min(25, t.max_steps // 8))
     t.eval_every = t.save_every = t.max_steps + 1  # one validation and one checkpoint, at the end
-    t.eval_batches = 4
+    t.eval_batches = args.eval_batches
     if spec.get("two_stage"):
         t.mlm_first_steps = t.max_steps // 2
+    config.resolve()
     return config
 
 
-def train_variant(args: argparse.Namespace, variant: str, seed: int, work: Path,
-                  probe_only: bool = False) -> dict[str, Any]:
-    """Probe the step rate, then train for ``args.seconds_per_run`` seconds' worth of steps."""
-    from training.trainer import Trainer
-
-    probe_dir = work / f"probe-{variant}-{seed}"
-    shutil.rmtree(probe_dir, ignore_errors=True)
-    two_stage = bool(VARIANTS[variant].get("two_stage"))
-    # Two-stage: probe both stages (MLM alone, then ELECTRA) in one run of twice the steps.
-    probe = build_config(args, variant, seed, args.probe_steps * (2 if two_stage else 1), 600)
-    probe.train.log_every = max(1, args.probe_steps // 3)
-    probe.train.mlm_first_steps = args.probe_steps if two_stage else 0
-    Trainer(probe, probe_dir, show_progress=False).run()
-    rows = [json.loads(line) for line in (probe_dir / "metrics.jsonl").read_text().splitlines()]
-    train_rows = [r for r in rows if r.get("split") == "train"]
-    rate = train_rows[-1]["tokens_per_s"]  # the last window: past warm-up
-    shutil.rmtree(probe_dir, ignore_errors=True)
-    tokens_per_step = args.batch_size * args.seq_len
-    steps = int(rate * args.seconds_per_run * 0.92 / tokens_per_step)
-    if two_stage:  # n MLM steps + n ELECTRA steps in the budget: n = T / (1/r1 + 1/r2)
-        stage_one = [r for r in train_rows if r["step"] <= args.probe_steps][-1]["tokens_per_s"]
-        per_stage = args.seconds_per_run * 0.92 / (tokens_per_step / stage_one + tokens_per_step / rate)
-        steps = 2 * int(per_stage)
-        rate = 2 / (1 / stage_one + 1 / rate)  # the mean rate over the whole run
-    if probe_only:
-        return {"variant": variant, "seed": seed, "probe_tokens_per_s": rate}
-    run_dir = work / f"{variant}-seed{seed}"
-    shutil.rmtree(run_dir, ignore_errors=True)
-    config = build_config(args, variant, seed, steps, args.seconds_per_run * 1.05)
-    result = Trainer(config, run_dir, show_progress=False).run()
-    return {"variant": variant, "seed": seed, "objective": config.train.objective,
-            "gen_fraction": config.model.gen_fraction, "tie_all": config.model.tie_all,
-            "mlm_first_steps": config.train.mlm_first_steps, "planned_steps": steps, "steps": result.steps,
-            "tokens_seen": result.tokens_seen, "train_seconds": round(result.minutes * 60, 2),
-            "stop_reason": result.stop_reason, "probe_tokens_per_s": rate,
-            "val_disc_auc": result.val_metrics.get("val_disc_auc"),
-            "val_gen_acc": result.val_metrics.get("val_gen_acc"),
-            "run_dir": str(run_dir)}
+def flops_per_step(args: argparse.Namespace, variant: str, vocab_size: int) -> dict[str, float]:
+    """Analytic training FLOPs of one update of ``variant`` (two-stage: of each stage)."""
+    config = build_config(args, variant, 0)
+    tokens = args.batch_size * args.seq_len
+    count = lambda stage: train_flops_per_step(config.model, config.train.objective, stage,  # noqa: E731
+                                               vocab_size, tokens, args.seq_len, config.train.mask_prob)
+    if VARIANTS[variant].get("two_stage"):
+        return {"mlm": count("mlm"), "disc": count("disc")}
+    return {"step": count("")}
 
 
-def _worker(task: tuple[argparse.Namespace, str, int, Any]) -> dict[str, Any]:
-    args, variant, seed, barrier = task
+def planned_steps(per_step: dict[str, float], budget: float) -> int:
+    """Updates that spend ``budget`` FLOPs; two-stage: n generator updates + n discriminator updates."""
+    if "mlm" in per_step:
+        return 2 * max(1, round(budget / (per_step["mlm"] + per_step["disc"])))
+    return max(2, round(budget / per_step["step"]))
+
+
+def wall_time(run_dir: Path) -> dict[str, float]:
+    """Training seconds, and seconds per update after the first logging window (the discarded warm-up)."""
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    train = [r for r in rows if r.get("split") == "train" and "elapsed_s" in r]
+    if len(train) < 2:
+        return {"train_seconds": train[-1]["elapsed_s"] if train else float("nan"),
+                "seconds_per_step": float("nan")}
+    first, last = train[0], train[-1]
+    return {"train_seconds": round(last["elapsed_s"], 2),
+            "seconds_per_step": (last["elapsed_s"] - first["elapsed_s"]) / (last["step"] - first["step"])}
+
+
+def train_and_evaluate(task: Task, args: argparse.Namespace, plan: dict[str, Any]) -> dict[str, Any]:
+    """Train one run for its share of the FLOPs budget, evaluate it, and return its row."""
     import torch
+
+    from training.trainer import Trainer
 
     torch.set_num_threads(args.threads)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    work = Path(args.work_dir)
-    _wait(barrier)
+    steps = planned_steps(plan["flops_per_step"][task.variant], plan["budget_flops"] * task.fraction)
+    run_dir = Path(args.work_dir) / task.key.replace("/", "-")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    config = build_config(args, task.variant, task.seed, steps)
+    row: dict[str, Any] = {"key": task.key, "variant": task.variant, "seed": task.seed, "fraction": task.fraction,
+                           "objective": config.train.objective, "gen_fraction": config.model.gen_fraction,
+                           "embedding_sharing": config.model.embedding_sharing,
+                           "mlm_first_steps": config.train.mlm_first_steps, "planned_steps": steps}
+    per_step = plan["flops_per_step"][task.variant]
+    row["train_flops"] = (steps // 2 * (per_step["mlm"] + per_step["disc"]) if "mlm" in per_step
+                          else steps * per_step["step"])
     try:
-        row = train_variant(args, variant, seed, work)
+        result = Trainer(config, run_dir, show_progress=False).run()
+        row.update({"steps": result.steps, "tokens_seen": result.tokens_seen, "stop_reason": result.stop_reason,
+                    "val_disc_auc": result.val_metrics.get("val_disc_auc"),
+                    "val_mlm_acc": result.val_metrics.get("val_gen_acc"), **wall_time(run_dir)})
     except Exception as exc:  # one failed run must not take the sweep down; it is reported as failed
-        _wait(barrier)
-        return {"variant": variant, "seed": seed, "error": f"train: {type(exc).__name__}: {exc}"}
-    _wait(barrier)  # evaluation of one seed never overlaps training of another
+        return {**row, "error": f"train: {type(exc).__name__}: {exc}"}
     try:
-        data = EvalData.load(Path(args.eval_data))
-        row.update(evaluate_run(Path(row["run_dir"]), row["objective"], data, device, seed, args.cola_epochs))
+        data = EvalData.load(Path(args.eval_data), args.blimp_per_set)
+        row.update(evaluate_run(run_dir, row["objective"], data, device, task.seed, args.cola_epochs))
     except Exception as exc:  # noqa: BLE001 - same reason
         row["error"] = f"eval: {type(exc).__name__}: {exc}"
     if not args.keep_runs:
-        shutil.rmtree(row["run_dir"], ignore_errors=True)
+        shutil.rmtree(run_dir, ignore_errors=True)
     return row
 
 
-def _warm_up(task: tuple[argparse.Namespace, str, int]) -> dict[str, Any]:
-    """One discarded probe per seed process before the sweep. Why: in the first GPU sweep the first
-    variant's probe also paid each process's CUDA/cuBLAS start-up, under-measured its rate by ~20%,
-    and so that variant (ELECTRA) trained ~17 s instead of 20."""
-    args, variant, seed = task
-    import torch
-
-    torch.set_num_threads(args.threads)
-    return train_variant(args, variant, seed, Path(args.work_dir), probe_only=True)
-
-
-def _wait(barrier: Any) -> None:
-    if barrier is None:
-        return
-    try:
-        barrier.wait(timeout=900)
-    except threading.BrokenBarrierError:
-        pass
-
-
+def _worker(job: tuple[Task, argparse.Namespace, dict[str, Any]]) -> dict[str, Any]:
+    return train_and_evaluate(*job)
 # -- aggregation and reports -----------------------------------------------------------------------
 def aggregate(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Mean ± std over the seeds of each variant's full-budget runs."""
     out: dict[str, dict[str, Any]] = {}
     for variant in VARIANTS:
-        done = [r for r in rows if r["variant"] == variant and "error" not in r]
+        done = [r for r in rows if r["variant"] == variant and r["fraction"] == 1.0 and "error" not in r]
         if not done:
             continue
-        entry: dict[str, Any] = {"runs": len(done), "score": done[0]["score"],
-                                 "steps": float(statistics.mean(r["steps"] for r in done)),
-                                 "tokens_seen": float(statistics.mean(r["tokens_seen"] for r in done)),
-                                 "train_seconds": statistics.mean(r["train_seconds"] for r in done)}
+        entry: dict[str, Any] = {"runs": len(done), "score": done[0]["score"]}
+        for field in ("steps", "tokens_seen", "train_flops", "train_seconds", "seconds_per_step", "val_mlm_acc"):
+            entry[field] = float(statistics.mean(r[field] for r in done))
         for metric in METRICS:
             values = [r[metric] for r in done]
             entry[metric] = statistics.mean(values)
             entry[f"{metric}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
+            entry[f"{metric}_values"] = values
         out[variant] = entry
+    return out
+
+
+def difference(a: dict[str, Any], b: dict[str, Any], metric: str) -> dict[str, float]:
+    """Mean difference a - b over seeds with a Welch 95% confidence interval."""
+    from scipy import stats
+
+    va, vb = np.array(a[f"{metric}_values"]), np.array(b[f"{metric}_values"])
+    diff = float(va.mean() - vb.mean())
+    if len(va) < 2 or len(vb) < 2:
+        return {"diff": diff, "low": float("nan"), "high": float("nan"), "noise": 0.0}
+    sa, sb = va.var(ddof=1) / len(va), vb.var(ddof=1) / len(vb)
+    se = math.sqrt(sa + sb)
+    df = (sa + sb) ** 2 / ((sa ** 2 / (len(va) - 1) + sb ** 2 / (len(vb) - 1)) or 1e-12)
+    half = float(stats.t.ppf(0.975, df)) * se if se > 0 else 0.0
+    return {"diff": diff, "low": diff - half, "high": diff + half,
+            "noise": max(a[f"{metric}_std"], b[f"{metric}_std"])}
+
+
+# The paper's claims as ordered pairs: Table 5 (ELECTRA > All-Tokens MLM > Replace MLM ≈ ELECTRA 15% > BERT)
+# and §3.2 (two-stage below ELECTRA, above BERT).
+CLAIMS = [("electra", "bert_mlm"), ("electra", "all_tokens_mlm"), ("all_tokens_mlm", "replace_mlm"),
+          ("all_tokens_mlm", "electra15"), ("replace_mlm", "bert_mlm"), ("electra15", "bert_mlm"),
+          ("electra", "two_stage"), ("two_stage", "bert_mlm")]
+
+
+def claims(agg: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each of the paper's ordered pairs on each metric: holds (CI above 0), fails (CI below 0) or open."""
+    out = []
+    for a, b in CLAIMS:
+        if a not in agg or b not in agg:
+            continue
+        for metric in METRICS:
+            d = difference(agg[a], agg[b], metric)
+            verdict = ("holds" if d["low"] > 0 else "reversed" if d["high"] < 0 else
+                       "not resolved" if not math.isnan(d["low"]) else "one seed")
+            out.append({"better": a, "worse": b, "metric": metric, **d, "verdict": verdict,
+                        "beyond_seed_std": d["diff"] > d["noise"]})
     return out
 
 
@@ -376,168 +500,217 @@ def _cell(entry: dict[str, Any] | None, metric: str) -> str:
     return f"{entry[metric]:.3f} ± {entry[f'{metric}_std']:.3f}"
 
 
-def orderings(agg: dict[str, dict[str, Any]]) -> list[str]:
-    """Which of the paper's orderings hold here, by mean and by more than the larger seed std."""
-    lines = []
-    pairs = [("electra", "bert_mlm"), ("electra", "all_tokens_mlm"), ("all_tokens_mlm", "replace_mlm"),
-             ("electra", "electra15"), ("replace_mlm", "bert_mlm"), ("electra", "gen_1_tied"),
-             ("electra", "two_stage")]
-    for a, b in pairs:
-        if a not in agg or b not in agg:
-            continue
-        for metric in METRICS:
-            diff = agg[a][metric] - agg[b][metric]
-            noise = max(agg[a][f"{metric}_std"], agg[b][f"{metric}_std"])
-            verdict = ("holds beyond seed std" if diff > noise else "holds by mean only" if diff > 0
-                       else "tie" if diff == 0 else "fails")
-            lines.append(f"| {LABELS[a]} > {LABELS[b]} | {metric} | {diff:+.3f} | {noise:.3f} | {verdict} |")
-    return lines
-
-
 def write_reports(out_dir: Path, summary: dict[str, Any]) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out_dir / "ablation.json", summary)
-    agg = summary["aggregate"]
-    setup = summary["setup"]
-    head = ["# ELECTRA efficiency claims at small scale", "",
-            f"Device: {setup['device']}. Preset `{setup['preset']}`, batch {setup['batch_size']} × "
-            f"{setup['seq_len']} tokens, lr {setup['lr']}, target **{setup['seconds_per_run']} s of training per run** "
-            f"(equal wall-clock as the aim; each run's measured training seconds are in the table's JSON, "
-            f"{len(setup['seeds'])} seeds run side by side), corpus "
-            f"{', '.join(Path(c).name for c in setup['corpus'])}. Mean ± std over seeds {setup['seeds']}. "
+    agg = summary["aggregate"] = aggregate(summary["rows"])
+    summary["claims"] = claims(agg)
+    atomic_write_json(out_dir / "result.json", summary)
+    setup, plan = summary["setup"], summary["plan"]
+    baseline = plan["top_token_share"]
+    head = ["# ELECTRA's efficiency claims at our scale", "",
+            f"Device: {setup['device']}. Recipe: {setup['recipe']}, preset `{setup['preset']}`, batch "
+            f"{setup['batch_size']} × {setup['seq_len']} tokens, lr {setup['lr']}, corpus "
+            f"{', '.join(Path(c).name for c in setup['corpus']) or 'embedded State of the Union'}. "
+            f"**Equal training FLOPs**: {plan['budget_flops']:.3g} per run (= {setup['budget_steps']} ELECTRA "
+            f"updates); wall time is reported beside it. Mean ± std over seeds {setup['seeds']}.", "",
             f"Command: `{summary['command']}`", "",
-            "Scores: *rtd* = sum of log(1 − p replaced) (BLiMP) and word score (GED); *pll* = MLM "
-            "pseudo-log-likelihood, one [MASK] per subword; *one_pass* = log p(x_t | x) unmasked "
-            "(copy mechanism for All-Tokens MLM). GED = zero-shot F0.5 on the JFLEG dev report half.", ""]
-    table = ["| objective | paper GLUE (Table 5) | CoLA dev MCC | BLiMP acc. | GED F0.5 | score | steps | "
-             "tokens seen |", "|---|---:|---:|---:|---:|---|---:|---:|"]
-    for variant in ("electra", "all_tokens_mlm", "replace_mlm", "electra15", "bert_mlm", "adversarial"):
-        if variant in agg:
-            e = agg[variant]
-            table.append(f"| {LABELS[variant]} | {PAPER_GLUE.get(variant, '–')} | {_cell(e, 'cola_mcc')} | "
-                         f"{_cell(e, 'blimp_acc')} | {_cell(e, 'ged_f05')} | {e['score']} | {e['steps']:.0f} | "
-                         f"{e['tokens_seen'] / 1e6:.2f}M |")
-    gen = ["| generator size | CoLA dev MCC | BLiMP acc. | GED F0.5 | steps |", "|---|---:|---:|---:|---:|"]
-    for variant in ("gen_0.125", "electra", "gen_0.5", "gen_1_tied"):
-        if variant in agg:
-            e = agg[variant]
-            label = "gen 1/4 (= ELECTRA)" if variant == "electra" else LABELS[variant]
-            gen.append(f"| {label} | {_cell(e, 'cola_mcc')} | {_cell(e, 'blimp_acc')} | {_cell(e, 'ged_f05')} | "
-                       f"{e['steps']:.0f} |")
-    two = ["| training | CoLA dev MCC | BLiMP acc. | GED F0.5 | steps |", "|---|---:|---:|---:|---:|"]
-    for variant in ("bert_mlm", "two_stage", "electra"):
-        if variant in agg:
-            e = agg[variant]
-            two.append(f"| {LABELS[variant]} | {_cell(e, 'cola_mcc')} | {_cell(e, 'blimp_acc')} | "
-                       f"{_cell(e, 'ged_f05')} | {e['steps']:.0f} |")
-    order = ["| ordering (paper) | metric | mean difference | larger seed std | here |", "|---|---|---:|---:|---|",
-             *orderings(agg)]
-    failed = [f"- {r['variant']} seed {r['seed']}: {r['error']}" for r in summary["rows"] if "error" in r]
-    text = "\n".join([*head, "## Objectives (paper Table 5)", "", *table, "",
-                      "![objectives](ablation_objectives.png)", "", "## Generator size (paper Fig. 3, left)", "",
-                      *gen, "", "![generator size](ablation_gensize.png)", "",
+            f"Plateau check: validation MLM accuracy against the share of the most frequent token "
+            f"(`{plan['top_token']}`, {baseline:.3f}); a run has left the plateau at ≥ 2× that share.", ""]
+
+    def row(variant: str, label: str | None = None, paper: bool = False) -> str:
+        e = agg[variant]
+        left = "yes" if e["val_mlm_acc"] >= 2 * baseline else "**no**"
+        cells = [label or LABELS[variant], *([str(PAPER_GLUE.get(variant, "–"))] if paper else []),
+                 *(_cell(e, m) for m in METRICS), f"{e['val_mlm_acc']:.3f} ({left})", f"{e['steps']:.0f}",
+                 f"{e['train_flops']:.3g}", f"{e['train_seconds']:.0f}", f"{e['seconds_per_step']:.3f}"]
+        return "| " + " | ".join(cells) + " |"
+
+    cols = "CoLA dev MCC | BLiMP acc. | GED F0.5 | GED AP | val MLM acc. (left plateau) | updates | FLOPs | " \
+           "train s | s/update after warm-up |"
+    table = [f"| objective | paper GLUE (Table 5) | {cols}", "|---|---:|" + "---:|" * 9]
+    table += [row(v, paper=True) for v in ("electra", "all_tokens_mlm", "replace_mlm", "electra15", "bert_mlm",
+                                           "adversarial") if v in agg]
+    gen = [f"| generator width / discriminator width | {cols}", "|---|" + "---:|" * 9]
+    gen += [row(v) for v in ("gen_0.25", "gen_0.5", "gen_1") if v in agg]
+    if "electra" in agg:
+        gen.append(row("electra", "1 with tied embeddings (= ELECTRA row)"))
+    two = [f"| training | {cols}", "|---|" + "---:|" * 9]
+    two += [row(v) for v in ("bert_mlm", "two_stage", "electra") if v in agg]
+    order = ["| claim (paper) | metric | mean difference | 95% CI (Welch) | larger seed std | here |",
+             "|---|---|---:|---|---:|---|"]
+    for c in summary["claims"]:
+        order.append(f"| {LABELS[c['better']]} > {LABELS[c['worse']]} | {c['metric']} | {c['diff']:+.3f} | "
+                     f"[{c['low']:+.3f}, {c['high']:+.3f}] | {c['noise']:.3f} | {c['verdict']}"
+                     f"{' (beyond seed std)' if c['beyond_seed_std'] and c['verdict'] == 'holds' else ''} |")
+    curve = ["| variant | share of budget | FLOPs | CoLA MCC | BLiMP | GED F0.5 | GED AP | val MLM acc. |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in sorted((r for r in summary["rows"] if "error" not in r and r["variant"] in CURVE_VARIANTS),
+                    key=lambda r: (r["variant"], r["fraction"], r["seed"])):
+        curve.append(f"| {LABELS[r['variant']]} (seed {r['seed']}) | {r['fraction']:g} | {r['train_flops']:.3g} | "
+                     f"{r['cola_mcc']:.3f} | {r['blimp_acc']:.3f} | {r['ged_f05']:.3f} | {r['ged_ap']:.3f} | "
+                     f"{r['val_mlm_acc']:.3f} |")
+    failed = [f"- {r['key']}: {r['error']}" for r in summary["rows"] if "error" in r]
+    pending = [f"- {k}" for k in summary.get("pending", [])]
+    text = "\n".join([*head, "## Objectives (paper Table 5)", "", *table, "", "![objectives](plot.png)", "",
+                      "## Generator size (paper Fig. 3, left)", "", *gen, "", "![generator size](gensize.png)", "",
                       "## Two-stage training (paper Fig. 3, right)", "", *two, "",
-                      "![two-stage](ablation_twostage.png)", "", "## Which orderings hold here", "", *order, "",
-                      *(["## Failed runs", "", *failed, ""] if failed else [])])
-    atomic_write_text(out_dir / "ablation.md", text + "\n")
-    _plots(out_dir, agg)
+                      "## Score against compute", "", *curve, "", "![compute](compute.png)", "",
+                      "## Which of the paper's claims hold here", "", *order, "",
+                      *(["## Failed runs", "", *failed, ""] if failed else []),
+                      *(["## Runs not done (budget ran out)", "", *pending, ""] if pending else [])])
+    atomic_write_text(out_dir / "table.md", text + "\n")
+    _plots(out_dir, summary)
 
 
-def _plots(out_dir: Path, agg: dict[str, dict[str, Any]]) -> None:
+CURVE_VARIANTS = ("electra", "bert_mlm", "two_stage")
+
+
+def _plots(out_dir: Path, summary: dict[str, Any]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    titles = {"cola_mcc": "CoLA dev MCC", "blimp_acc": "BLiMP accuracy", "ged_f05": "GED F0.5 (JFLEG)"}
-
-    def bars(variants: list[str], name: str, suptitle: str) -> None:
-        present = [v for v in variants if v in agg]
-        if not present:
-            return
-        fig, axes = plt.subplots(1, len(METRICS), figsize=(4.2 * len(METRICS), 3.8))
-        for ax, metric in zip(axes, METRICS, strict=True):
-            means = [agg[v][metric] for v in present]
-            stds = [agg[v][f"{metric}_std"] for v in present]
-            ax.bar(range(len(present)), means, yerr=stds, capsize=4, color="#4c72b0")
+    agg = summary["aggregate"]
+    present = [v for v in ("electra", "all_tokens_mlm", "replace_mlm", "electra15", "bert_mlm", "adversarial")
+               if v in agg]
+    if present:  # Table 5 analogue: our scores, the paper's GLUE on a second axis
+        fig, axes = plt.subplots(1, len(METRICS) + 1, figsize=(3.6 * (len(METRICS) + 1), 3.8))
+        for ax, metric in zip(axes, METRICS, strict=False):
+            ax.bar(range(len(present)), [agg[v][metric] for v in present],
+                   yerr=[agg[v][f"{metric}_std"] for v in present], capsize=4, color="#4c72b0")
             ax.set_xticks(range(len(present)), [LABELS[v] for v in present], rotation=35, ha="right", fontsize=8)
-            ax.set_title(titles[metric])
-        fig.suptitle(suptitle)
+            ax.set_title(TITLES[metric])
+        paper = [v for v in present if v in PAPER_GLUE]
+        axes[-1].bar(range(len(paper)), [PAPER_GLUE[v] for v in paper], color="#999999")
+        axes[-1].set_ylim(80, 86)
+        axes[-1].set_xticks(range(len(paper)), [LABELS[v] for v in paper], rotation=35, ha="right", fontsize=8)
+        axes[-1].set_title("paper: GLUE dev (Table 5)")
+        fig.suptitle("Objectives at equal training FLOPs (mean ± std over seeds)")
         fig.tight_layout()
-        atomic_save_figure(fig, out_dir / name)
-
-    bars(["electra", "all_tokens_mlm", "replace_mlm", "electra15", "bert_mlm", "adversarial"],
-         "ablation_objectives.png", "Objectives at equal wall-clock (mean ± std over seeds)")
-    bars(["bert_mlm", "two_stage", "electra"], "ablation_twostage.png", "Two-stage vs ELECTRA vs BERT")
-    sizes = [(0.125, "gen_0.125"), (0.25, "electra"), (0.5, "gen_0.5"), (1.0, "gen_1_tied")]
-    sizes = [(f, v) for f, v in sizes if v in agg]
-    if sizes:
-        fig, axes = plt.subplots(1, len(METRICS), figsize=(4.2 * len(METRICS), 3.6))
+        atomic_save_figure(fig, out_dir / "plot.png")
+    sizes = [(f, v) for f, v in ((0.25, "gen_0.25"), (0.5, "gen_0.5"), (1.0, "gen_1")) if v in agg]
+    if sizes:  # Figure 3 left analogue
+        fig, axes = plt.subplots(1, len(METRICS), figsize=(3.8 * len(METRICS), 3.6))
         for ax, metric in zip(axes, METRICS, strict=True):
             ax.errorbar([f for f, _ in sizes], [agg[v][metric] for _, v in sizes],
-                        yerr=[agg[v][f"{metric}_std"] for _, v in sizes], marker="o", capsize=4)
+                        yerr=[agg[v][f"{metric}_std"] for _, v in sizes], marker="o", capsize=4, label="untied")
+            if "electra" in agg:
+                ax.errorbar([1.0], [agg["electra"][metric]], yerr=[agg["electra"][f"{metric}_std"]], marker="s",
+                            capsize=4, linestyle="none", label="tied (ELECTRA)")
             ax.set_xscale("log", base=2)
-            ax.set_xlabel("generator width / discriminator width (1 = tied)")
-            ax.set_title(titles[metric])
-        fig.suptitle("Generator size at equal wall-clock")
+            ax.set_xlabel("generator width / discriminator width")
+            ax.set_title(TITLES[metric])
+        axes[0].legend(fontsize=8)
+        fig.suptitle("Generator size at equal training FLOPs")
         fig.tight_layout()
-        atomic_save_figure(fig, out_dir / "ablation_gensize.png")
-
-
+        atomic_save_figure(fig, out_dir / "gensize.png")
+    rows = [r for r in summary["rows"] if "error" not in r and r["variant"] in CURVE_VARIANTS]
+    if rows:  # score against compute: every run of the three, its FLOPs on x
+        fig, axes = plt.subplots(1, len(METRICS), figsize=(3.8 * len(METRICS), 3.6))
+        for ax, metric in zip(axes, METRICS, strict=True):
+            for variant in CURVE_VARIANTS:
+                mine = sorted((r for r in rows if r["variant"] == variant), key=lambda r: r["train_flops"])
+                if mine:
+                    ax.plot([r["train_flops"] for r in mine], [r[metric] for r in mine], marker="o",
+                            linestyle="-" if len({r["fraction"] for r in mine}) > 1 else "none",
+                            label=LABELS[variant])
+            ax.set_xscale("log")
+            ax.set_xlabel("training FLOPs")
+            ax.set_title(TITLES[metric])
+        axes[0].legend(fontsize=8)
+        fig.suptitle("Score against pre-training compute (each point one run)")
+        fig.tight_layout()
+        atomic_save_figure(fig, out_dir / "compute.png")
 # -- driver ----------------------------------------------------------------------------------------
+def make_plan(args: argparse.Namespace) -> dict[str, Any]:
+    """Corpus prepared once; FLOPs per update of every variant; the budget; the plateau baseline."""
+    from training.data import SPECIAL_TOKENS, prepare_corpus, resolve_corpus
+
+    config = build_config(args, "electra", 0)
+    Path(args.cache_dir).mkdir(parents=True, exist_ok=True)
+    corpus = prepare_corpus(resolve_corpus(list(args.corpus)), Path(args.cache_dir), args.vocab_size,
+                            config.data.lowercase, config.data.doc_split, args.seq_len)
+    vocab = (corpus.tokenizer_dir / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    counts = np.bincount(np.asarray(corpus.tokens(), dtype=np.int64), minlength=len(vocab))
+    counts[[vocab.index(t) for t in SPECIAL_TOKENS if t in vocab]] = 0
+    top = int(counts.argmax())
+    vocab_size = len(vocab)
+    per_step = {v: flops_per_step(args, v, vocab_size) for v in VARIANTS}
+    return {"flops_per_step": per_step, "budget_flops": args.budget_steps * per_step["electra"]["step"],
+            "top_token": vocab[top], "top_token_share": float(counts[top] / counts.sum()),
+            "vocab_size": vocab_size, "corpus_tokens": int(corpus.num_tokens)}
+
+
+def tasks_of(args: argparse.Namespace) -> list[Task]:
+    """Full-budget runs, variant by variant (every seed of one before the next), then the compute curve's
+    shorter runs (first seed only)."""
+    tasks = [Task(v, s) for v in args.variants for s in args.seeds]
+    tasks += [Task(v, args.seeds[0], f) for f in args.curve_fractions for v in CURVE_VARIANTS if v in args.variants]
+    return tasks
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
-
-    from training.data import prepare_corpus, resolve_corpus
 
     started = time.monotonic()
     unknown = [v for v in args.variants if v not in VARIANTS]
     if unknown:
         raise SystemExit(f"error: unknown variants {unknown}; choose from {list(VARIANTS)}")
     EvalData.load(Path(args.eval_data))  # fail before any training if the data are missing
-    Path(args.cache_dir).mkdir(parents=True, exist_ok=True)
-    prepare_corpus(resolve_corpus(list(args.corpus)), Path(args.cache_dir), args.vocab_size, True, "blank",
-                   args.seq_len)
+    out_dir = Path(args.out_dir)
+    previous = json.loads((out_dir / "result.json").read_text()) if args.resume and (out_dir / "result.json").exists() \
+        else None
+    plan = make_plan(args)
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU ({os.cpu_count()} cores)"
-    summary: dict[str, Any] = {
-        "benchmark": "ablation", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "command": " ".join(["python", *sys.argv]), "rows": [], "aggregate": {}, "skipped": [],
-        "setup": {"device": device, "preset": args.preset, "batch_size": args.batch_size, "seq_len": args.seq_len,
-                  "lr": args.lr, "seconds_per_run": args.seconds_per_run, "seeds": args.seeds,
-                  "corpus": list(args.corpus), "vocab_size": args.vocab_size, "cola_epochs": args.cola_epochs,
-                  "prepare_seconds": round(time.monotonic() - started, 1)}}
-    context = mp.get_context("spawn")  # CUDA cannot be used in forked children
-    manager = None if args.sequential else context.Manager()
-    per_variant: list[float] = []
-    pool = None if args.sequential else context.Pool(len(args.seeds))
-    try:
-        if pool is not None and args.variants and not args.no_warm_up:
-            summary["warm_up"] = pool.map(_warm_up, [(args, args.variants[0], seed) for seed in args.seeds])
-        for variant in args.variants:
-            elapsed = time.monotonic() - started
-            estimate = max(per_variant) if per_variant else args.seconds_per_run * 2
-            if args.total_seconds and elapsed + estimate > args.total_seconds:
-                summary["skipped"].append(variant)
-                continue
-            t0 = time.monotonic()
-            if pool is None:  # one process, seeds one after another (tests, or a device too small to share)
-                rows = [_worker((args, variant, seed, None)) for seed in args.seeds]
-            else:
-                barrier = manager.Barrier(len(args.seeds)) if len(args.seeds) > 1 else None
-                rows = pool.map(_worker, [(args, variant, seed, barrier) for seed in args.seeds])
-            per_variant.append(time.monotonic() - t0)
-            summary["rows"].extend(rows)
-            summary["aggregate"] = aggregate(summary["rows"])
-            summary["total_seconds"] = round(time.monotonic() - started, 1)
-            write_reports(Path(args.out_dir), summary)
-            print(json.dumps({"variant": variant, "seconds": round(per_variant[-1], 1),
-                              **{k: round(v, 4) for k, v in summary["aggregate"].get(variant, {}).items()
-                                 if isinstance(v, float)}}), file=sys.stderr, flush=True)
-    finally:
-        if pool is not None:
-            pool.close()
-            pool.join()
-    write_reports(Path(args.out_dir), summary)
+    setup = {"device": device, "recipe": "paper (--paper-recipe)" if args.paper_recipe else "default",
+             "preset": args.preset, "batch_size": args.batch_size, "seq_len": args.seq_len, "lr": args.lr,
+             "budget_steps": args.budget_steps, "seeds": args.seeds, "corpus": list(args.corpus),
+             "vocab_size": args.vocab_size, "cola_epochs": args.cola_epochs, "blimp_per_set": args.blimp_per_set,
+             "threads": args.threads, "jobs": args.jobs}
+    rows: list[dict[str, Any]] = []
+    if previous is not None:
+        if previous["setup"] | {"seeds": setup["seeds"], "jobs": setup["jobs"]} != setup:
+            raise SystemExit("error: --resume with a different setup than result.json's; use a new --out-dir")
+        rows = [r for r in previous["rows"] if "error" not in r]
+    done = {r["key"] for r in rows}
+    todo = [t for t in tasks_of(args) if t.key not in done]
+    summary: dict[str, Any] = {"benchmark": "ablation", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                               "command": " ".join(["python", *sys.argv]), "setup": setup, "plan": plan,
+                               "rows": rows, "pending": [t.key for t in todo]}
+    if args.check_flops:  # the analytic count against torch's counter, on real updates of two objectives
+        summary["flops_check"] = {v: {"analytic": plan["flops_per_step"][v]["step"],
+                                      "counted": counted_flops_per_step(build_config(args, v, 0),
+                                                                        Path(args.work_dir))}
+                                  for v in ("electra", "bert_mlm")}
+    elif previous is not None and "flops_check" in previous:
+        summary["flops_check"] = previous["flops_check"]
+    write_reports(out_dir, summary)
+    deadline = started + args.total_minutes * 60 if args.total_minutes else math.inf
+    context = mp.get_context("spawn")  # CUDA cannot be used in forked children; one fresh process per run
+    with context.Pool(args.jobs, maxtasksperchild=1) as pool:
+        pending = iter(todo)
+        running: list[tuple[Task, Any]] = []
+        while True:
+            while len(running) < args.jobs and time.monotonic() < deadline:
+                task = next(pending, None)
+                if task is None:
+                    break
+                running.append((task, pool.apply_async(_worker, ((task, args, plan),))))
+            if not running:
+                break
+            time.sleep(2)
+            for task, handle in [r for r in running if r[1].ready()]:
+                running.remove((task, handle))
+                row = handle.get()
+                rows.append(row)
+                summary["pending"].remove(task.key)
+                summary["total_seconds"] = round(time.monotonic() - started, 1)
+                write_reports(out_dir, summary)
+                print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()
+                                  if k in ("key", "steps", "train_seconds", "val_mlm_acc", "error", *METRICS)}),
+                      file=sys.stderr, flush=True)
+    write_reports(out_dir, summary)
     return summary
 
 
@@ -546,30 +719,35 @@ def main() -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     prep = sub.add_parser("prepare-data", help="compact CoLA/BLiMP/JFLEG-GED copies for the run")
     prep.add_argument("--shared", default="../shared/data")
-    prep.add_argument("--out", default=".gpu/ablation-data")
+    prep.add_argument("--out", default="/tmp/ablation-data")
     prep.add_argument("--blimp-per-set", type=int, default=300)
     prep.add_argument("--seed", type=int, default=13, help="JFLEG tune/report split (benchmarks/ged.py's)")
-    go = sub.add_parser("run", help="train every variant at equal wall-clock and evaluate")
-    go.add_argument("--eval-data", default=".gpu/ablation-data")
-    go.add_argument("--corpus", nargs="+", required=True)
+    go = sub.add_parser("run", help="train every variant at equal training FLOPs and evaluate")
+    go.add_argument("--eval-data", default="/tmp/ablation-data")
+    go.add_argument("--corpus", nargs="*", default=[], help="text files/folders; none = the embedded corpus")
     go.add_argument("--variants", nargs="+", default=DEFAULT_VARIANTS)
     go.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    go.add_argument("--budget-steps", type=int, default=200, help="budget = FLOPs of this many ELECTRA updates")
+    go.add_argument("--curve-fractions", nargs="*", type=float, default=[0.25, 0.5],
+                    help="shorter budgets (first seed) for the score-against-compute curve")
+    go.add_argument("--paper-recipe", action="store_true", help="the paper's post-LN ELECTRA pair")
     go.add_argument("--preset", default="tiny")
     go.add_argument("--vocab-size", type=int, default=16000)
     go.add_argument("--seq-len", type=int, default=128)
-    go.add_argument("--batch-size", type=int, default=128)
+    go.add_argument("--batch-size", type=int, default=32)
     go.add_argument("--lr", type=float, default=1e-3)
-    go.add_argument("--warmup-steps", type=int, default=100)
-    go.add_argument("--seconds-per-run", type=float, default=20.0)
-    go.add_argument("--probe-steps", type=int, default=15)
-    go.add_argument("--total-seconds", type=float, default=0.0, help="skip variants that would end past this")
-    go.add_argument("--cola-epochs", type=int, default=3)
-    go.add_argument("--threads", type=int, default=1, help="torch CPU threads per seed process")
+    go.add_argument("--warmup-fraction", type=float, default=0.1)
+    go.add_argument("--eval-batches", type=int, default=8)
+    go.add_argument("--cola-epochs", type=int, default=2)
+    go.add_argument("--blimp-per-set", type=int, default=100, help="BLiMP pairs per paradigm (0 = all prepared)")
+    go.add_argument("--threads", type=int, default=1, help="torch CPU threads per run")
+    go.add_argument("--jobs", type=int, default=1, help="runs at once (one process each)")
+    go.add_argument("--total-minutes", type=float, default=0.0, help="start no run after this many minutes")
+    go.add_argument("--check-flops", action="store_true", help="count FLOPs of real updates with torch's counter")
+    go.add_argument("--resume", action="store_true", help="keep the finished runs of --out-dir/result.json")
     go.add_argument("--cache-dir", default="/tmp/ablation-cache")
     go.add_argument("--work-dir", default="/tmp/ablation-runs")
     go.add_argument("--keep-runs", action="store_true")
-    go.add_argument("--sequential", action="store_true", help="seeds one after another in this process")
-    go.add_argument("--no-warm-up", action="store_true", help="skip the discarded probe before the sweep")
     go.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results" / "ablation"))
     args = parser.parse_args()
     if args.command == "prepare-data":
@@ -578,7 +756,7 @@ def main() -> int:
         return 0
     summary = run(args)
     print(json.dumps({"benchmark": "ablation", "device": summary["setup"]["device"],
-                      "total_seconds": summary.get("total_seconds"), "skipped": summary["skipped"],
+                      "total_seconds": summary.get("total_seconds"), "pending": len(summary["pending"]),
                       **{f"{v}.{m}": round(e[m], 4) for v, e in summary["aggregate"].items() for m in METRICS}}))
     return 0
 
