@@ -50,6 +50,7 @@ import shutil
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,13 +98,14 @@ def score_kind(objective: str) -> str:
 
 
 # -- training FLOPs from the model shapes ----------------------------------------------------------
-def encoder_flops_per_token(config: Any, seq_len: int) -> float:
+def encoder_flops_per_token(config: Any, seq_len: int, attention: bool = True) -> float:
     """Forward FLOPs of one token through an encoder (2 per multiply-add): Q/K/V/O projections, the
     feed-forward block (GeGLU's input projection is twice as wide) and attention scores + weighted sum
-    over ``seq_len`` keys (ModernBERT's local layers still compute every score under sdpa's mask)."""
+    over ``seq_len`` keys (ModernBERT's local layers still compute every score under sdpa's mask; torch's
+    FLOP counter does not see those inside CPU sdpa, hence ``attention=False`` to compare with it)."""
     d, f, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
     ffn = 3 * d * f if config.model_type == "modernbert" else 2 * d * f
-    per_layer = 2 * (4 * d * d + ffn) + 4 * seq_len * d
+    per_layer = 2 * (4 * d * d + ffn) + (4 * seq_len * d if attention else 0)
     embed = getattr(config, "embedding_size", d)
     projection = 2 * embed * d if embed != d else 0  # ELECTRA's embedding projection
     return layers * per_layer + projection
@@ -122,22 +124,23 @@ def rtd_head_flops(config: Any) -> float:
 
 
 def train_flops_per_step(model_config: Any, objective: str, stage: str, vocab_size: int, tokens: int,
-                         seq_len: int, mask_prob: float) -> float:
+                         seq_len: int, mask_prob: float, attention: bool = True) -> float:
     """Training FLOPs of one update of ``tokens`` tokens. ``stage``: "" (one objective), "mlm" (two-stage's
     generator-only first stage) or "disc" (its second stage: the generator frozen, forward only)."""
     gen = model_config.generator_config(vocab_size)
     disc = model_config.discriminator_config(vocab_size)
     masked = mask_prob * tokens
-    generator = encoder_flops_per_token(gen, seq_len) * tokens + mlm_head_flops(gen) * masked
-    discriminator = (encoder_flops_per_token(disc, seq_len) + rtd_head_flops(disc)) * tokens
+    encoder = lambda config: encoder_flops_per_token(config, seq_len, attention) * tokens  # noqa: E731
+    generator = encoder(gen) + mlm_head_flops(gen) * masked
+    discriminator = encoder(disc) + rtd_head_flops(disc) * tokens
     if stage == "mlm":
         return 3 * generator
     if stage == "disc":
         return generator + 3 * discriminator
     if objective == "bert_mlm":
-        return 3 * (encoder_flops_per_token(disc, seq_len) * tokens + mlm_head_flops(disc) * masked)
+        return 3 * (encoder(disc) + mlm_head_flops(disc) * masked)
     if objective == "replace_mlm":
-        return 3 * generator + 3 * (encoder_flops_per_token(disc, seq_len) * tokens + mlm_head_flops(disc) * masked)
+        return 3 * generator + 3 * (encoder(disc) + mlm_head_flops(disc) * masked)
     if objective == "all_tokens_mlm":
         return 3 * generator + 3 * (discriminator + mlm_head_flops(disc) * tokens)
     return 3 * generator + 3 * discriminator  # electra, electra15 (the head runs on every token), adversarial
@@ -368,12 +371,14 @@ def build_config(args: argparse.Namespace, variant: str, seed: int, steps: int =
     return config
 
 
-def flops_per_step(args: argparse.Namespace, variant: str, vocab_size: int) -> dict[str, float]:
+def flops_per_step(args: argparse.Namespace, variant: str, vocab_size: int,
+                   attention: bool = True) -> dict[str, float]:
     """Analytic training FLOPs of one update of ``variant`` (two-stage: of each stage)."""
     config = build_config(args, variant, 0)
     tokens = args.batch_size * args.seq_len
     count = lambda stage: train_flops_per_step(config.model, config.train.objective, stage,  # noqa: E731
-                                               vocab_size, tokens, args.seq_len, config.train.mask_prob)
+                                               vocab_size, tokens, args.seq_len, config.train.mask_prob,
+                                               attention)
     if VARIANTS[variant].get("two_stage"):
         return {"mlm": count("mlm"), "disc": count("disc")}
     return {"step": count("")}
@@ -650,6 +655,33 @@ def tasks_of(args: argparse.Namespace) -> list[Task]:
     return tasks
 
 
+def finished_runs(todo: list[Task], args: argparse.Namespace, plan: dict[str, Any],
+                  deadline: float) -> Iterator[tuple[Task, dict[str, Any]]]:
+    """(task, row) as runs finish; none starts after ``deadline``. ``--jobs 1``: in this process, one after
+    another; more: a pool of spawned processes, a fresh one per run (CUDA cannot be used in forked children)."""
+    if args.jobs == 1:
+        for task in todo:
+            if time.monotonic() >= deadline:
+                return
+            yield task, train_and_evaluate(task, args, plan)
+        return
+    with mp.get_context("spawn").Pool(args.jobs, maxtasksperchild=1) as pool:
+        pending = iter(todo)
+        running: list[tuple[Task, Any]] = []
+        while True:
+            while len(running) < args.jobs and time.monotonic() < deadline:
+                task = next(pending, None)
+                if task is None:
+                    break
+                running.append((task, pool.apply_async(_worker, ((task, args, plan),))))
+            if not running:
+                return
+            time.sleep(2)
+            for task, handle in [r for r in running if r[1].ready()]:
+                running.remove((task, handle))
+                yield task, handle.get()
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
@@ -680,6 +712,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                "rows": rows, "pending": [t.key for t in todo]}
     if args.check_flops:  # the analytic count against torch's counter, on real updates of two objectives
         summary["flops_check"] = {v: {"analytic": plan["flops_per_step"][v]["step"],
+                                      "analytic_without_attention_scores":
+                                          flops_per_step(args, v, plan["vocab_size"], attention=False)["step"],
                                       "counted": counted_flops_per_step(build_config(args, v, 0),
                                                                         Path(args.work_dir))}
                                   for v in ("electra", "bert_mlm")}
@@ -687,29 +721,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         summary["flops_check"] = previous["flops_check"]
     write_reports(out_dir, summary)
     deadline = started + args.total_minutes * 60 if args.total_minutes else math.inf
-    context = mp.get_context("spawn")  # CUDA cannot be used in forked children; one fresh process per run
-    with context.Pool(args.jobs, maxtasksperchild=1) as pool:
-        pending = iter(todo)
-        running: list[tuple[Task, Any]] = []
-        while True:
-            while len(running) < args.jobs and time.monotonic() < deadline:
-                task = next(pending, None)
-                if task is None:
-                    break
-                running.append((task, pool.apply_async(_worker, ((task, args, plan),))))
-            if not running:
-                break
-            time.sleep(2)
-            for task, handle in [r for r in running if r[1].ready()]:
-                running.remove((task, handle))
-                row = handle.get()
-                rows.append(row)
-                summary["pending"].remove(task.key)
-                summary["total_seconds"] = round(time.monotonic() - started, 1)
-                write_reports(out_dir, summary)
-                print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()
-                                  if k in ("key", "steps", "train_seconds", "val_mlm_acc", "error", *METRICS)}),
-                      file=sys.stderr, flush=True)
+    for task, row in finished_runs(todo, args, plan, deadline):
+        rows.append(row)
+        summary["pending"].remove(task.key)
+        summary["total_seconds"] = round(time.monotonic() - started, 1)
+        write_reports(out_dir, summary)
+        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()
+                          if k in ("key", "steps", "train_seconds", "val_mlm_acc", "error", *METRICS)}),
+              file=sys.stderr, flush=True)
     write_reports(out_dir, summary)
     return summary
 

@@ -268,9 +268,10 @@ def test_ablation_end_to_end_on_micro_runs(corpus_file: Path, cache_dir: Path, t
     out = tmp_path / "out"
     args = argparse.Namespace(
         eval_data=str(data), corpus=[str(corpus_file)], variants=["electra", "bert_mlm", "all_tokens_mlm"],
-        seeds=[0, 1], preset="micro", vocab_size=200, seq_len=32, batch_size=8, lr=2e-3, warmup_steps=2,
-        seconds_per_run=1.0, probe_steps=4, total_seconds=0.0, cola_epochs=1, threads=1, cache_dir=str(cache_dir),
-        work_dir=str(tmp_path / "work"), keep_runs=False, sequential=True, out_dir=str(out))
+        seeds=[0, 1], budget_steps=6, curve_fractions=[0.5], paper_recipe=False, preset="micro", vocab_size=200,
+        seq_len=32, batch_size=8, lr=2e-3, warmup_fraction=0.1, eval_batches=2, cola_epochs=1, blimp_per_set=0,
+        threads=1, jobs=1, total_minutes=0.0, check_flops=False, resume=False, cache_dir=str(cache_dir),
+        work_dir=str(tmp_path / "work"), keep_runs=False, out_dir=str(out))
     summary = ablation.run(args)
     assert not [r for r in summary["rows"] if "error" in r], summary["rows"]
     agg = summary["aggregate"]
@@ -280,13 +281,43 @@ def test_ablation_end_to_end_on_micro_runs(corpus_file: Path, cache_dir: Path, t
     for entry in agg.values():
         assert entry["runs"] == 2 and 0.0 <= entry["blimp_acc"] <= 1.0 and entry["cola_mcc_std"] >= 0.0
         assert entry["steps"] >= 2
-    for name in ("ablation.json", "ablation.md", "ablation_objectives.png", "ablation_gensize.png",
-                 "ablation_twostage.png"):
+    # Equal FLOPs: BERT (no generator) gets more updates than ELECTRA, All-Tokens MLM (vocabulary at every
+    # token) fewer, and every full-budget run spends the budget to within one update.
+    assert agg["bert_mlm"]["steps"] > agg["electra"]["steps"] > agg["all_tokens_mlm"]["steps"]
+    budget = summary["plan"]["budget_flops"]
+    for row in summary["rows"]:
+        per_step = summary["plan"]["flops_per_step"][row["variant"]]["step"]
+        assert abs(row["train_flops"] - budget * row["fraction"]) <= per_step / 2 + 1
+    assert {r["key"] for r in summary["rows"] if r["fraction"] == 0.5} == {"electra/seed0/x0.5", "bert_mlm/seed0/x0.5"}
+    assert not summary["pending"]
+    for name in ("result.json", "table.md", "plot.png", "compute.png"):
         assert (out / name).stat().st_size > 0
-    text = (out / "ablation.md").read_text()
+    text = (out / "table.md").read_text()
     assert "| ELECTRA | 85.0 |" in text and "| ELECTRA > BERT (MLM) | cola_mcc |" in text
-    assert "Replace MLM > " not in text  # only orderings between variants that ran
+    assert "Replace MLM > " not in text  # only claims between variants that ran
+    # --resume keeps the finished runs and trains nothing new
+    args.resume = True
+    again = ablation.run(args)
+    assert len(again["rows"]) == len(summary["rows"]) and not again["pending"]
     assert not list((tmp_path / "work").glob("*-seed*"))  # runs removed unless --keep-runs
+
+
+def test_analytic_flops_match_torch_counter(corpus_file: Path, cache_dir: Path, tmp_path: Path) -> None:
+    """The ablation's FLOPs count, less the attention scores torch's counter cannot see inside CPU sdpa,
+    agrees with FlopCounterMode over real training updates."""
+    ablation = _load_ablation()
+    args = argparse.Namespace(corpus=[str(corpus_file)], paper_recipe=False, preset="micro", vocab_size=200,
+                              seq_len=32, batch_size=8, lr=2e-3, warmup_fraction=0.1, eval_batches=2, threads=1,
+                              cache_dir=str(cache_dir))
+    for variant in ("electra", "bert_mlm"):
+        config = ablation.build_config(args, variant, 0)
+        counted = ablation.counted_flops_per_step(config, tmp_path)
+        from training.data import prepare_corpus, resolve_corpus
+
+        corpus = prepare_corpus(resolve_corpus(args.corpus), cache_dir, 200, True, "blank", 32)
+        vocab = len((corpus.tokenizer_dir / "vocab.txt").read_text().splitlines())
+        analytic = ablation.flops_per_step(args, variant, vocab, attention=False)["step"]
+        assert counted == pytest.approx(analytic, rel=0.05), variant
 
 
 def test_mlm_token_log_probs_pll_matches_manual(micro_run: Path, tmp_path: Path, corpus_file: Path,
