@@ -7,7 +7,8 @@ warm-up and decay, 3 epochs on the GLUE CoLA train file); the score is Matthews 
 in-domain dev file. The baseline is the same architecture initialised at random (``from_config``),
 fine-tuned with the same recipe and seeds: what pre-training adds, measured in one run.
 
-Writes ``result.json`` and ``table.md`` to ``--out-dir`` (default ``benchmarks/results/cola/``) and prints one JSON line.
+Writes ``result.json`` and ``table.md`` to ``--out-dir`` (default ``benchmarks/results/cola/``) and prints one
+JSON line.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ Each arm is one ``electra-detect pretrain --preset tiny`` process (default recip
 unless ``--threads``), one after the other. Reported per arm: validation discriminator AUC and
 generator accuracy (each on its own corpus' held-out blocks, so they compare only loosely), and the
 generator-free corruption AUC on JFLEG ``dev.ref0`` (the same held-out text for both: the fair figure).
-Writes ``result.json`` and ``table.md`` to ``--out-dir`` (default ``benchmarks/results/corpus_compare/``); prints one JSON line.
+Writes ``result.json`` and ``table.md`` to ``--out-dir`` (default ``benchmarks/results/corpus_compare/``);
+prints one JSON line.
 """
 
 from __future__ import annotations
