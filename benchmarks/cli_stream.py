@@ -6,6 +6,8 @@ every 0.1 s, and stops it after ``--seconds`` (a 50 MB file takes far longer tha
 CPU; throughput is measured over the part scored).
 
     python benchmarks/cli_stream.py --model models/electra-tiny --mib 50 --seconds 90
+
+Writes ``result.json`` to ``--out-dir`` (default ``benchmarks/results/cli_stream/``).
 """
 
 from __future__ import annotations
