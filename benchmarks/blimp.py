@@ -12,9 +12,10 @@ For each pair a system is right when it scores ``sentence_good`` strictly above 
 * the BLiMP authors' published accuracies (5-gram, LSTM, Transformer-XL, GPT-2), per set.
 
 Overall = mean of the per-set accuracies (as in the BLiMP paper). Prints one JSON line and writes
-``blimp{tag}.json``, ``.md`` and ``.png`` under ``--out-dir``.
+``result.json``, ``table.md`` and ``plot.png`` under ``--out-dir`` (default ``benchmarks/results/blimp/``;
+with ``--tag T``: ``blimpT.json``, ``.md``, ``.png`` there instead).
 
-    python benchmarks/blimp.py --model models/electra-tiny --corpus sotu.txt brown.txt
+    python benchmarks/blimp.py --model models/electra-tiny --corpus runs/text/sotu.txt runs/text/brown.txt
 """
 
 from __future__ import annotations
@@ -204,8 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=0,
                     help="torch CPU threads (0 = torch's default; 1 is much faster on an oversubscribed CPU)")
-    ap.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results"))
-    ap.add_argument("--tag", default="", help="suffix of the output names: blimp{tag}.json")
+    ap.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results" / "blimp"))
+    ap.add_argument("--tag", default="", help="write blimp{tag}.json/.md/.png instead of result.json/table.md/plot.png")
     ap.add_argument("--no-plot", action="store_true")
     args = ap.parse_args(argv)
     if args.threads:
@@ -253,17 +254,19 @@ def main(argv: list[str] | None = None) -> int:
     for row in result["timing"].values():
         row["sentences_per_s"] = row["sentences"] / max(row["seconds"], 1e-9)
     out = Path(args.out_dir)
-    stem = f"blimp{args.tag}"
-    atomic_write_json(out / f"{stem}.json", result)
-    atomic_write_text(out / f"{stem}.md", markdown(result))
+    stem = f"blimp{args.tag}"  # a tagged run sits beside the untagged one in the same folder
+    json_path, md_path, png_path = ((out / "result.json", out / "table.md", out / "plot.png") if not args.tag else
+                                    (out / f"{stem}.json", out / f"{stem}.md", out / f"{stem}.png"))
+    atomic_write_json(json_path, result)
+    atomic_write_text(md_path, markdown(result))
     if not args.no_plot:
-        plot(result, out / f"{stem}.png")
+        plot(result, png_path)
     line = {"model": args.model, "pairs": result["pairs"], **{f"overall_{k}": round(v, 4)
                                                              for k, v in result["overall"].items()},
             "subsample_overall": {k: round(v, 4) for k, v in result["subsample"]["overall"].items()},
             "electra_sentences_per_s": round(result["timing"]["electra"]["sentences_per_s"], 1),
             "pll_sentences_per_s": round(result["timing"]["generator_pll"]["sentences_per_s"], 1),
-            "json": str(out / f"{stem}.json")}
+            "json": str(json_path)}
     print(json.dumps(line))
     return 0
 

@@ -6,6 +6,8 @@ every 0.1 s, and stops it after ``--seconds`` (a 50 MB file takes far longer tha
 CPU; throughput is measured over the part scored).
 
     python benchmarks/cli_stream.py --model models/electra-tiny --mib 50 --seconds 90
+
+Writes ``result.json`` to ``--out-dir`` (default ``benchmarks/results/cli_stream/``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT_DIR = ROOT / "benchmarks" / "results"
+OUT_DIR = ROOT / "benchmarks" / "results" / "cli_stream"
 
 
 def make_file(path: Path, mib: float) -> None:
@@ -105,7 +107,7 @@ def main() -> int:
               "chars_per_s": round(chars / scoring) if scoring > 0 and chars else None,
               "command": " ".join(["electra-detect", *cmd[3:]])}
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / "cli_stream.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out_dir / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result))
     return 0
 

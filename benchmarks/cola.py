@@ -7,7 +7,8 @@ warm-up and decay, 3 epochs on the GLUE CoLA train file); the score is Matthews 
 in-domain dev file. The baseline is the same architecture initialised at random (``from_config``),
 fine-tuned with the same recipe and seeds: what pre-training adds, measured in one run.
 
-Writes ``cola.json`` and ``cola.md`` to ``--out-dir`` and prints one JSON line.
+Writes ``result.json`` and ``table.md`` to ``--out-dir`` (default ``benchmarks/results/cola/``) and prints one
+JSON line.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = default)")
-    ap.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results" / "cola"))
     args = ap.parse_args()
 
     import torch
@@ -76,7 +77,7 @@ def main() -> int:
                "summary": {name: summarise(runs) for name, runs in rows.items()},
                "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": " ".join(sys.argv)}
     out = Path(args.out_dir)
-    atomic_write_json(out / "cola.json", summary)
+    atomic_write_json(out / "result.json", summary)
     lines = ["# CoLA in-domain dev, after fine-tuning", "",
              f"{len(train[0])} training sentences, {len(dev[0])} dev; {args.epochs} epochs, seeds {args.seeds}. "
              f"Command: `{summary['command']}`", "",
@@ -84,7 +85,7 @@ def main() -> int:
     for name, stats in summary["summary"].items():
         lines.append(f"| {name} | {stats['mcc_mean']:.3f} ± {stats['mcc_std']:.3f} | {stats['accuracy_mean']:.3f} | "
                      f"{stats['seconds_mean']:.0f} |")
-    atomic_write_text(out / "cola.md", "\n".join(lines) + "\n")
+    atomic_write_text(out / "table.md", "\n".join(lines) + "\n")
     print(json.dumps({"benchmark": "cola", **{k: round(v["mcc_mean"], 4) for k, v in summary["summary"].items()}}))
     return 0
 

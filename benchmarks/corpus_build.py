@@ -2,13 +2,13 @@
 build wall time, and what tokenizing it costs.
 
 Reads ``manifest.json`` of a folder written by ``electra-detect corpus build`` and writes
-``benchmarks/results/corpus/{result.json,table.md}``. With ``--tokenize`` it also trains the WordPiece
+``benchmarks/results/corpus_build/{result.json,table.md}``. With ``--tokenize`` it also trains the WordPiece
 tokenizer on the corpus (as ``pretrain`` does, mixing weights applied) and tokenizes it with the fast
 tokenizer's batch API (``training.data._tokenize_to_file``), timing both; nothing is left in the
 pre-training cache.
 
-    electra-detect corpus build --out /work/corpus          # (time it: the wall time goes in --build-wall)
-    python benchmarks/corpus_build.py --corpus /work/corpus --tokenize --build-wall 402
+    electra-detect corpus build --out runs/corpus          # (time it: the wall time goes in --build-wall)
+    python benchmarks/corpus_build.py --corpus runs/corpus --tokenize --build-wall 402
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from electra_detect.fileio import atomic_write_json, atomic_write_text
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-OUT = ROOT / "benchmarks" / "results" / "corpus"
+OUT = ROOT / "benchmarks" / "results" / "corpus_build"
 
 
 def per_source_rows(manifest: dict) -> list[dict]:
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokenize", action="store_true", help="also time tokenizer training and tokenizing")
     parser.add_argument("--vocab-size", type=int, default=16000)
     parser.add_argument("--build-wall", type=float, help="measured wall seconds of the full build, to record")
-    parser.add_argument("--command", default="electra-detect corpus build --out /work/corpus")
+    parser.add_argument("--command", default="electra-detect corpus build --out runs/corpus")
     args = parser.parse_args(argv)
     corpus = Path(args.corpus)
     manifest = json.loads((corpus / "manifest.json").read_text())

@@ -1,12 +1,13 @@
 """The quickstart recipe on the embedded corpus vs a built corpus, same number of updates (issue 13).
 
-    python benchmarks/corpus_compare.py --corpus /work/corpus --steps 1000
+    python benchmarks/corpus_compare.py --corpus runs/corpus --steps 1000
 
 Each arm is one ``electra-detect pretrain --preset tiny`` process (default recipe, seed 0, one thread
 unless ``--threads``), one after the other. Reported per arm: validation discriminator AUC and
 generator accuracy (each on its own corpus' held-out blocks, so they compare only loosely), and the
 generator-free corruption AUC on JFLEG ``dev.ref0`` (the same held-out text for both: the fair figure).
-Writes ``corpus_compare.json`` and ``.md`` to ``--out-dir``; prints one JSON line.
+Writes ``result.json`` and ``table.md`` to ``--out-dir`` (default ``benchmarks/results/corpus_compare/``);
+prints one JSON line.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--jfleg", default=str(ROOT.parent / "shared" / "data" / "jfleg" / "dev" / "dev.ref0"))
     ap.add_argument("--work-dir", default="runs/corpus-compare")
-    ap.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results" / "corpus"))
+    ap.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results" / "corpus_compare"))
     args = ap.parse_args()
 
     sentences = [line.strip() for line in open(args.jfleg, encoding="utf-8") if line.strip()]
@@ -57,13 +58,13 @@ def main() -> int:
     report = {"benchmark": "corpus_compare", "rows": rows, "command": " ".join(sys.argv),
               "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
     out_dir = Path(args.out_dir)
-    atomic_write_json(out_dir / "corpus_compare.json", report)
+    atomic_write_json(out_dir / "result.json", report)
     lines = ["# Quickstart recipe: embedded vs built corpus, same updates", "", f"Command: `{report['command']}`", "",
              "| corpus | updates × 32 | val disc. AUC | val gen. acc. | corruption AUC (JFLEG dev.ref0) | minutes |",
              "|---|---:|---:|---:|---:|---:|"]
     lines += [f"| {r['corpus']} | {r['steps']} | {r['val_disc_auc']:.3f} | {r['val_gen_acc']:.3f} | "
               f"{r['corruption_auc']:.3f} | {r['minutes_with_preparation']} |" for r in rows]
-    atomic_write_text(out_dir / "corpus_compare.md", "\n".join(lines) + "\n")
+    atomic_write_text(out_dir / "table.md", "\n".join(lines) + "\n")
     print(json.dumps({"benchmark": "corpus_compare", **{r["corpus"]: round(r["corruption_auc"], 4) for r in rows}}))
     return 0
 

@@ -13,7 +13,7 @@ report half, on which every system is scored and timed:
 - harper-py (rule-based) and quire-grammar (GECToR-style DistilBERT, ONNX int8): their flagged
   character spans mapped onto the same whitespace tokens (benchmarks/peers.py).
 
-Writes ``<out-dir>/ged.json`` and ``ged.md`` and prints one JSON line.
+Writes ``result.json`` and ``table.md`` to ``--out-dir`` (default ``benchmarks/results/ged/``) and prints one JSON line.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def main() -> int:
     parser.add_argument("--synthetic", type=int, default=4000, help="synthetic training sentences")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--work-dir", default="runs/bench-ged", help="where fine-tuned models go")
-    parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results"))
+    parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results" / "ged"))
     parser.add_argument("--skip-peers", action="store_true")
     args = parser.parse_args()
 
@@ -128,7 +128,7 @@ def main() -> int:
                "model": args.model, "rows": rows, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                "command": " ".join(sys.argv)}
     out = Path(args.out_dir)
-    atomic_write_json(out / "ged.json", summary)
+    atomic_write_json(out / "result.json", summary)
     lines = ["# GED on JFLEG dev (report half)", "",
              f"{len(report)} sentences, token error rate {summary['report_error_rate']:.3f} "
              f"(labels: ERRANT, {args.combine} of {len(refs)} references). Command: `{summary['command']}`", "",
@@ -140,7 +140,7 @@ def main() -> int:
         ap = row["average_precision"]
         lines.append(f"| {row['system']} | {row['f05']:.3f} | {row['precision']:.3f} | {row['recall']:.3f} | "
                      f"{'–' if ap != ap else f'{ap:.3f}'} | {row['sentences_per_s']:.1f} | {row['note']} |")
-    atomic_write_text(out / "ged.md", "\n".join(lines) + "\n")
+    atomic_write_text(out / "table.md", "\n".join(lines) + "\n")
     print(json.dumps({"benchmark": "ged", **{r["system"]: round(r.get("f05", float("nan")), 4) for r in rows}}))
     return 0
 

@@ -9,6 +9,8 @@ shows max |Δlogit| against torch next to the speed.
 
     python benchmarks/inference.py --model models/electra-tiny
 
+Writes ``result.json``, ``table.md`` and ``plot.png`` to ``--out-dir`` (default ``benchmarks/results/inference/``).
+
 Goals (issue 6): ORT int8 >= 2x torch eager; ORT fp32 optimised >= 1.3x.
 """
 
@@ -31,7 +33,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT_DIR = ROOT / "benchmarks" / "results"
+DEFAULT_OUT_DIR = ROOT / "benchmarks" / "results" / "inference"
 ENGINES = ("torch", "onnx-fp32", "onnx-optimized", "onnx-int8")
 GOALS = {"onnx-int8": 2.0, "onnx-optimized": 1.3}
 
@@ -215,9 +217,9 @@ def main() -> int:
               "load_average_1_5_15": os.getloadavg(),  # a shared host: read the figures against this
               "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(args.out_dir / "inference.json", result)
-    atomic_write_text(args.out_dir / "inference.md", render_markdown(result))
-    plot(result, args.out_dir / "inference.png")
+    atomic_write_json(args.out_dir / "result.json", result)
+    atomic_write_text(args.out_dir / "table.md", render_markdown(result))
+    plot(result, args.out_dir / "plot.png")
     print(json.dumps({"benchmark": "inference", "model": args.model,
                       **{f"{e}_tokens_per_s": round(r["tokens_per_s"], 1) for e, r in table.items()},
                       **{f"{e}_speedup": round(r["speedup"], 3) for e, r in table.items()}}))

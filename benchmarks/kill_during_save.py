@@ -9,7 +9,7 @@ compared with an uninterrupted run of the same length.
 
     python benchmarks/kill_during_save.py --kills 10
 
-Writes benchmarks/results/kill_during_save.{json,md}; exits 1 when a check fails.
+Writes benchmarks/results/kill_during_save/{result.json,table.md}; exits 1 when a check fails.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT_DIR = ROOT / "benchmarks" / "results"
+OUT_DIR = ROOT / "benchmarks" / "results" / "kill_during_save"
 DRIVER = r"""
 import sys, time
 import training.checkpoint as ck
@@ -148,13 +148,13 @@ def main() -> int:
               "command": "python benchmarks/kill_during_save.py " + " ".join(sys.argv[1:]),
               "final_stderr_tail": err[-500:]}
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    (args.out_dir / "kill_during_save.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out_dir / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [f"# kill -9 during checkpoint saves ({result['date']})", "",
              f"`{result['command']}`: a micro run saving every step, {args.steps} steps, killed {args.kills} times "
              f"at a random moment 0-{args.pause * 1.5:g} s after a save began ({result['seconds']} s in all).", "",
              "| check | result |", "|---|---|"] + [f"| {k} | {v} |" for k, v in checks.items()]
     lines += ["", f"**{'passed' if ok else 'FAILED'}**", ""]
-    (args.out_dir / "kill_during_save.md").write_text("\n".join(lines))
+    (args.out_dir / "table.md").write_text("\n".join(lines))
     print("\n".join(lines))
     return 0 if ok else 1
 

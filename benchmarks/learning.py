@@ -20,7 +20,9 @@ Reported per arm (mean ± std over seeds):
   one run of this script).
 
 Writes ``result.json``, ``table.md`` and ``plot.png`` (validation AUC and generator accuracy
-curves) to ``--out-dir`` after every finished run, and prints one JSON line at the end.
+curves) to ``--out-dir`` (default ``benchmarks/results/learning/``) after every finished run, and
+prints one JSON line at the end. ``--score MODEL`` only prints MODEL's corruption AUC as one JSON line
+(``benchmarks/model_report.sh`` keeps it as ``benchmarks/results/corruption/result.json``).
 """
 
 from __future__ import annotations

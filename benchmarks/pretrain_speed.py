@@ -33,6 +33,9 @@ fixed thread count; the parent alternates the variants for ``--rounds`` rounds (
 machine noise hits both, and reports medians.
 
     python benchmarks/pretrain_speed.py --preset tiny
+    python benchmarks/pretrain_speed.py --preset small --rounds 2 --out-dir benchmarks/results/pretrain_speed_small
+
+Writes ``result.json`` and ``table.md`` to ``--out-dir`` (default ``benchmarks/results/pretrain_speed/``).
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ VARIANTS = ("ours", "naive", "default")
 GOAL_SPEEDUP = 1.5
 SPECIAL_IDS = [0, 1, 2, 3, 4]  # [PAD], [UNK], [CLS], [SEP], [MASK], as training/data.py's tokenizer
 CLS_ID, SEP_ID, MASK_ID = 2, 3, 4
-DEFAULT_OUT_DIR = Path(__file__).resolve().parent / "results"
+DEFAULT_OUT_DIR = Path(__file__).resolve().parent / "results" / "pretrain_speed"
 
 StepFn = Callable[[ElectraPretrainingModel, torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler,
                    torch.Tensor, torch.Tensor, torch.Generator, torch.Generator, TrainConfig], dict[str, float]]
@@ -304,8 +307,8 @@ def run_parent(args: argparse.Namespace) -> dict[str, Any]:
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
     out_dir = Path(args.out_dir)
-    atomic_write_json(out_dir / "pretrain_speed.json", {**summary, "runs": results})
-    atomic_write_text(out_dir / "pretrain_speed.md", _markdown(summary))
+    atomic_write_json(out_dir / "result.json", {**summary, "runs": results})
+    atomic_write_text(out_dir / "table.md", _markdown(summary))
     return summary
 
 

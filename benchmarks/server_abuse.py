@@ -16,8 +16,8 @@ Four parts, each against one real server process started here with the default l
    request beside 25 sending one sentence (before the fix, the sentences' p50 went to 28.9 s); a
    client told 503 overloaded waits its Retry-After.
 
-    python benchmarks/server_abuse.py --model /tmp/small-onnx            # full run, ~2 minutes
-    python benchmarks/server_abuse.py --model /tmp/small-onnx --quick    # 10-s load cell
+    python benchmarks/server_abuse.py --model runs/small-onnx            # full run, ~2 minutes
+    python benchmarks/server_abuse.py --model runs/small-onnx --quick    # 10-s load cell
 
 Writes benchmarks/results/server_abuse/{result.json,table.md}; exits 1 when a goal is missed.
 """

@@ -8,7 +8,10 @@ The clients run in this process on httpx; on a 2-core host they share the CPU wi
 a co-located client would. Memory is "flat" when the RSS at the end of a cell is within
 ``--flat-mib`` of its value after warm-up.
 
-    python benchmarks/server_load.py --model /tmp/small-onnx      # 2 modes x 3 concurrencies x 60 s
+    electra-detect export --model MODEL --out runs/small-onnx     # the model under test, exported
+    python benchmarks/server_load.py --model runs/small-onnx      # 2 modes x 3 concurrencies x 60 s
+
+Writes ``result.json``, ``table.md`` and ``plot.png`` to ``--out-dir`` (default ``benchmarks/results/server_load/``).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT_DIR = ROOT / "benchmarks" / "results"
+DEFAULT_OUT_DIR = ROOT / "benchmarks" / "results" / "server_load"
 
 
 def sentences(limit: int = 2000) -> list[str]:
@@ -241,9 +244,9 @@ def main() -> int:
               "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
               "load_average_1_5_15": os.getloadavg(),  # a shared host: read the figures against this
               "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
-    atomic_write_json(args.out_dir / "server_load.json", result)
-    atomic_write_text(args.out_dir / "server_load.md", render_markdown(result))
-    plot(result, args.out_dir / "server_load.png")
+    atomic_write_json(args.out_dir / "result.json", result)
+    atomic_write_text(args.out_dir / "table.md", render_markdown(result))
+    plot(result, args.out_dir / "plot.png")
     print(json.dumps({"benchmark": "server_load", "zero_errors": result["zero_errors"],
                       "memory_flat": result["memory_flat"],
                       **{f"{c['mode']}_c{c['concurrency']}_rps": round(c["requests_per_s"], 1) for c in cells},

@@ -12,9 +12,10 @@ list by WER (``electra_detect.rerank.tune_weights``) and is scored on the test l
 Seconds per utterance = LM scoring time of the test list's hypotheses / utterances, measured in
 this process one scorer after the other. A paired bootstrap over test utterances gives a 95%
 interval for each system's WER and for ELECTRA sum minus PLL. Prints one JSON line; writes
-``asr{tag}.json``, ``.md`` and ``.png`` under ``--out-dir``.
+``result.json``, ``table.md`` and ``plot.png`` under ``--out-dir`` (default ``benchmarks/results/asr/``;
+with ``--tag T``: ``asrT.json``, ``.md``, ``.png`` there instead).
 
-    python benchmarks/asr/bench.py --model models/electra-tiny --ngram-corpus sotu.txt brown.txt
+    python benchmarks/asr/bench.py --model models/electra-tiny --ngram-corpus runs/text/sotu.txt runs/text/brown.txt
 """
 
 from __future__ import annotations
@@ -137,8 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=0,
                     help="torch CPU threads (0 = torch's default; 1 is much faster on an oversubscribed CPU)")
-    ap.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results"))
-    ap.add_argument("--tag", default="")
+    ap.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results" / "asr"))
+    ap.add_argument("--tag", default="", help="write asr{tag}.json/.md/.png instead of result.json/table.md/plot.png")
     ap.add_argument("--no-plot", action="store_true")
     args = ap.parse_args(argv)
     if args.threads:
@@ -223,18 +224,20 @@ def main(argv: list[str] | None = None) -> int:
               "bootstrap_ci": bootstrap(errors, ref_words, args.seed), "speedup_vs_pll": speedup,
               "by_noise": by_noise}
     out = Path(args.out_dir)
-    stem = f"asr{args.tag}"
-    atomic_write_json(out / f"{stem}.json", result)
-    atomic_write_text(out / f"{stem}.md", markdown(result))
+    stem = f"asr{args.tag}"  # a tagged run sits beside the untagged one in the same folder
+    json_path, md_path, png_path = ((out / "result.json", out / "table.md", out / "plot.png") if not args.tag else
+                                    (out / f"{stem}.json", out / f"{stem}.md", out / f"{stem}.png"))
+    atomic_write_json(json_path, result)
+    atomic_write_text(md_path, markdown(result))
     if not args.no_plot:
-        plot(result, out / f"{stem}.png")
+        plot(result, png_path)
     electra = systems["ELECTRA sum"]
     line = {"model": args.model, "wer_before": round(before, 4), "wer_after": round(electra["test_wer"], 4),
             "wer_oracle": round(oracle, 4), "relative_reduction": round(-electra["relative_change"], 4),
             **({"wer_pll": round(systems["generator PLL"]["test_wer"], 4),
                 "speedup_vs_pll": round(speedup, 2)} if speedup else {}),
             "electra_seconds_per_utterance": round(electra["seconds_per_utterance"], 5),
-            "json": str(out / f"{stem}.json")}
+            "json": str(json_path)}
     print(json.dumps(line))
     return 0
 

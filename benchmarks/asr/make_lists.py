@@ -15,7 +15,7 @@ No n-best corpus ships in any registry here, so we make recogniser output oursel
 Decodes are cached per utterance under ``benchmarks/asr/cache/`` (keyed by everything that changes
 them), so a rerun is seconds; the resulting dev/test lists (mlm-scoring JSON) are committed.
 
-    python benchmarks/asr/make_lists.py --exclude sotu.txt brown.txt
+    python benchmarks/asr/make_lists.py --exclude runs/text/sotu.txt runs/text/brown.txt
 """
 
 from __future__ import annotations
