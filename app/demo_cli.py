@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, default=None,
                    help="the slider's starting value (default: the model's ged.json threshold, else 0.5)")
     p.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
-    from app.demo import DemoError  # stdlib-only at import time; gradio loads inside run()
+    from electra_detect.app.demo import DemoError  # stdlib-only at import time; gradio loads inside run()
 
     p.set_defaults(func=run, known_errors=(DemoError,))
 
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     started = time.perf_counter()
-    from app.demo import DemoError, build_app, launch
+    from electra_detect.app.demo import DemoError, build_app, launch
 
     if not 0 <= args.port <= 65535:
         raise DemoError(f"--port must be between 0 and 65535, got {args.port}")

@@ -87,7 +87,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.host not in LOOPBACK and api_key is None:
         print(f"warning: serving on {args.host} without an API key; anyone who can reach the port can use it "
               f"(set ${args.api_key_env})", file=sys.stderr)
-    from app.server import ServerSettings, serve
+    from electra_detect.app.server import ServerSettings, serve
 
     model = task_model_path(args.model, "ged")  # a model dir's fine-tuned ged/ when it has one
     detector = Detector.load(model, device=args.device, calibrated=not args.no_calibration, engine=args.engine,

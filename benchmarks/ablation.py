@@ -119,7 +119,7 @@ class EvalData:
     @classmethod
     def load(cls, folder: Path) -> EvalData:
         from electra_detect.ged import GedSentence
-        from training.cola import read_cola
+        from electra_detect.training.cola import read_cola
 
         blimp = [json.loads(line) for line in (folder / "blimp.jsonl").read_text(encoding="utf-8").splitlines()]
         raw = json.loads((folder / "jfleg_ged.json").read_text(encoding="utf-8"))
@@ -199,7 +199,7 @@ def evaluate_run(run_dir: Path, objective: str, data: EvalData, device: str, see
                  cola_epochs: int) -> dict[str, Any]:
     """CoLA MCC, BLiMP accuracy and zero-shot GED F0.5 of one pre-training run."""
     from electra_detect import ged
-    from training.cola import ColaConfig, finetune_cola
+    from electra_detect.training.cola import ColaConfig, finetune_cola
 
     started = time.perf_counter()
     cola = finetune_cola(run_dir / "discriminator", data.cola_train, data.cola_dev,
@@ -241,7 +241,7 @@ def evaluate_run(run_dir: Path, objective: str, data: EvalData, device: str, see
 
 # -- one pre-training run --------------------------------------------------------------------------
 def build_config(args: argparse.Namespace, variant: str, seed: int, steps: int, seconds: float):
-    from training.config import PAPER_MODEL, RunConfig
+    from electra_detect.training.config import PAPER_MODEL, RunConfig
 
     spec = VARIANTS[variant]
     config = RunConfig()
@@ -270,7 +270,7 @@ def build_config(args: argparse.Namespace, variant: str, seed: int, steps: int, 
 def train_variant(args: argparse.Namespace, variant: str, seed: int, work: Path,
                   probe_only: bool = False) -> dict[str, Any]:
     """Probe the step rate, then train for ``args.seconds_per_run`` seconds' worth of steps."""
-    from training.trainer import Trainer
+    from electra_detect.training.trainer import Trainer
 
     probe_dir = work / f"probe-{variant}-{seed}"
     shutil.rmtree(probe_dir, ignore_errors=True)
@@ -488,7 +488,7 @@ def _plots(out_dir: Path, agg: dict[str, dict[str, Any]]) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from training.data import prepare_corpus, resolve_corpus
+    from electra_detect.training.data import prepare_corpus, resolve_corpus
 
     started = time.monotonic()
     unknown = [v for v in args.variants if v not in VARIANTS]

@@ -78,7 +78,7 @@ def main() -> int:
     parser.add_argument("--skip-peers", action="store_true")
     args = parser.parse_args()
 
-    from training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
+    from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
 
     jfleg = Path(args.jfleg)
     refs = sorted(jfleg.glob("dev.ref[0-9]"))

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from calibration.data import ged_pairs, rtd_pairs
-from calibration.metrics import all_metrics
-from calibration.plots import reliability_diagram
+from electra_detect.calibration.data import ged_pairs, rtd_pairs
+from electra_detect.calibration.metrics import all_metrics
+from electra_detect.calibration.plots import reliability_diagram
 from electra_detect.calibrators import METHODS, save_calibration, sigmoid
 from electra_detect.detector import Detector
 from electra_detect.ged import GedSentence

@@ -91,7 +91,7 @@ def corrupt_rows(detector: Detector, generator_dir: Path, texts: Sequence[str], 
     the class of the word that was replaced). ``rounds`` corrupts the texts again with new seeds;
     the rounds of one text share its bootstrap unit.
     """
-    from calibration.data import corrupt_texts
+    from electra_detect.calibration.data import corrupt_texts
 
     nlp = nlp or load_tagger()
     docs = list(nlp.pipe(texts))

@@ -98,8 +98,8 @@ def _add_pretrain(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_pretrain(args: argparse.Namespace) -> int:
-    from training.config import PAPER_MODEL, ConfigError, RunConfig
-    from training.trainer import Trainer, load_run_config, start_from
+    from electra_detect.training.config import PAPER_MODEL, ConfigError, RunConfig
+    from electra_detect.training.trainer import Trainer, load_run_config, start_from
 
     out = Path(args.out)
     if args.resume and (out / "run_config.json").exists():
@@ -336,7 +336,7 @@ def _read_labelled(args: argparse.Namespace, path: str):
 
 def cmd_ged_train(args: argparse.Namespace) -> int:
     from electra_detect import ged
-    from training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
+    from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
 
     train: list[ged.GedSentence] = []
     dev: list[ged.GedSentence] = []
@@ -462,7 +462,7 @@ def _read_text_files(paths: list[str]) -> list[str]:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from calibration.fit import calibrate
+    from electra_detect.calibration.fit import calibrate
 
     texts = _read_text_files(args.text)
     sentences = _read_labelled(args, args.data) if args.data else []
@@ -500,7 +500,7 @@ def _add_pos_bias(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_pos_bias(args: argparse.Namespace) -> int:
-    from calibration.pos_bias import analyse, clean_rows, corrupt_rows, ged_rows, load_tagger, write_report
+    from electra_detect.calibration.pos_bias import analyse, clean_rows, corrupt_rows, ged_rows, load_tagger, write_report
     from electra_detect.calibrators import load_calibration
     from electra_detect.detector import Detector, resolve_model_dir
     from electra_detect.ged import default_threshold
@@ -581,16 +581,16 @@ def main(argv: list[str] | None = None) -> int:
 
         known += (GedDataError,)
     if args.verb == "pretrain":
-        from training.checkpoint import CheckpointError
-        from training.config import ConfigError
-        from training.data import CorpusError
+        from electra_detect.training.checkpoint import CheckpointError
+        from electra_detect.training.config import ConfigError
+        from electra_detect.training.data import CorpusError
 
         known += (CheckpointError, ConfigError, CorpusError)
     known += tuple(getattr(args, "known_errors", ()))
     if args.verb in ("calibrate", "pos-bias"):
         known += (ValueError,)
     if args.verb == "ged-train":
-        from training.data import CorpusError
+        from electra_detect.training.data import CorpusError
 
         known += (CorpusError,)
     try:

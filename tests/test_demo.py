@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.demo import (
+from electra_detect.app.demo import (
     BANDS,
     COLOR_MAP,
     MAX_CHARS,

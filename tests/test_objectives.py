@@ -14,10 +14,10 @@ import torch
 import torch.nn.functional as F
 
 from tests.conftest import micro_config, synthetic_text
-from training.config import PAPER_MODEL, ConfigError, RunConfig
-from training.masking import mask_tokens
-from training.model import ElectraPretrainingModel
-from training.objectives import OBJECTIVES
+from electra_detect.training.config import PAPER_MODEL, ConfigError, RunConfig
+from electra_detect.training.masking import mask_tokens
+from electra_detect.training.model import ElectraPretrainingModel
+from electra_detect.training.objectives import OBJECTIVES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -120,7 +120,7 @@ def test_all_tokens_mlm_copy_mechanism() -> None:
     out = model(masked, attention, rng, disc_weight=50.0)
     rng.set_state(state)
     gen_logits = model.generator_logits(masked.input_ids, attention, masked.masked)
-    from training.masking import gumbel_sample, replace_with_samples
+    from electra_detect.training.masking import gumbel_sample, replace_with_samples
 
     corrupted, _labels = replace_with_samples(masked, gumbel_sample(gen_logits, rng))
     hidden = model.discriminator.electra(input_ids=corrupted, attention_mask=attention).last_hidden_state
@@ -150,7 +150,7 @@ def test_trainer_runs_objective_and_exports(objective: str, corpus_file: Path, c
                                             tmp_path: Path) -> None:
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
-    from training.trainer import Trainer
+    from electra_detect.training.trainer import Trainer
 
     out = tmp_path / objective
     result = Trainer(micro_config(corpus_file, cache_dir, paper=True, max_steps=6, objective=objective), out,
@@ -172,7 +172,7 @@ def test_trainer_runs_objective_and_exports(objective: str, corpus_file: Path, c
 
 
 def test_two_stage_freezes_generator_and_copies_encoder(corpus_file: Path, cache_dir: Path, tmp_path: Path) -> None:
-    from training.trainer import Trainer
+    from electra_detect.training.trainer import Trainer
 
     config = micro_config(corpus_file, cache_dir, paper=True, max_steps=8, mlm_first_steps=4, lr=1e-2)
     config.model.preset = "tiny"  # FFN = 4 x width, so a gen_fraction-1 generator has the discriminator's shape
@@ -232,7 +232,7 @@ def _cola_file(path: Path, n: int, seed: int) -> Path:
 
 
 def test_cola_reader_and_finetune(micro_run: Path, tmp_path: Path) -> None:
-    from training.cola import ColaConfig, ColaDataError, finetune_cola, read_cola
+    from electra_detect.training.cola import ColaConfig, ColaDataError, finetune_cola, read_cola
 
     train = read_cola(_cola_file(tmp_path / "train.tsv", 120, 0))
     dev = read_cola(_cola_file(tmp_path / "dev.tsv", 40, 1))
@@ -294,7 +294,7 @@ def test_mlm_token_log_probs_pll_matches_manual(micro_run: Path, tmp_path: Path,
     """bert_mlm PLL: one [MASK] per subword, read at that position."""
     from transformers import AutoTokenizer, ElectraForMaskedLM
 
-    from training.trainer import Trainer
+    from electra_detect.training.trainer import Trainer
 
     ablation = _load_ablation()
     run = tmp_path / "bert"
@@ -316,7 +316,7 @@ def test_mlm_token_log_probs_one_pass_uses_copy_gate(tmp_path: Path, corpus_file
     """all_tokens_mlm, one unmasked pass: log(D + (1 - D) q) with D = sigmoid(-r) from the RTD head."""
     from transformers import AutoTokenizer, ElectraForMaskedLM, ElectraForPreTraining
 
-    from training.trainer import Trainer
+    from electra_detect.training.trainer import Trainer
 
     ablation = _load_ablation()
     run = tmp_path / "all"
@@ -337,7 +337,7 @@ def test_mlm_token_log_probs_one_pass_uses_copy_gate(tmp_path: Path, corpus_file
 def test_two_stage_resume_past_the_switch_keeps_the_trained_discriminator(
         corpus_file: Path, cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A resume after step ``mlm_first_steps`` must not copy the generator over the stage-two discriminator."""
-    from training.trainer import Trainer
+    from electra_detect.training.trainer import Trainer
 
     config = micro_config(corpus_file, cache_dir, max_steps=6, mlm_first_steps=2, lr=1e-2)
     config.model.preset, config.model.gen_fraction = "tiny", 1.0

@@ -33,8 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.set_defaults(func=cmd_build)
     ls = verbs.add_parser("list", help="list the known sources with their licences")
     ls.set_defaults(func=cmd_list)
-    from training.corpus.fetch import FetchError
-    from training.corpus.sources import UnknownSourceError
+    from electra_detect.training.corpus.fetch import FetchError
+    from electra_detect.training.corpus.sources import UnknownSourceError
 
     p.set_defaults(known_errors=(UnknownSourceError, FetchError))
 
@@ -42,8 +42,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def cmd_build(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from training.corpus.build import build_corpus
-    from training.corpus.sources import resolve_sources
+    from electra_detect.training.corpus.build import build_corpus
+    from electra_detect.training.corpus.sources import resolve_sources
 
     sources = resolve_sources(args.sources)
     manifest = build_corpus(sources, Path(args.out), Path(args.cache) if args.cache else None, args.max_words,
@@ -53,7 +53,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from training.corpus.sources import SOURCES
+    from electra_detect.training.corpus.sources import SOURCES
 
     for source in SOURCES.values():
         flag = "" if source.free else "  [opt-in]"

@@ -16,7 +16,7 @@ import zipfile
 from pathlib import Path
 from urllib.parse import unquote
 
-from training.corpus.sources import Source
+from electra_detect.training.corpus.sources import Source
 
 
 class FetchError(RuntimeError):
