@@ -30,10 +30,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from electra_detect import ged  # noqa: E402
 from electra_detect.detector import Detector  # noqa: E402
 from electra_detect.fileio import atomic_write_json, atomic_write_text  # noqa: E402
-from electra_detect.generator_scoring import GeneratorScorer  # noqa: E402
+from electra_detect.tasks import ged  # noqa: E402
+from electra_detect.tasks.pll import GeneratorScorer  # noqa: E402
 
 
 def evaluate(name: str, report: list[ged.GedSentence], scores: list[np.ndarray], threshold: float,

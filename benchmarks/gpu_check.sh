@@ -116,7 +116,7 @@ for variant in ("fp32", "optimized", "fp16", "int8"):
         @step(f"onnx_{variant}_{device}")
         def _onnx(variant=variant, device=device):
             from electra_detect import onnx_engine
-            from electra_detect.onnx_engine import OnnxEngine
+            from electra_detect.engines.onnx_engine import OnnxEngine
             onnx_engine._warned.clear()  # record the fallback warning for every configuration, not just the first
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -132,7 +132,7 @@ for variant in ("fp32", "optimized", "fp16", "int8"):
 @step("require_gpu")
 def _require():
     from electra_detect.detector import DetectorError
-    from electra_detect.onnx_engine import OnnxEngine
+    from electra_detect.engines.onnx_engine import OnnxEngine
     try:
         engine = OnnxEngine(out / "onnx", variant="fp16", device="cuda", require_gpu=True)
         return {"raised": False, "provider_used": engine.provider}

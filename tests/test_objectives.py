@@ -13,11 +13,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.conftest import micro_config, synthetic_text
 from electra_detect.training.config import PAPER_MODEL, ConfigError, RunConfig
 from electra_detect.training.masking import mask_tokens
 from electra_detect.training.model import ElectraPretrainingModel
 from electra_detect.training.objectives import OBJECTIVES
+from tests.conftest import micro_config, synthetic_text
 
 ROOT = Path(__file__).resolve().parent.parent
 

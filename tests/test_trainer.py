@@ -9,9 +9,9 @@ import pytest
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from electra_detect.detector import load_discriminator
-from tests.conftest import micro_config, synthetic_text
 from electra_detect.training.checkpoint import CheckpointError
 from electra_detect.training.trainer import Trainer
+from tests.conftest import micro_config, synthetic_text
 
 
 def train_rows(out: Path) -> list[dict]:

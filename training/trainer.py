@@ -35,7 +35,14 @@ from electra_detect.training.checkpoint import (
     save_checkpoint,
 )
 from electra_detect.training.config import ConfigError, RunConfig
-from electra_detect.training.data import BlockSampler, PackedBlocks, default_cache_dir, prepare_corpus, resolve_corpus, split_blocks
+from electra_detect.training.data import (
+    BlockSampler,
+    PackedBlocks,
+    default_cache_dir,
+    prepare_corpus,
+    resolve_corpus,
+    split_blocks,
+)
 from electra_detect.training.evaluation import evaluate
 from electra_detect.training.masking import mask_tokens
 from electra_detect.training.model import ElectraPretrainingModel
