@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from electra_detect.calibration import CalibrationError
-from electra_detect.detector import Detector
+from electra_detect.detector import Detector, pad_ids
 from electra_detect.tasks.ged import GedSentence, to_token_scores
 
 
@@ -59,11 +59,7 @@ def corrupt_texts(detector: Detector, generator_dir: Path, texts: Sequence[str],
     starts = range(0, len(texts), batch_size)
     for first in tqdm(starts, desc="corrupt + score", unit="batch", disable=not progress):
         chunk = encoded["input_ids"][first:first + batch_size]
-        width = max(len(ids) for ids in chunk)
-        ids = torch.full((len(chunk), width), tok.pad_token_id)
-        for row, seq in enumerate(chunk):
-            ids[row, :len(seq)] = torch.tensor(seq)
-        attention = (ids != tok.pad_token_id).long()
+        ids, attention = (torch.from_numpy(a) for a in pad_ids(chunk, tok.pad_token_id))
         masked = mask_tokens(ids, attention, mask_id=tok.mask_token_id, special_ids=tok.all_special_ids,
                              mask_prob=mask_prob, generator=rng)
         with torch.inference_mode():

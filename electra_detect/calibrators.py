@@ -7,7 +7,6 @@ because ``Detector`` applies them; fitting workflows, metrics and plots live in 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,12 +102,9 @@ CALIBRATION_FILE = "calibration.json"
 
 def weights_sha256(model_dir: Path) -> str:
     """Fingerprint of a model's weights: a calibration file is only valid for these exact weights."""
-    digest = hashlib.sha256()
-    for path in sorted(Path(model_dir).glob("*.safetensors")):
-        with open(path, "rb") as handle:
-            for chunk in iter(lambda h=handle: h.read(1 << 20), b""):
-                digest.update(chunk)
-    return digest.hexdigest()
+    from electra_detect.fileio import sha256_files
+
+    return sha256_files(sorted(Path(model_dir).glob("*.safetensors")))
 
 
 def save_calibration(model_dir: Path, calibrator, report: dict[str, Any] | None = None) -> Path:
