@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from electra_detect.errors import DetectorError  # a calibration file the model cannot use
+
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.asarray(z, dtype=np.float64)))
@@ -93,7 +95,7 @@ METHODS = {"temperature": TemperatureScaling, "platt": PlattScaling, "isotonic":
 def from_dict(raw: dict[str, Any]):
     kind = raw.get("method")
     if kind not in METHODS:
-        raise ValueError(f"unknown calibration method {kind!r}; expected one of {sorted(METHODS)}")
+        raise DetectorError(f"unknown calibration method {kind!r}; expected one of {sorted(METHODS)}")
     return METHODS[kind](**{k: v for k, v in raw.items() if k != "method"})
 
 
@@ -126,9 +128,9 @@ def read_calibration(path: Path, expected_weights_sha256: str, remedy: str):
     try:
         raw = json.loads(Path(path).read_text())
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON: {exc}") from exc
+        raise DetectorError(f"{path} is not valid JSON: {exc}") from exc
     if raw.get("weights_sha256") != expected_weights_sha256:
-        raise ValueError(f"{path} was fitted for other weights; {remedy}, or load the model with calibrated=False")
+        raise DetectorError(f"{path} was fitted for other weights; {remedy}, or load the model with calibrated=False")
     return from_dict({k: v for k, v in raw.items() if k not in ("weights_sha256", "report")})
 
 
