@@ -76,6 +76,7 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from electra_detect.cli.texts import check_unit_interval
     from electra_detect.detector import Detector
 
     for name in ("max_batch", "model_batch", "max_texts", "max_chars", "max_body_bytes", "max_tokens", "step_tokens"):
@@ -88,8 +89,7 @@ def run_serve(args: argparse.Namespace) -> int:
             raise ServeError(f"--{name.replace('_', '-')} must be a finite number > 0")
     if not 0 < args.port < 65536:
         raise ServeError(f"--port {args.port} is not a TCP port")
-    if args.ged_threshold is not None and not 0 <= args.ged_threshold <= 1:  # false for nan too
-        raise ServeError("--ged-threshold must be in [0, 1]")
+    check_unit_interval(args.ged_threshold, "--ged-threshold")
     api_key = os.environ.get(args.api_key_env) or None
     if args.host not in LOOPBACK and api_key is None:
         print(f"warning: serving on {args.host} without an API key; anyone who can reach the port can use it "

@@ -23,7 +23,7 @@ from electra_detect.errors import DetectorError
 
 __all__ = ["Detector", "DetectorError", "ScoringJob", "TextScores", "TokenScore", "WordScore", "Engine",
            "TorchEngine", "load_discriminator", "replaced_logits", "resolve_model_dir", "task_model_path",
-           "pad_ids", "tuned_threshold", "GED_FILE", "GED_DIR", "TASKS"]
+           "pad_ids", "check_threshold", "tuned_threshold", "GED_FILE", "GED_DIR", "TASKS"]
 
 
 @dataclass
@@ -113,6 +113,13 @@ def task_model_path(path: str | Path, task: str = "score") -> Path:
     if task == "ged" and (path / GED_DIR / "config.json").exists():
         return path / GED_DIR
     return path
+
+
+def check_threshold(value: float, name: str = "threshold") -> float:
+    """A flag threshold someone gave: a finite probability in [0, 1] (nan and 5 are refused)."""
+    if not (isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= 1):
+        raise DetectorError(f"{name} must be a number in [0, 1], got {value:g}")
+    return float(value)
 
 
 def tuned_threshold(model_dir: str | Path, calibrator: Any = None, calibrated: bool = True) -> float:

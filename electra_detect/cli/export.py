@@ -60,6 +60,7 @@ def _read_texts(path: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from electra_detect.cli.texts import check_unit_interval
     from electra_detect.detector import resolve_model_dir
     from electra_detect.engines.onnx_engine import MANIFEST
     from electra_detect.export import ExportError, export_model, write_triton_repo
@@ -67,8 +68,7 @@ def run(args: argparse.Namespace) -> int:
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if args.tolerance <= 0 or not 0 < args.min_agreement <= 1:
         raise ExportError("--tolerance must be > 0 and --min-agreement in (0, 1]")
-    if args.threshold is not None and not 0 <= args.threshold <= 1:
-        raise ExportError("--threshold must be in [0, 1]")
+    check_unit_interval(args.threshold, "--threshold")
     model_dir = resolve_model_dir(args.model)
     summary: dict[str, object] = {}
     if not any(model_dir.glob("*.safetensors")) and (model_dir / MANIFEST).exists():

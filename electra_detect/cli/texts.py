@@ -6,7 +6,6 @@ Known failures print one ``error:`` line (exit 2) through ``CliError`` or ``Syst
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from collections.abc import Iterator
@@ -26,8 +25,13 @@ def fail(message: str) -> int:
 
 def check_unit_interval(value: float | None, flag: str) -> None:
     """Thresholds are probabilities: a finite number in [0, 1] (nan and 5 are refused, as the server does)."""
-    if value is not None and not (math.isfinite(value) and 0 <= value <= 1):
-        raise CliError(f"{flag} must be a number in [0, 1], got {value:g}")
+    from electra_detect.detector import DetectorError, check_threshold
+
+    if value is not None:
+        try:
+            check_threshold(value, flag)
+        except DetectorError as exc:
+            raise CliError(str(exc)) from None
 
 
 def open_texts(args: argparse.Namespace) -> Any:
