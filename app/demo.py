@@ -12,7 +12,6 @@ hub. The server binds 127.0.0.1 unless told otherwise.
 
 from __future__ import annotations
 
-import copy
 import html
 import json
 import os
@@ -124,7 +123,7 @@ def check_threshold(threshold: Any) -> float:
 def find_export(model: str | Path) -> Path | None:
     """The ONNX export dir ``electra-detect export`` wrote for this model (or the model is one), else None."""
     from electra_detect.detector import DetectorError
-    from electra_detect.onnx_engine import find_export_dir
+    from electra_detect.engines.onnx_engine import find_export_dir
 
     try:
         return find_export_dir(model)
@@ -133,32 +132,17 @@ def find_export(model: str | Path) -> Path | None:
 
 
 def load_detector(model: str | Path, engine: str = "auto", device: str | None = None,
-                  variant: str | None = None) -> tuple[Any, str]:
-    """Load the Detector, on the ONNX engine when asked or (``auto``) when the model dir holds an export.
+                  variant: str | None = None, task: str = "score") -> tuple[Any, str]:
+    """The Detector on the engine ``Detector.load`` chooses (``auto``: the ONNX export when the model dir
+    holds a usable one, else torch). Returns (detector, note); the note says why the torch engine was used
+    when ONNX was possible but failed, so the page never hides a fallback."""
+    from electra_detect.detector import Detector, DetectorError
 
-    Returns (detector, note); the note says why the torch engine was used when ONNX was possible
-    but failed, so the page never hides a fallback.
-    """
-    from electra_detect.detector import Detector, DetectorError, resolve_model_dir
-
-    resolve_model_dir(model)  # a bad path fails here, before transformers is imported
-    if engine not in ("auto", "torch", "onnx"):
-        raise DemoError(f"unknown engine {engine!r}: use auto, torch or onnx")
-    export = find_export(model)
-    if engine == "onnx" and export is None:
-        raise DemoError(f"{model} holds no ONNX export; run `electra-detect export --model {model}` "
-                        f"or use --engine torch")
-    if variant is not None and (export is None or engine == "torch"):
-        raise DemoError("--variant picks an ONNX export variant; it needs an export and --engine auto or onnx")
-    note = ""
-    if export is not None and engine in ("auto", "onnx"):
-        try:
-            return Detector.load(model, device=device, engine="onnx", variant=variant), note
-        except (DetectorError, ImportError, RuntimeError, ValueError) as exc:
-            if engine == "onnx" or variant is not None:
-                raise DemoError(f"the ONNX engine failed: {exc}") from exc
-            note = f"⚠️ ONNX export found but not usable ({exc}); running on the torch engine."
-    return Detector.load(model, device=device, engine="torch"), note
+    try:
+        detector = Detector.load(model, device=device, engine=engine, variant=variant, task=task)
+    except DetectorError as exc:
+        raise DemoError(str(exc)) from exc
+    return detector, detector.note
 
 
 def engine_provider(engine: Any) -> str:
@@ -204,7 +188,6 @@ class DemoApp:
     def __init__(self, detector: Any, note: str = "", threshold: float = 0.5) -> None:
         self.detector = detector
         self.threshold = threshold  # the slider's starting value
-        self.raw = self._raw_view(detector)
         self.has_calibration = detector.calibration != "raw"
         self.info = ModelInfo(name=model_name(Path(detector.model_dir)), path=str(detector.model_dir),
                               engine=engine_label(detector.engine),
@@ -212,21 +195,9 @@ class DemoApp:
                               note=note)
         self._lock = threading.Lock()  # one scoring call at a time: the tokenizer and engine are shared
 
-    @staticmethod
-    def _raw_view(detector: Any) -> Any:
-        """The same engine and tokenizer without the calibrator (no second model in memory)."""
-        if detector.calibration == "raw":
-            return detector
-        raw = copy.copy(detector)
-        raw.calibrator = None
-        return raw
-
-    def _detector(self, calibration: str) -> Any:
-        return self.raw if calibration == "raw" else self.detector
-
     def _score(self, text: str, calibration: str) -> Any:
         with self._lock:
-            return self._detector(calibration).score([text])[0]
+            return self.detector.score([text], calibrated=calibration != "raw")[0]
 
     # -- tab 1: highlighted words
     def highlight(self, text: Any, threshold: Any = 0.5, calibration: str = "calibrated"
@@ -288,7 +259,7 @@ class DemoApp:
     def rerank(self, nbest: Any, lm_weight: Any = 1.0, length_weight: Any = 0.0,
                calibration: str = "calibrated") -> tuple[list[list[Any]], str]:
         """The pasted n-best list, best first, with each component of the total."""
-        from electra_detect.rerank import RerankError, parse_hypothesis_lines, rerank_hypotheses
+        from electra_detect.tasks.rerank import RerankError, parse_hypothesis_lines, rerank_hypotheses
 
         try:
             if not isinstance(nbest, str) or not nbest.strip():
@@ -309,8 +280,8 @@ class DemoApp:
                 except (TypeError, ValueError):
                     raise InputProblem(f"The {name} must be a number, got {value!r}.") from None
             with self._lock:
-                rows = rerank_hypotheses(self._detector(calibration), hyps, lm_weight=weights[0],
-                                         length_weight=weights[1])
+                rows = rerank_hypotheses(self.detector, hyps, lm_weight=weights[0], length_weight=weights[1],
+                                         calibrated=calibration != "raw")
         except (InputProblem, RerankError) as problem:
             return [], f"⚠️ {problem}"
         table = [[row["rank"], row["text"], round(row["asr_score"], 4), round(row["electra_score"], 4),
@@ -411,14 +382,10 @@ def build_app(model: str | Path, engine: str = "auto", device: str | None = None
     ``threshold`` starts the slider; by default the model's tuned ``ged.json`` threshold, else 0.5
     (a calibrated weak model may score every word far below 0.5, so a tuned start matters).
     """
-    from electra_detect.detector import default_threshold, task_model_path
-
-    model = task_model_path(model, "ged")  # a model dir's fine-tuned ged/ when it has one
-    if threshold is None:
-        threshold = default_threshold(model)
-    if not 0.0 <= threshold <= 1.0:
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
         raise DemoError(f"--threshold must be between 0 and 1, got {threshold}")
-    detector, note = load_detector(model, engine=engine, device=device, variant=variant)
+    detector, note = load_detector(model, engine=engine, device=device, variant=variant, task="ged")
+    threshold = detector.threshold() if threshold is None else threshold
     return DemoApp(detector, note=note, threshold=round(threshold, 2))
 
 

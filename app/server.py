@@ -25,7 +25,7 @@ import logging
 import math
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -59,7 +59,7 @@ class ServerSettings:
     model_batch: int = 4  # rows per engine run inside a call, length-sorted: on CPU small runs pad least
     max_wait_ms: float = 0.0  # how long the first request holds a batch open; 0 = merge only what already waits
     api_key: str | None = None  # required in the X-API-Key header when set
-    ged_threshold: float = 0.5
+    ged_threshold: float | None = None  # default /v1/ged threshold; None = the Detector's tuned one
 
 
 class ApiError(Exception):
@@ -337,17 +337,6 @@ class MicroBatcher:
                 start += len(pending.job.texts)
 
 
-class _Prescored:
-    """A Detector-shaped view over scores the batcher already computed, for ``rerank_hypotheses``
-    (which calls ``detector.score``): reranking goes through the one batched model path."""
-
-    def __init__(self, scores: dict[str, TextScores]) -> None:
-        self._scores = scores
-
-    def score(self, texts: Sequence[str], batch_size: int = 32) -> list[TextScores]:
-        return [self._scores[t] for t in texts]
-
-
 # --------------------------------------------------------------------------------------- request bodies
 
 WEIGHT_LIMIT = 1e6  # |lm_weight|, |length_weight|
@@ -579,7 +568,7 @@ LIMITS_DOC = (
 
 def create_app(detector: Detector, settings: ServerSettings | None = None) -> FastAPI:
     """The FastAPI app over ``detector``; the batcher lives from startup to the end of shutdown."""
-    from electra_detect.rerank import RerankError, parse_hypothesis_lines, rerank_hypotheses
+    from electra_detect.tasks.rerank import RerankError, parse_hypothesis_lines, rank_hypotheses, sentence_score
 
     settings = settings or ServerSettings()
     metrics = Metrics()
@@ -588,6 +577,7 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
             "variant": str(getattr(engine, "variant", "torch")), "calibration": detector.calibration,
             "model": str(detector.model_dir), "batching": str(settings.batching)}
     metrics.info.info(info)
+    default_threshold = detector.threshold() if settings.ged_threshold is None else settings.ged_threshold
     state: dict[str, MicroBatcher] = {}
 
     @asynccontextmanager
@@ -710,15 +700,13 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
     @app.post("/v1/ged", summary="words flagged as grammatical errors", responses=errors)
     async def ged(body: GedRequest, request: Request) -> Response:
         _check_texts(body.texts, settings)
-        threshold = settings.ged_threshold if body.threshold is None else float(body.threshold)
+        threshold = default_threshold if body.threshold is None else float(body.threshold)
         if not 0 <= threshold <= 1:
             raise ApiError(422, "invalid_request", "threshold must be in [0, 1]")
         results = await scored(request, body.texts)
         return await reply(lambda: {
             "threshold": threshold, "calibration": detector.calibration,
-            "results": [{"text": r.text, "flagged": [{"word": w.word, "start": w.start, "end": w.end,
-                                                      "score": w.score} for w in r.words if w.score >= threshold]}
-                        for r in results]})
+            "results": [{"text": r.text, "flagged": r.flagged(threshold)} for r in results]})
 
     @app.post("/v1/rerank", summary="rerank n-best lists with the sentence score", responses=errors)
     async def rerank(body: RerankRequest, request: Request) -> Response:
@@ -744,9 +732,10 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
         texts = [text for hyps in parsed for text, _ in hyps]
         _check_texts(texts, settings, "hypotheses")
         unique = list(dict.fromkeys(texts))
-        view = _Prescored(dict(zip(unique, await scored(request, unique), strict=True)))
+        lm = {text: sentence_score(result) for text, result in zip(unique, await scored(request, unique), strict=True)}
         try:
-            rows = [rerank_hypotheses(view, hyps, float(body.lm_weight), float(body.length_weight)) for hyps in parsed]
+            rows = [rank_hypotheses(hyps, [lm[text] for text, _ in hyps], float(body.lm_weight),
+                                    float(body.length_weight)) for hyps in parsed]
         except RerankError as exc:
             raise ApiError(422, "invalid_request", str(exc)) from None
         if not all(math.isfinite(h["total"]) for row in rows for h in row):  # bounded inputs keep it finite

@@ -151,7 +151,7 @@ def counted_flops_per_step(config: Any, work: Path, steps: int = 2) -> float:
     data preparation, validation and export both runs share cancel out."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from training.trainer import Trainer
+    from electra_detect.training.trainer import Trainer
 
     totals = []
     for n in (steps, 2 * steps):
@@ -168,7 +168,7 @@ def counted_flops_per_step(config: Any, work: Path, steps: int = 2) -> float:
 # -- evaluation data -----------------------------------------------------------------------------
 def prepare_data(shared: Path, out: Path, blimp_per_set: int, seed: int) -> dict[str, int]:
     """Compact copies of CoLA, BLiMP and JFLEG GED labels (ERRANT runs here, not on the GPU box)."""
-    from electra_detect import ged
+    from electra_detect.tasks import ged
 
     out.mkdir(parents=True, exist_ok=True)
     for name in ("in_domain_train.tsv", "in_domain_dev.tsv"):
@@ -199,8 +199,8 @@ class EvalData:
 
     @classmethod
     def load(cls, folder: Path, blimp_per_set: int = 0) -> EvalData:
-        from electra_detect.ged import GedSentence
-        from training.cola import read_cola
+        from electra_detect.tasks.ged import GedSentence
+        from electra_detect.training.cola import read_cola
 
         blimp = [json.loads(line) for line in (folder / "blimp.jsonl").read_text(encoding="utf-8").splitlines()]
         if blimp_per_set:  # the first n pairs of each paradigm (PLL scoring of every pair is the slow part)
@@ -216,76 +216,49 @@ class EvalData:
 
 # -- token scores for the MLM objectives -----------------------------------------------------------
 def mlm_token_log_probs(run_dir: Path, objective: str, texts: list[str], device: str,
-                        batch_size: int = 512) -> list[tuple[list[tuple[int, int]], np.ndarray]]:
-    """Per-subword log p(observed) and character offsets for ``bert_mlm`` (PLL), ``replace_mlm`` and
-    ``all_tokens_mlm`` (one unmasked pass). Written here rather than reusing GeneratorScorer, which
-    scores ``generator/`` on the CPU only; this one runs the exported ``mlm/`` model on ``device``."""
+                        batch_size: int = 256) -> list[tuple[list[tuple[int, int]], np.ndarray]]:
+    """Per-subword log p(observed) and character offsets from the run's ``mlm/`` model, for either encoder
+    family. ``bert_mlm``: pseudo-log-likelihood through the core's masked-LM scorer (one [MASK] per subword).
+    ``replace_mlm`` / ``all_tokens_mlm``: one unmasked pass, with the copy mechanism for All-Tokens MLM."""
     import torch
-    from transformers import AutoTokenizer, ElectraForMaskedLM, ElectraForPreTraining
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-    mlm = ElectraForMaskedLM.from_pretrained(str(run_dir / "mlm"), use_safetensors=True).to(device).eval()
+    from electra_detect.detector import pad_ids
+    from electra_detect.engines.torch_engine import load_discriminator, replaced_logits
+    from electra_detect.tasks.pll import GeneratorScorer
+
+    if objective == "bert_mlm":
+        scores = GeneratorScorer.load(run_dir / "mlm", device).score(texts, batch_size)
+        return [(s.offsets, s.log_probs) for s in scores]
+    mlm = AutoModelForMaskedLM.from_pretrained(str(run_dir / "mlm"), use_safetensors=True).to(device).eval()
     tokenizer = AutoTokenizer.from_pretrained(str(run_dir / "mlm"))
     tokenizer.model_max_length = 1 << 30  # long texts are cut to the first window below, not warned about
     body = int(mlm.config.max_position_embeddings) - 2
     enc = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
-    ids_list = [ids[:body] for ids in enc["input_ids"]]
-    copy_head = None
-    if objective == "all_tokens_mlm":
-        copy_head = ElectraForPreTraining.from_pretrained(str(run_dir / "discriminator"),
-                                                          use_safetensors=True).to(device).eval()
-    # rows: (text index, position to read or -1 for all, input ids with specials, target ids with specials)
-    rows: list[tuple[int, int, list[int], list[int]]] = []
-    for index, ids in enumerate(ids_list):
-        full = [tokenizer.cls_token_id, *ids, tokenizer.sep_token_id]
-        if objective == "bert_mlm":
-            for position in range(len(ids)):
-                masked = list(full)
-                masked[position + 1] = tokenizer.mask_token_id
-                rows.append((index, position, masked, full))
-        else:
-            rows.append((index, -1, full, full))
-    results = [np.zeros(len(ids)) for ids in ids_list]
+    rows = [[tokenizer.cls_token_id, *ids[:body], tokenizer.sep_token_id] for ids in enc["input_ids"]]
+    copy_head = (load_discriminator(run_dir / "discriminator").to(device).eval()
+                 if objective == "all_tokens_mlm" else None)
+    results: list[np.ndarray] = []
     for first in range(0, len(rows), batch_size):
         batch = rows[first:first + batch_size]
-        width = max(len(r[2]) for r in batch)
-        input_ids = torch.full((len(batch), width), tokenizer.pad_token_id, dtype=torch.long)
-        targets = torch.full((len(batch), width), tokenizer.pad_token_id, dtype=torch.long)
-        attention = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, (_i, _p, ids, target) in enumerate(batch):
-            input_ids[row, :len(ids)] = torch.tensor(ids)
-            targets[row, :len(ids)] = torch.tensor(target)
-            attention[row, :len(ids)] = 1
-        input_ids, targets, attention = input_ids.to(device), targets.to(device), attention.to(device)
+        input_ids, attention = (torch.from_numpy(a).to(device) for a in pad_ids(batch, tokenizer.pad_token_id))
         with torch.inference_mode():
-            hidden = mlm.electra(input_ids=input_ids, attention_mask=attention).last_hidden_state
-            if objective == "bert_mlm":  # vocabulary projection at the one masked position of each row only
-                rows_at = torch.arange(len(batch), device=device)
-                where = torch.tensor([r[1] + 1 for r in batch], device=device)
-                log_q = mlm.generator_lm_head(mlm.generator_predictions(hidden[rows_at, where])).float()
-                picked = log_q.log_softmax(-1).gather(1, targets[rows_at, where].unsqueeze(1)).squeeze(1)
-                observed = torch.zeros(input_ids.shape, device=device)
-                observed[rows_at, where] = picked
-            else:
-                log_q = mlm.generator_lm_head(mlm.generator_predictions(hidden)).float().log_softmax(-1)
-                observed = log_q.gather(2, targets.unsqueeze(2)).squeeze(2)  # [B, T] log p_MLM(observed token)
+            log_q = mlm(input_ids=input_ids, attention_mask=attention).logits.float().log_softmax(-1)
+            observed = log_q.gather(2, input_ids.unsqueeze(2)).squeeze(2)  # [B, T] log p_MLM(observed token)
             if copy_head is not None:  # p = D + (1 - D) q for the (unreplaced) observed token, D = sigmoid(-r)
-                r = copy_head(input_ids=input_ids, attention_mask=attention).logits.float()
+                r = replaced_logits(copy_head(input_ids=input_ids, attention_mask=attention).logits).float()
                 observed = torch.logaddexp(torch.nn.functional.logsigmoid(-r),
                                            torch.nn.functional.logsigmoid(r) + observed)
-            observed = observed.cpu().numpy()
-        for row, (index, position, ids, _target) in enumerate(batch):
-            if position >= 0:
-                results[index][position] = observed[row, position + 1]
-            else:
-                results[index][:] = observed[row, 1:len(ids) - 1]
+        observed = observed.cpu().numpy()
+        results += [observed[row, 1:len(ids) - 1] for row, ids in enumerate(batch)]
     return [([tuple(o) for o in enc[i].offsets[:len(results[i])]], results[i]) for i in range(len(texts))]
 
 
 def evaluate_run(run_dir: Path, objective: str, data: EvalData, device: str, seed: int,
                  cola_epochs: int) -> dict[str, Any]:
     """CoLA MCC, BLiMP accuracy and zero-shot GED F0.5 of one pre-training run."""
-    from electra_detect import ged
-    from training.cola import ColaConfig, finetune_cola
+    from electra_detect.tasks import ged
+    from electra_detect.training.cola import ColaConfig, finetune_cola
 
     started = time.perf_counter()
     cola = finetune_cola(run_dir / "discriminator", data.cola_train, data.cola_dev,
@@ -341,7 +314,7 @@ class Task:
 
 def build_config(args: argparse.Namespace, variant: str, seed: int, steps: int = 2):
     """The run config of ``variant``; ``steps`` updates with the same warm-up share for every run."""
-    from training.config import PAPER_MODEL, PRESETS, RunConfig
+    from electra_detect.training.config import PAPER_MODEL, PRESETS, RunConfig
 
     spec = VARIANTS[variant]
     config = RunConfig()
@@ -407,7 +380,7 @@ def train_and_evaluate(task: Task, args: argparse.Namespace, plan: dict[str, Any
     """Train one run for its share of the FLOPs budget, evaluate it, and return its row."""
     import torch
 
-    from training.trainer import Trainer
+    from electra_detect.training.trainer import Trainer
 
     torch.set_num_threads(args.threads)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -630,7 +603,7 @@ def _plots(out_dir: Path, summary: dict[str, Any]) -> None:
 # -- driver ----------------------------------------------------------------------------------------
 def make_plan(args: argparse.Namespace) -> dict[str, Any]:
     """Corpus prepared once; FLOPs per update of every variant; the budget; the plateau baseline."""
-    from training.data import SPECIAL_TOKENS, prepare_corpus, resolve_corpus
+    from electra_detect.training.data import SPECIAL_TOKENS, prepare_corpus, resolve_corpus
 
     config = build_config(args, "electra", 0)
     Path(args.cache_dir).mkdir(parents=True, exist_ok=True)

@@ -89,7 +89,7 @@ def electra_scores(model: str, sentences: list[str], batch_size: int) -> tuple[d
 
 
 def pll_scores(model: str, sentences: list[str], batch_size: int) -> tuple[np.ndarray, float]:
-    from electra_detect.generator_scoring import GeneratorScorer
+    from electra_detect.tasks.pll import GeneratorScorer
 
     scorer = GeneratorScorer.load(model)
     out = np.zeros(len(sentences))

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from electra_detect.detector import resolve_model_dir  # noqa: E402
 from electra_detect.fileio import atomic_write_json, atomic_write_text  # noqa: E402
-from training.cola import ColaConfig, finetune_cola, read_cola  # noqa: E402
+from electra_detect.training.cola import ColaConfig, finetune_cola, read_cola  # noqa: E402
 
 
 def random_init_copy(model_dir: Path, out: Path) -> Path:

@@ -35,7 +35,7 @@ OUT = ROOT / "benchmarks" / "results" / "corpus_build"
 
 def per_source_rows(manifest: dict) -> list[dict]:
     """One row per built source, in build order."""
-    from training.corpus.sources import SOURCES
+    from electra_detect.training.corpus.sources import SOURCES
 
     rows = []
     built = manifest["sources"]
@@ -57,7 +57,7 @@ def measure_tokenize(corpus: Path, vocab_size: int) -> dict:
     import numpy as np
     from transformers import AutoTokenizer
 
-    from training.data import _tokenize_to_file, iter_documents, resolve_corpus, train_tokenizer
+    from electra_detect.training.data import _tokenize_to_file, iter_documents, resolve_corpus, train_tokenizer
 
     source = resolve_corpus([str(corpus)])
     scratch = Path(tempfile.mkdtemp(prefix="corpus-bench-"))

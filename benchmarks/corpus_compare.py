@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from electra_detect.detector import Detector  # noqa: E402
 from electra_detect.fileio import atomic_write_json, atomic_write_text  # noqa: E402
-from training.evaluation import corruption_auc  # noqa: E402
+from electra_detect.training.evaluation import corruption_auc  # noqa: E402
 
 
 def main() -> int:

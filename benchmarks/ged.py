@@ -30,10 +30,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from electra_detect import ged  # noqa: E402
 from electra_detect.detector import Detector  # noqa: E402
 from electra_detect.fileio import atomic_write_json, atomic_write_text  # noqa: E402
-from electra_detect.generator_scoring import GeneratorScorer  # noqa: E402
+from electra_detect.tasks import ged  # noqa: E402
+from electra_detect.tasks.pll import GeneratorScorer  # noqa: E402
 
 
 def evaluate(name: str, report: list[ged.GedSentence], scores: list[np.ndarray], threshold: float,
@@ -78,7 +78,7 @@ def main() -> int:
     parser.add_argument("--skip-peers", action="store_true")
     args = parser.parse_args()
 
-    from training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
+    from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
 
     jfleg = Path(args.jfleg)
     refs = sorted(jfleg.glob("dev.ref[0-9]"))

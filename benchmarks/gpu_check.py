@@ -101,8 +101,8 @@ def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
         return float(np.abs(np.asarray(logits, dtype=np.float32) - state["reference"])[mask].max())
 
     def onnx(variant: str, device: str) -> dict[str, Any]:
-        from electra_detect import onnx_engine
-        from electra_detect.onnx_engine import OnnxEngine
+        from electra_detect.engines import onnx_engine
+        from electra_detect.engines.onnx_engine import OnnxEngine
         onnx_engine._warned.clear()  # record the fallback warning for every configuration, not just the first
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -115,8 +115,8 @@ def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
         return {**row, **timed(engine.logits)}
 
     def require_gpu() -> dict[str, Any]:
-        from electra_detect.detector import DetectorError
-        from electra_detect.onnx_engine import OnnxEngine
+        from electra_detect.engines.onnx_engine import OnnxEngine
+        from electra_detect.errors import DetectorError
         try:
             engine = OnnxEngine(onnx_dir, variant="fp16", device="cuda", require_gpu=True)
             return {"raised": False, "provider_used": engine.provider}

@@ -90,7 +90,7 @@ def worker(engine: str, model: str, export_dir: str, inputs: Path, threads: int,
 
         runner: Any = TorchEngine(resolve_model_dir(model), device="cpu")
     else:
-        from electra_detect.onnx_engine import OnnxEngine
+        from electra_detect.engines.onnx_engine import OnnxEngine
 
         runner = OnnxEngine(export_dir, variant=engine.split("-", 1)[1], device="cpu", threads=threads)
     first = runner.logits(*batches[0])  # warm-up; also the logits compared across engines
@@ -165,8 +165,8 @@ def main() -> int:
 
     from tqdm import tqdm
 
+    from electra_detect.engines.onnx_engine import find_export_dir
     from electra_detect.fileio import atomic_write_json, atomic_write_text
-    from electra_detect.onnx_engine import find_export_dir
 
     engines = [e for e in args.engines.split(",") if e]
     if "torch" not in engines or any(e not in ENGINES for e in engines):

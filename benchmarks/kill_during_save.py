@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT_DIR = ROOT / "benchmarks" / "results" / "kill_during_save"
 DRIVER = r"""
 import sys, time
-import training.checkpoint as ck
+import electra_detect.training.checkpoint as ck
 original = ck.save_file
 def slow(tensors, path, *args, **kwargs):
     original(tensors, path, *args, **kwargs)

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text  # noqa: E402
-from training.config import PAPER_MODEL  # noqa: E402
+from electra_detect.training.config import PAPER_MODEL  # noqa: E402
 
 # arm -> {"model": {...}, "train": {...}} overrides of the default recipe (training/config.py).
 ARMS: dict[str, dict[str, dict[str, Any]]] = {
@@ -68,9 +68,9 @@ def run_one(arm: str, seed: int, steps: int, out_root: Path, jfleg: Path | None,
     import torch
 
     from electra_detect.detector import Detector
-    from training.config import RunConfig
-    from training.evaluation import corruption_auc
-    from training.trainer import Trainer
+    from electra_detect.training.config import RunConfig
+    from electra_detect.training.evaluation import corruption_auc
+    from electra_detect.training.trainer import Trainer
 
     torch.set_num_threads(1)
     config = RunConfig()
@@ -201,7 +201,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.score:
         from electra_detect.detector import Detector
-        from training.evaluation import corruption_auc
+        from electra_detect.training.evaluation import corruption_auc
 
         if args.jfleg is None:
             parser.error("--score needs --jfleg")

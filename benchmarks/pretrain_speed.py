@@ -59,10 +59,10 @@ import torch
 from tqdm.auto import tqdm
 
 from electra_detect.fileio import atomic_write_json, atomic_write_text
-from training.config import PAPER_MODEL, PRESETS, ModelConfig, TrainConfig
-from training.masking import MaskedBatch, mask_tokens
-from training.model import ElectraPretrainingModel
-from training.trainer import build_optimizer, clip_gradients, warmup_linear_decay
+from electra_detect.training.config import PAPER_MODEL, PRESETS, ModelConfig, TrainConfig
+from electra_detect.training.masking import MaskedBatch, mask_tokens
+from electra_detect.training.model import ElectraPretrainingModel
+from electra_detect.training.trainer import build_optimizer, clip_gradients, warmup_linear_decay
 
 VARIANTS = ("ours", "naive", "default")
 GOAL_SPEEDUP = 1.5

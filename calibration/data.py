@@ -2,7 +2,7 @@
 
 - ``rtd``: held-out text corrupted by the run's own generator, exactly the pre-training task
   (mask 15%, sample with Gumbel-max, label = sample differs from the original), every real token.
-- ``ged``: GED data (any reader of ``electra_detect.ged``); one pair per whitespace token, its logit
+- ``ged``: GED data (any reader of ``electra_detect.tasks.ged``); one pair per whitespace token, its logit
   being the max over its subwords (the word score's logit, since the sigmoid is monotone).
 
 The corruption keeps each subword's character offsets into the *original* text, so the POS-bias
@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from electra_detect.detector import Detector
-from electra_detect.ged import GedSentence, to_token_scores
+from electra_detect.calibration import CalibrationError
+from electra_detect.detector import Detector, pad_ids
+from electra_detect.tasks.ged import GedSentence, to_token_scores
 
 
 @dataclass
@@ -48,7 +49,7 @@ def corrupt_texts(detector: Detector, generator_dir: Path, texts: Sequence[str],
     from tqdm import tqdm
     from transformers import AutoModelForMaskedLM
 
-    from training.masking import gumbel_sample, mask_tokens, replace_with_samples
+    from electra_detect.training.masking import gumbel_sample, mask_tokens, replace_with_samples
 
     generator = AutoModelForMaskedLM.from_pretrained(str(generator_dir), use_safetensors=True).eval()
     tok = detector.tokenizer
@@ -58,11 +59,7 @@ def corrupt_texts(detector: Detector, generator_dir: Path, texts: Sequence[str],
     starts = range(0, len(texts), batch_size)
     for first in tqdm(starts, desc="corrupt + score", unit="batch", disable=not progress):
         chunk = encoded["input_ids"][first:first + batch_size]
-        width = max(len(ids) for ids in chunk)
-        ids = torch.full((len(chunk), width), tok.pad_token_id)
-        for row, seq in enumerate(chunk):
-            ids[row, :len(seq)] = torch.tensor(seq)
-        attention = (ids != tok.pad_token_id).long()
+        ids, attention = (torch.from_numpy(a) for a in pad_ids(chunk, tok.pad_token_id))
         masked = mask_tokens(ids, attention, mask_id=tok.mask_token_id, special_ids=tok.all_special_ids,
                              mask_prob=mask_prob, generator=rng)
         with torch.inference_mode():
@@ -89,7 +86,7 @@ def rtd_pairs(detector: Detector, generator_dir: Path, texts: Sequence[str], see
 
 def ged_pairs(detector: Detector, sentences: Sequence[GedSentence]) -> tuple[np.ndarray, np.ndarray]:
     if detector.calibrator is not None:
-        raise ValueError("fit calibration on raw scores: load the Detector with calibrated=False")
+        raise CalibrationError("fit calibration on raw scores: load the Detector with calibrated=False")
     logits, labels = [], []
     for sentence, result in zip(sentences, detector.score([s.text for s in sentences]), strict=True):
         p = np.clip(np.array([t.p_replaced for t in result.tokens]), 1e-12, 1 - 1e-12)

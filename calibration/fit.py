@@ -7,12 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from calibration.data import ged_pairs, rtd_pairs
-from calibration.metrics import all_metrics
-from calibration.plots import reliability_diagram
+from electra_detect.calibration import CalibrationError
+from electra_detect.calibration.data import ged_pairs, rtd_pairs
+from electra_detect.calibration.metrics import all_metrics
+from electra_detect.calibration.plots import reliability_diagram
 from electra_detect.calibrators import METHODS, save_calibration, sigmoid
 from electra_detect.detector import Detector
-from electra_detect.ged import GedSentence
+from electra_detect.tasks.ged import GedSentence
 
 
 def _halves(items: Sequence, seed: int) -> tuple[list, list]:
@@ -27,12 +28,12 @@ def calibrate(model: str | Path, *, texts: Sequence[str] = (), sentences: Sequen
               save: bool = True) -> dict[str, Any]:
     """Texts (source ``rtd``, needs the run's ``generator/``) or GED sentences (source ``ged``)."""
     if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
+        raise CalibrationError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
     detector = Detector.load(model, calibrated=False)
     if texts:
         generator = Path(model) / "generator"
         if not generator.is_dir():
-            raise ValueError(f"source rtd needs the run dir's generator/ next to discriminator/ ({model})")
+            raise CalibrationError(f"source rtd needs the run dir's generator/ next to discriminator/ ({model})")
         fit_part, report_part = _halves(list(texts), seed)
         fit = rtd_pairs(detector, generator, fit_part, seed)
         held = rtd_pairs(detector, generator, report_part, seed + 1)
@@ -42,7 +43,7 @@ def calibrate(model: str | Path, *, texts: Sequence[str] = (), sentences: Sequen
         fit, held = ged_pairs(detector, fit_part), ged_pairs(detector, report_part)
         source = "ged"
     else:
-        raise ValueError("nothing to calibrate on: give texts (rtd) or GED sentences")
+        raise CalibrationError("nothing to calibrate on: give texts (rtd) or GED sentences")
     report: dict[str, Any] = {"source": source, "fit_tokens": len(fit[1]), "report_tokens": len(held[1]),
                               "raw": all_metrics(sigmoid(held[0]), held[1])}
     fitted = {name: cls().fit(*fit) for name, cls in METHODS.items()}

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from electra_detect.calibration import CalibrationError
+
 
 @dataclass
 class ReliabilityBins:
@@ -23,9 +25,9 @@ def _as_arrays(probs: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.nd
     p = np.asarray(probs, dtype=np.float64).ravel()
     y = np.asarray(labels, dtype=np.float64).ravel()
     if p.shape != y.shape or not len(p):
-        raise ValueError("probabilities and labels must be non-empty and of the same length")
+        raise CalibrationError("probabilities and labels must be non-empty and of the same length")
     if ((p < 0) | (p > 1)).any():
-        raise ValueError("probabilities must lie in [0, 1]")
+        raise CalibrationError("probabilities must lie in [0, 1]")
     return p, y
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from calibration.metrics import ece, reliability_bins
+from electra_detect.calibration.metrics import ece, reliability_bins
 
 
 def reliability_diagram(curves: dict[str, np.ndarray], labels: np.ndarray, path: Path, title: str,

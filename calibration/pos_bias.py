@@ -29,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from electra_detect.calibration import CalibrationError
 from electra_detect.calibrators import sigmoid
 from electra_detect.detector import Detector, TextScores
-from electra_detect.ged import GedSentence, load_tagger, score_tokens, tag_pos
+from electra_detect.tasks.ged import GedSentence, load_tagger, score_tokens, tag_pos
 
 __all__ = ["TaggedScore", "align", "analyse", "clean_rows", "corrupt_rows", "ged_rows", "load_tagger",
            "pos_table", "recalibrate", "write_report"]
@@ -91,7 +92,7 @@ def corrupt_rows(detector: Detector, generator_dir: Path, texts: Sequence[str], 
     the class of the word that was replaced). ``rounds`` corrupts the texts again with new seeds;
     the rounds of one text share its bootstrap unit.
     """
-    from calibration.data import corrupt_texts
+    from electra_detect.calibration.data import corrupt_texts
 
     nlp = nlp or load_tagger()
     docs = list(nlp.pipe(texts))
@@ -140,7 +141,7 @@ def pos_table(rows: Sequence[TaggedScore], threshold: float = 0.5, n_boot: int =
     from scipy.stats import norm
 
     if not rows:
-        raise ValueError("no tagged tokens to analyse")
+        raise CalibrationError("no tagged tokens to analyse")
     tags = sorted({r.pos for r in rows}, key=lambda t: (-sum(r.pos == t for r in rows), t))
     tag_index = {t: i for i, t in enumerate(tags)}
     units: dict[int, int] = {}

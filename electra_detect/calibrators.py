@@ -7,13 +7,14 @@ because ``Detector`` applies them; fitting workflows, metrics and plots live in 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize_scalar
+
+from electra_detect.errors import DetectorError  # a calibration file the model cannot use
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
@@ -94,7 +95,7 @@ METHODS = {"temperature": TemperatureScaling, "platt": PlattScaling, "isotonic":
 def from_dict(raw: dict[str, Any]):
     kind = raw.get("method")
     if kind not in METHODS:
-        raise ValueError(f"unknown calibration method {kind!r}; expected one of {sorted(METHODS)}")
+        raise DetectorError(f"unknown calibration method {kind!r}; expected one of {sorted(METHODS)}")
     return METHODS[kind](**{k: v for k, v in raw.items() if k != "method"})
 
 
@@ -103,12 +104,9 @@ CALIBRATION_FILE = "calibration.json"
 
 def weights_sha256(model_dir: Path) -> str:
     """Fingerprint of a model's weights: a calibration file is only valid for these exact weights."""
-    digest = hashlib.sha256()
-    for path in sorted(Path(model_dir).glob("*.safetensors")):
-        with open(path, "rb") as handle:
-            for chunk in iter(lambda h=handle: h.read(1 << 20), b""):
-                digest.update(chunk)
-    return digest.hexdigest()
+    from electra_detect.fileio import sha256_files
+
+    return sha256_files(sorted(Path(model_dir).glob("*.safetensors")))
 
 
 def save_calibration(model_dir: Path, calibrator, report: dict[str, Any] | None = None) -> Path:
@@ -130,9 +128,9 @@ def read_calibration(path: Path, expected_weights_sha256: str, remedy: str):
     try:
         raw = json.loads(Path(path).read_text())
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON: {exc}") from exc
+        raise DetectorError(f"{path} is not valid JSON: {exc}") from exc
     if raw.get("weights_sha256") != expected_weights_sha256:
-        raise ValueError(f"{path} was fitted for other weights; {remedy}, or load the model with calibrated=False")
+        raise DetectorError(f"{path} was fitted for other weights; {remedy}, or load the model with calibrated=False")
     return from_dict({k: v for k, v in raw.items() if k not in ("weights_sha256", "report")})
 
 

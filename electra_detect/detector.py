@@ -1,24 +1,29 @@
 """The one scoring path: text in, per-token replaced probabilities out.
 
 Every product (CLI, GED, reranking, calibration, demo, server) calls ``Detector.score``; none
-tokenizes for inference or runs the model itself. The engine under it is swappable: ``torch``
-(this module) or ``onnx`` (``electra_detect.onnx_engine``, onnxruntime over an exported model, so a
-deployment needs no PyTorch).
+tokenizes for inference or runs the model itself. The Detector decides inference once: the engine
+(``electra_detect.engines``: torch, onnx, or ``auto``), the flag threshold (in the probability space it
+was tuned in) and whether scores are calibrated (a per-call option); fronts only translate requests.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
+from electra_detect.engines import ENGINES, Engine
+from electra_detect.engines.torch_engine import TorchEngine, load_discriminator, replaced_logits  # noqa: F401
+from electra_detect.errors import DetectorError
 
-class DetectorError(ValueError):
-    """The model directory or the input text cannot be used."""
+__all__ = ["Detector", "DetectorError", "ScoringJob", "TextScores", "TokenScore", "WordScore", "Engine",
+           "TorchEngine", "load_discriminator", "replaced_logits", "resolve_model_dir", "task_model_path",
+           "pad_ids", "check_threshold", "tuned_threshold", "GED_FILE", "GED_DIR", "TASKS"]
 
 
 @dataclass
@@ -51,59 +56,28 @@ class TextScores:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-
-class Engine(Protocol):
-    """Maps padded input ids to discriminator logits [batch, seq]."""
-
-    name: str
-    provider: str  # where it actually runs: "cpu", "cuda:0", "CUDAExecutionProvider", ...
-    max_positions: int
-
-    def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray: ...
+    def flagged(self, threshold: float, digits: int | None = None) -> list[dict[str, Any]]:
+        """The words with score >= threshold as JSON objects (word, start, end, score): the one shape the CLI,
+        the server and the demo give flagged words in. ``digits`` rounds the scores."""
+        return [{"word": w.word, "start": w.start, "end": w.end,
+                 "score": w.score if digits is None else round(w.score, digits)}
+                for w in self.words if w.score >= threshold]
 
 
-class TorchEngine:
-    name = "torch"
-
-    def __init__(self, model_dir: Path, device: str | None = None) -> None:
-        import torch
-
-        self._torch = torch
-        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        self.model = load_discriminator(model_dir).to(self.device)
-        self.model.eval()
-        self.max_positions = int(self.model.config.max_position_embeddings)
-        self.provider = str(self.device)
-
-    def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
-        torch = self._torch
-        with torch.inference_mode():
-            out = self.model(input_ids=torch.from_numpy(input_ids).to(self.device),
-                             attention_mask=torch.from_numpy(attention_mask).to(self.device))
-        return replaced_logits(out.logits).float().cpu().numpy()
-
-
-def load_discriminator(model_dir: str | Path) -> Any:
-    """The stock ``transformers`` class of a discriminator directory: ``ElectraForPreTraining`` (ours with
-    ``--paper-recipe``, and Google's released ELECTRA discriminators), or a one-label token classifier
-    (``AutoModelForTokenClassification``: ``ModernBertForTokenClassification`` for our default recipe)."""
-    from transformers import AutoConfig, AutoModelForTokenClassification, ElectraForPreTraining
-
-    config = AutoConfig.from_pretrained(str(model_dir))
-    if config.model_type == "electra":
-        return ElectraForPreTraining.from_pretrained(str(model_dir), use_safetensors=True)
-    if config.num_labels != 1:
-        raise DetectorError(f"{model_dir}: a {config.model_type} discriminator needs one label (replaced-token "
-                            f"logit), this one has {config.num_labels}")
-    return AutoModelForTokenClassification.from_pretrained(str(model_dir), use_safetensors=True)
-
-
-def replaced_logits(logits: Any) -> Any:
-    """[batch, seq] logits whether the head gives [batch, seq] (ELECTRA) or [batch, seq, 1] (token classifier)."""
-    return logits[..., 0] if logits.ndim == 3 else logits
-
-
-ENGINES = ("torch", "onnx")
+def pad_ids(rows: Sequence[Sequence[int]], pad_id: int, cls_id: int | None = None,
+            sep_id: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of token ids, each wrapped in ``cls_id`` ... ``sep_id`` when given, right-padded with ``pad_id``:
+    (input_ids, attention_mask), both int64 [batch, width]. The one padding helper of the project."""
+    head = [] if cls_id is None else [cls_id]
+    tail = [] if sep_id is None else [sep_id]
+    width = max((len(r) for r in rows), default=0) + len(head) + len(tail)
+    input_ids = np.full((len(rows), width), pad_id, dtype=np.int64)
+    attention = np.zeros((len(rows), width), dtype=np.int64)
+    for index, row in enumerate(rows):
+        seq = [*head, *row, *tail]
+        input_ids[index, :len(seq)] = seq
+        attention[index, :len(seq)] = 1
+    return input_ids, attention
 
 
 def resolve_model_dir(path: str | Path) -> Path:
@@ -127,6 +101,7 @@ def resolve_model_dir(path: str | Path) -> Path:
 GED_FILE = "ged.json"
 GED_DIR = "ged"  # a model directory's fine-tuned GED discriminator (`ged train --out MODEL/ged`)
 TASKS = ("score", "ged")
+SPACES = ("raw", "calibrated")  # the probability space a ged.json threshold was tuned in
 
 
 def task_model_path(path: str | Path, task: str = "score") -> Path:
@@ -140,16 +115,42 @@ def task_model_path(path: str | Path, task: str = "score") -> Path:
     return path
 
 
-def default_threshold(model_path: str | Path, task: str = "score") -> float:
-    """The threshold tuned by ``ged train`` (``ged.json`` beside the weights), else 0.5.
+def check_threshold(value: float, name: str = "threshold") -> float:
+    """A flag threshold someone gave: a finite probability in [0, 1] (nan and 5 are refused)."""
+    if not (isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= 1):
+        raise DetectorError(f"{name} must be a number in [0, 1], got {value:g}")
+    return float(value)
 
-    Lives here, not in ``ged.py``, so that the server, the demo and export read it without scikit-learn."""
-    import json
 
-    path = resolve_model_dir(task_model_path(model_path, task)) / GED_FILE
-    if path.exists():
-        return float(json.loads(path.read_text())["threshold"])
-    return 0.5
+def tuned_threshold(model_dir: str | Path, calibrator: Any = None, calibrated: bool = True) -> float:
+    """The flag threshold for scores of ``model_dir`` (its ``ged.json``, written by ``ged train``, else 0.5),
+    in the probability space the scores are in: calibrated when ``calibrated`` and there is a ``calibrator``,
+    else raw. ``ged.json`` says which space its threshold was tuned in (``"space"``; files without it: raw);
+    the threshold is carried across by the calibrator's monotone map, so a word is flagged alike in both."""
+    path = Path(model_dir) / GED_FILE
+    if not path.exists():
+        return 0.5
+    try:
+        spec = json.loads(path.read_text())
+        threshold, space = float(spec["threshold"]), spec.get("space", "raw")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DetectorError(f"{path} is unreadable: {exc}") from exc
+    if space not in SPACES:
+        raise DetectorError(f"{path}: unknown probability space {space!r}; expected raw or calibrated")
+    wanted = "calibrated" if calibrated and calibrator is not None else "raw"
+    if space == wanted or calibrator is None:
+        return threshold
+    p = min(max(threshold, 1e-12), 1 - 1e-12)
+    if wanted == "calibrated":  # raw p -> its logit -> the calibrated probability of that logit
+        return float(np.asarray(calibrator.transform(np.array([math.log(p / (1 - p))])))[0])
+    low, high = -60.0, 60.0  # calibrated -> raw: the smallest logit whose calibrated probability reaches p
+    for _ in range(80):
+        middle = (low + high) / 2
+        if float(np.asarray(calibrator.transform(np.array([middle])))[0]) >= p:
+            high = middle
+        else:
+            low = middle
+    return float(1 / (1 + math.exp(-high)))
 
 
 class Detector:
@@ -160,23 +161,30 @@ class Detector:
     """
 
     def __init__(self, model_dir: Path, engine: Engine, tokenizer: Any, max_length: int,
-                 calibrator: Any = None) -> None:
+                 calibrator: Any = None, note: str = "") -> None:
         self.model_dir = model_dir
         self.engine = engine
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.calibrator = calibrator  # maps logits to probabilities; None = raw sigmoid
+        self.note = note  # why the engine is not the one asked for (``engine="auto"`` fell back to torch)
 
     @property
     def calibration(self) -> str:
         """What the scores are: 'raw' or the calibration method (shown by the demo and server)."""
         return self.calibrator.to_dict()["method"] if self.calibrator else "raw"
 
+    def threshold(self, calibrated: bool = True) -> float:
+        """The flag threshold for ``score(..., calibrated=calibrated)``: the one ``ged train`` tuned for these
+        weights (``ged.json``), carried into the space the scores are in, else 0.5."""
+        return tuned_threshold(self.model_dir, self.calibrator, calibrated)
+
     @classmethod
     def load(cls, path: str | Path, device: str | None = None, max_length: int | None = None,
              calibrated: bool = True, engine: str = "torch", variant: str | None = None,
              require_gpu: bool = False, threads: int | None = None, task: str = "score") -> Detector:
-        """``calibrated``: apply the model dir's calibration.json when there is one (the default).
+        """``calibrated``: load the model dir's calibration.json when there is one (the default); ``score``
+        applies it unless called with ``calibrated=False``.
 
         ``task="ged"`` loads the model directory's fine-tuned GED model (``ged/``) when it has one.
 
@@ -185,12 +193,45 @@ class Detector:
         ``variant`` picks fp32 / optimized / fp16 / int8, ``device`` "cpu" or "cuda" (default: CUDA
         when onnxruntime has it, else CPU, with a warning when CUDA was there but could not be used);
         ``require_gpu`` turns that fallback into an error. ``threads`` caps onnxruntime's intra-op pool.
+        ``engine="auto"``: the ONNX export when the model dir holds a usable one, else torch; a fallback
+        from an unusable export is said in ``note``.
         """
         if engine not in ENGINES:
             raise DetectorError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
         path = task_model_path(path, task)
+        options = dict(device=device, max_length=max_length, calibrated=calibrated, require_gpu=require_gpu,
+                       threads=threads)
+        if engine != "auto":
+            return cls._load(path, engine=engine, variant=variant, **options)
+        from electra_detect.engines.onnx_engine import find_export_dir
+
+        resolve_model_dir(path)  # a bad path fails here, before transformers or onnxruntime is imported
+        try:
+            find_export_dir(path)
+        except DetectorError:
+            if variant is not None:
+                raise DetectorError("--variant picks an ONNX export variant; it needs an export and engine "
+                                    "auto or onnx") from None
+            return cls._load(path, engine="torch", **options)
+        try:
+            return cls._load(path, engine="onnx", variant=variant, **options)
+        except (DetectorError, ImportError, RuntimeError, ValueError) as exc:
+            if variant is not None:
+                raise DetectorError(f"the ONNX engine failed: {exc}") from exc
+            detector = cls._load(path, engine="torch", **options)
+            detector.note = f"⚠️ ONNX export found but not usable ({exc}); running on the torch engine."
+            return detector
+
+    @classmethod
+    def _load(cls, path: Path, engine: str, device: str | None, max_length: int | None, calibrated: bool,
+              variant: str | None = None, require_gpu: bool = False, threads: int | None = None) -> Detector:
         if engine == "onnx":
-            from electra_detect.onnx_engine import OnnxEngine, find_export_dir, load_export_calibration, load_tokenizer
+            from electra_detect.engines.onnx_engine import (
+                OnnxEngine,
+                find_export_dir,
+                load_export_calibration,
+                load_tokenizer,
+            )
 
             model_dir = find_export_dir(path)
             calibrator = load_export_calibration(model_dir) if calibrated else None
@@ -203,7 +244,7 @@ class Detector:
             from electra_detect.calibrators import load_calibration
 
             if variant is not None:
-                raise DetectorError("variant applies to engine='onnx' only")
+                raise DetectorError("--variant picks an ONNX export variant; it applies to engine 'onnx' only")
             model_dir = resolve_model_dir(path)
             if not any(model_dir.glob("*.safetensors")):
                 raise DetectorError(f"{model_dir} holds an ONNX export only (no safetensors weights); "
@@ -224,13 +265,15 @@ class Detector:
         limit = min(runner.max_positions, max_length or runner.max_positions)
         return cls(model_dir, runner, tokenizer, limit, calibrator)
 
-    def score(self, texts: str | Sequence[str], batch_size: int = 32) -> list[TextScores]:
-        job = self.job(texts, batch_size)
+    def score(self, texts: str | Sequence[str], batch_size: int = 32, calibrated: bool = True) -> list[TextScores]:
+        """Scores of each text; ``calibrated=False`` gives raw sigmoid probabilities even when the Detector
+        holds a calibrator (same engine, same tokens: one model in memory serves both)."""
+        job = self.job(texts, batch_size, calibrated)
         while not job.done:
             job.step()
         return job.results()
 
-    def job(self, texts: str | Sequence[str], batch_size: int = 32) -> ScoringJob:
+    def job(self, texts: str | Sequence[str], batch_size: int = 32, calibrated: bool = True) -> ScoringJob:
         """``score`` as a job run in steps (the server interleaves requests' steps and can drop a job
         between two of them); ``score`` is this job run to the end."""
         if isinstance(texts, str):
@@ -239,7 +282,7 @@ class Detector:
             raise DetectorError("score() takes a string or a list of strings")
         texts = list(texts)
         encodings = self.tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True) if texts else []
-        return ScoringJob(self, texts, [encodings[i] for i in range(len(texts))], batch_size)
+        return ScoringJob(self, texts, [encodings[i] for i in range(len(texts))], batch_size, calibrated)
 
     def raw_logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         """Uncalibrated logits for already-tokenised ids (calibration fitting needs them)."""
@@ -261,21 +304,14 @@ class Detector:
 
     def pad_batch(self, chunks: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         """[CLS] chunk [SEP], right-padded: (input_ids, attention_mask), both int64 [batch, width]."""
-        width = max(len(c) for c in chunks) + 2
-        input_ids = np.full((len(chunks), width), self.tokenizer.pad_token_id, dtype=np.int64)
-        attention = np.zeros((len(chunks), width), dtype=np.int64)
-        for row, chunk in enumerate(chunks):
-            seq = [self.tokenizer.cls_token_id, *chunk, self.tokenizer.sep_token_id]
-            input_ids[row, :len(seq)] = seq
-            attention[row, :len(seq)] = 1
-        return input_ids, attention
+        return pad_ids(chunks, self.tokenizer.pad_token_id, self.tokenizer.cls_token_id, self.tokenizer.sep_token_id)
 
-    def _probabilities(self, chunks: list[list[int]]) -> np.ndarray:
+    def _probabilities(self, chunks: list[list[int]], calibrated: bool = True) -> np.ndarray:
         from electra_detect.calibrators import sigmoid
 
         input_ids, attention = self.pad_batch(chunks)
         logits = self.engine.logits(input_ids, attention)
-        return self.calibrator.transform(logits) if self.calibrator is not None else sigmoid(logits)
+        return self.calibrator.transform(logits) if calibrated and self.calibrator is not None else sigmoid(logits)
 
     def _assemble(self, text: str, encoding: Any, probs: np.ndarray) -> TextScores:
         tokens = [TokenScore(tok, int(s), int(e), float(p))
@@ -307,10 +343,12 @@ class ScoringJob:
     longest row wasted up to half the compute on mixed-length sentences. ``cost`` is the model
     tokens the job runs ([CLS] and [SEP] included, window overlap counted twice)."""
 
-    def __init__(self, detector: Detector, texts: list[str], encodings: list[Any], batch_size: int = 32) -> None:
+    def __init__(self, detector: Detector, texts: list[str], encodings: list[Any], batch_size: int = 32,
+                 calibrated: bool = True) -> None:
         if batch_size < 1:
             raise DetectorError("batch_size must be >= 1")
         self.detector, self.texts, self.encodings, self.batch_size = detector, texts, encodings, batch_size
+        self.calibrated = calibrated
         self.windows: list[tuple[int, int, list[int]]] = []  # (text index, first token, ids)
         for index, encoding in enumerate(encodings):
             for start, chunk in detector._windows(encoding.ids):
@@ -328,8 +366,10 @@ class ScoringJob:
         if any(job.position for job in jobs):
             raise DetectorError("only jobs not yet started can be merged")
         first = jobs[0]
+        if any(job.calibrated != first.calibrated for job in jobs):
+            raise DetectorError("only jobs in one probability space (calibrated or raw) can be merged")
         return cls(first.detector, [t for job in jobs for t in job.texts],
-                   [e for job in jobs for e in job.encodings], first.batch_size)
+                   [e for job in jobs for e in job.encodings], first.batch_size, first.calibrated)
 
     @property
     def done(self) -> bool:
@@ -365,7 +405,7 @@ class ScoringJob:
         return ran
 
     def _run(self, batch: list[tuple[int, int, list[int]]]) -> None:
-        p = self.detector._probabilities([chunk for _, _, chunk in batch])
+        p = self.detector._probabilities([chunk for _, _, chunk in batch], self.calibrated)
         for row, (index, start, chunk) in enumerate(batch):
             n = len(chunk)
             positions = np.arange(n)

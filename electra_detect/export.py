@@ -33,13 +33,14 @@ from electra_detect.detector import (
     GED_FILE,
     Detector,
     DetectorError,
-    default_threshold,
     load_discriminator,
     replaced_logits,
     resolve_model_dir,
+    tuned_threshold,
 )
+from electra_detect.engines.onnx_engine import MANIFEST, VARIANT_FILES, OnnxEngine
+from electra_detect.errors import ExportError
 from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text, sha256_file
-from electra_detect.onnx_engine import MANIFEST, VARIANT_FILES
 
 VARIANTS = ("fp32", "optimized", "fp16", "int8")
 PARITY_FILE = "parity.json"
@@ -70,9 +71,6 @@ DEFAULT_PARITY_TEXTS = [
               "fishing boats wait for the tide and gulls circle above the harbour."] * 8),
 ]
 
-
-class ExportError(RuntimeError):
-    """The export could not be made, or a variant failed its parity check."""
 
 
 @dataclass
@@ -251,8 +249,8 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
     except ValueError as exc:  # a calibration.json fitted for other weights: refuse to ship it
         raise ExportError(str(exc)) from exc
     to_prob = calibrator.transform if calibrator is not None else sigmoid
-    if threshold is None:
-        threshold = default_threshold(model_dir)
+    if threshold is None:  # the tuned one, in the space the parity flags are compared in (calibrated if any)
+        threshold = tuned_threshold(model_dir, calibrator)
         threshold_source = "ged.json" if (model_dir / GED_FILE).exists() else "default 0.5"
     else:
         threshold_source = "given"
@@ -268,7 +266,6 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
     manifest: dict[str, Any] = {}
 
     def fill(tmp: Path) -> None:
-        import onnxruntime as ort
 
         steps = tqdm(variants, desc="export", unit="variant", disable=not progress)
         made: dict[str, Any] = {}
@@ -285,14 +282,8 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
             else:
                 to_int8(tmp / VARIANT_FILES["optimized"], target)
             seconds = time.perf_counter() - started
-            session = ort.InferenceSession(str(target), providers=["CPUExecutionProvider"])
-            names = {i.name for i in session.get_inputs()}
-            outputs = []
-            for ids, mask in batches:
-                feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-                logits = np.asarray(session.run(["logits"], {k: v for k, v in feed.items() if k in names})[0],
-                                    dtype=np.float32)
-                outputs.append(replaced_logits(logits))
+            engine = OnnxEngine.from_file(target)  # the same input feed the Detector's ONNX engine uses
+            outputs = [engine.logits(ids, mask) for ids, mask in batches]
             row = compare(reference, outputs, masks, to_prob, threshold)
             _gate(variant, row, tolerance, min_agreement)
             report["variants"][variant] = row
@@ -362,7 +353,7 @@ def write_triton_repo(export_dir: str | Path, repo: str | Path, variant: str = "
     """A Triton model repository: ``repo/name/config.pbtxt``, ``repo/name/1/model.onnx``, and the
     tokenizer, config and calibration under ``repo/name/tokenizer/`` (clients tokenize; Triton skips
     non-numeric folders). Written atomically as a whole model folder."""
-    from electra_detect.onnx_engine import read_manifest
+    from electra_detect.engines.onnx_engine import read_manifest
 
     export_dir = Path(export_dir)
     manifest = read_manifest(export_dir)

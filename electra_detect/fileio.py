@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -76,13 +76,20 @@ def atomic_write_dir(path: str | Path, fill: Callable[[Path], None]) -> None:
         raise
 
 
-def sha256_file(path: str | Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB chunks (checkpoints and exports can be large)."""
+def sha256_files(paths: Iterable[str | Path]) -> str:
+    """Hex SHA-256 of the files' bytes one after another, read in 1 MiB chunks (weights, checkpoints and
+    exports can be large). The one file hasher: checkpoints, exports and calibration's weight fingerprint."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
+    for path in paths:
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda h=handle: h.read(1 << 20), b""):
+                digest.update(chunk)
     return digest.hexdigest()
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex SHA-256 of one file."""
+    return sha256_files([path])
 
 
 def atomic_save_figure(fig: Any, path: str | Path, dpi: int = 110) -> Path:

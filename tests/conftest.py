@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from training.config import PAPER_MODEL, RunConfig
+from electra_detect.training.config import PAPER_MODEL, RunConfig
 
 SUBJECTS = ["the farmer", "a teacher", "my sister", "the old man", "our neighbour", "the children", "a doctor",
             "the committee", "his brother", "the young woman", "every student", "the government"]
@@ -72,7 +72,7 @@ def micro_config(corpus: Path, cache: Path, paper: bool = False, **train: object
 @pytest.fixture(scope="session")
 def micro_run(tmp_path_factory: pytest.TempPathFactory, corpus_file: Path, cache_dir: Path) -> Path:
     """A finished micro pre-training run (discriminator/, generator/, checkpoints, metrics)."""
-    from training.trainer import Trainer
+    from electra_detect.training.trainer import Trainer
 
     out = tmp_path_factory.mktemp("runs") / "micro"
     Trainer(micro_config(corpus_file, cache_dir, max_steps=30), out, show_progress=False).run()
@@ -82,7 +82,7 @@ def micro_run(tmp_path_factory: pytest.TempPathFactory, corpus_file: Path, cache
 @pytest.fixture(scope="session")
 def micro_paper_run(tmp_path_factory: pytest.TempPathFactory, corpus_file: Path, cache_dir: Path) -> Path:
     """The same, with the paper's model: an ``ElectraForPreTraining`` discriminator, as Google releases them."""
-    from training.trainer import Trainer
+    from electra_detect.training.trainer import Trainer
 
     out = tmp_path_factory.mktemp("runs") / "micro_paper"
     Trainer(micro_config(corpus_file, cache_dir, paper=True, max_steps=30), out, show_progress=False).run()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibration.metrics import all_metrics, brier, ece, mce, nll, reliability_bins
+from electra_detect.calibration.metrics import all_metrics, brier, ece, mce, nll, reliability_bins
 from electra_detect.calibrators import IsotonicCalibration, PlattScaling, TemperatureScaling, from_dict, sigmoid
 
 

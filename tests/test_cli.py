@@ -185,13 +185,13 @@ def test_thresholds_are_checked_before_the_model_loads(verb: str, value: str, tm
 def test_text_file_is_read_in_bounded_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import argparse
 
-    from electra_detect import cli
+    from electra_detect.cli import texts as cli
 
     path = tmp_path / "big.txt"
     path.write_text("".join(f"line {i} of the file\n\n" for i in range(1000)), encoding="utf-8")
     args = argparse.Namespace(text=["an argument"], file=str(path), verb="score")
-    handle = cli._open_texts(args)
-    batches = cli._text_batches(args, handle)
+    handle = cli.open_texts(args)
+    batches = cli.text_batches(args, handle)
     first = next(batches)
     assert first[0] == "an argument" and len(first) == cli.STREAM_TEXTS // 8  # a small first batch: output soon
     assert handle.tell() < path.stat().st_size / 10  # only what the first batch needed has been read
@@ -204,7 +204,7 @@ def test_text_file_is_read_in_bounded_batches(tmp_path: Path, monkeypatch: pytes
     long.write_text("short\n" + "x" * 200 + "\n", encoding="utf-8")
     args = argparse.Namespace(text=[], file=str(long), verb="score")
     with pytest.raises(SystemExit) as stop:
-        list(cli._text_batches(args, cli._open_texts(args)))
+        list(cli.text_batches(args, cli.open_texts(args)))
     assert stop.value.code == 2
 
 
@@ -230,3 +230,58 @@ def test_pretrain_micro_preset_runs_with_its_default_length(tmp_path: Path, corp
                      "--cache-dir", str(cache_dir), "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert json.loads((out / "run_config.json").read_text())["data"]["seq_len"] == 64
+
+
+# The flags `pretrain` had before its flags were derived from the config dataclasses: every one still works.
+PRETRAIN_FLAGS = ["--preset", "--vocab-size", "--architecture", "--gen-fraction", "--gen-layers", "--gen-heads",
+                  "--embedding-sharing", "--dropout", "--local-window", "--global-every", "--seq-len", "--doc-split",
+                  "--val-fraction", "--cache-dir", "--max-steps", "--max-minutes", "--batch-size", "--grad-accum",
+                  "--lr", "--weight-decay", "--warmup-steps", "--clip-norm", "--clip-scope", "--disc-weight",
+                  "--mask-prob", "--keep-original-prob", "--temperature", "--seed", "--log-every", "--eval-every",
+                  "--eval-batches", "--save-every", "--keep-last", "--threads", "--objective", "--mlm-first-steps",
+                  "--out", "--corpus", "--config", "--resume", "--overwrite", "--init-from", "--paper-recipe",
+                  "--tie-all", "--keep-85-15", "--no-progress"]
+
+
+def test_pretrain_flags_are_the_config_fields() -> None:
+    import dataclasses
+
+    from electra_detect.cli import build_parser
+    from electra_detect.training import config
+    from electra_detect.training.cli import OWN_FLAGS, config_flags
+
+    flags = config_flags()
+    expected = [(section, f.name, f.type) for section, kind in (("model", config.ModelConfig),
+                                                                ("data", config.DataConfig),
+                                                                ("train", config.TrainConfig))
+                for f in dataclasses.fields(kind) if f.type in ("int", "float", "str", "bool")
+                and f.name not in OWN_FLAGS]
+    assert [(section, name, kind.__name__) for section, name, kind, _ in flags] == expected
+    assert all(text for *_, text in flags)
+    parser = build_parser()
+    pretrain = parser._subparsers._group_actions[0].choices["pretrain"]
+    known = {option for action in pretrain._actions for option in action.option_strings}
+    assert set(PRETRAIN_FLAGS) <= known
+    args = parser.parse_args(["pretrain", "--lr", "0.01", "--no-bf16", "--doc-split", "line"])
+    assert (args.lr, args.bf16, args.doc_split, args.max_steps) == (0.01, False, "line", None)
+
+
+def test_score_threshold_defaults_to_the_models_tuned_one(tmp_path: Path, micro_run: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Regression: `score --threshold` defaulted to 0.5 and ignored ged.json, unlike every other verb."""
+    import shutil
+
+    from electra_detect.cli import main
+
+    model = tmp_path / "model"
+    shutil.copytree(micro_run / "discriminator", model)
+    text = "The farmer saw a red house."
+    outputs = {}
+    for threshold in (0.0, 1.0):
+        (model / "ged.json").write_text(json.dumps({"threshold": threshold, "space": "raw"}))
+        assert main(["score", "--model", str(model), text]) == 0
+        outputs[threshold] = capsys.readouterr().out.splitlines()[0]
+    assert outputs[0.0].count("[[") == 7  # every word (and the full stop) reaches 0
+    assert "[[" not in outputs[1.0]  # none reaches 1
+    assert main(["score", "--model", str(model), "--threshold", "0", text]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == outputs[0.0]  # a given threshold still wins

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from training.corpus import build as build_mod
-from training.corpus import fetch as fetch_mod
-from training.corpus.build import build_corpus, sha256_file
-from training.corpus.clean import CleanStats, Deduper, clean_paragraphs, is_prose, split_sentences
-from training.corpus.extract import (
+from electra_detect.training.corpus import build as build_mod
+from electra_detect.training.corpus import fetch as fetch_mod
+from electra_detect.training.corpus.build import build_corpus, sha256_file
+from electra_detect.training.corpus.clean import CleanStats, Deduper, clean_paragraphs, is_prose, split_sentences
+from electra_detect.training.corpus.extract import (
     extract_fortune,
     extract_html,
     extract_json,
@@ -32,9 +32,9 @@ from training.corpus.extract import (
     mail_body,
     osis_to_text,
 )
-from training.corpus.fetch import FetchError
-from training.corpus.sources import SOURCES, Source, UnknownSourceError, resolve_sources
-from training.data import CorpusError, iter_documents, resolve_corpus
+from electra_detect.training.corpus.fetch import FetchError
+from electra_detect.training.corpus.sources import SOURCES, Source, UnknownSourceError, resolve_sources
+from electra_detect.training.data import CorpusError, iter_documents, resolve_corpus
 
 PROSE = [
     "The committee met on a cold morning in the old town hall.",
@@ -217,7 +217,7 @@ def test_prose_filter_rejects(sentence: str) -> None:
 
 
 def test_windows_1252_punctuation_read_as_latin1_is_repaired() -> None:
-    from training.corpus.clean import normalise
+    from electra_detect.training.corpus.clean import normalise
 
     sentence = normalise("I\x92m sure that it\x92s \x93fine\x94 for the rest of us \x96 really.")
     assert sentence == "I'm sure that it's \"fine\" for the rest of us - really." and is_prose(sentence)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.demo import (
+from electra_detect.app.demo import (
     BANDS,
     COLOR_MAP,
     MAX_CHARS,
@@ -94,7 +94,7 @@ def test_ged_merges_adjacent_flagged_words_into_spans(app: DemoApp, scores) -> N
 
 
 def test_rerank_tab_matches_the_shared_rerank_api(app: DemoApp) -> None:
-    from electra_detect.rerank import parse_hypothesis_lines, rerank_hypotheses
+    from electra_detect.tasks.rerank import parse_hypothesis_lines, rerank_hypotheses
 
     nbest = "the farmer saw a red house\t-3.5\nthe farmer saw a red horse\t-3.4\n\nfarmer the saw red a house\t-3.0\n"
     table, message = app.rerank(nbest, 2.0, 0.5)
@@ -129,9 +129,9 @@ def test_raw_toggle_shares_the_engine_and_undoes_calibration(tmp_path: Path, mic
     save_calibration(model, TemperatureScaling(4.0))
     app = build_app(model)
     assert app.has_calibration and app.info.calibration == "temperature"
-    assert app.raw.engine is app.detector.engine and app.raw.calibration == "raw"
-    assert app.detector.calibration == "temperature"  # the calibrated view is untouched
-    raw_top = max(w.score for w in app.raw.score(SENTENCE)[0].words)
+    assert not hasattr(app, "raw")  # one Detector: raw is a per-call option, not a second (copied) detector
+    assert app.detector.calibration == "temperature"  # the calibrated default is untouched
+    raw_top = max(w.score for w in app.detector.score(SENTENCE, calibrated=False)[0].words)
     cal_top = max(w.score for w in app.detector.score(SENTENCE)[0].words)
     expected_raw = max(w.score for w in Detector.load(model, calibrated=False).score(SENTENCE)[0].words)
     assert raw_top == pytest.approx(expected_raw, abs=1e-6) and abs(raw_top - cal_top) > 1e-4
@@ -142,7 +142,8 @@ def test_raw_toggle_shares_the_engine_and_undoes_calibration(tmp_path: Path, mic
     raw_rows, raw_msg = app.rerank(nbest, 1.0, 0.0, "raw")
     cal_rows, cal_msg = app.rerank(nbest, 1.0, 0.0, "calibrated")
     texts = nbest.split("\n")[:2]
-    raw_sums = {t: round(r.sentence_sum, 4) for t, r in zip(texts, app.raw.score(texts), strict=True)}
+    raw = app.detector.score(texts, calibrated=False)
+    raw_sums = {t: round(r.sentence_sum, 4) for t, r in zip(texts, raw, strict=True)}
     assert {row[1]: row[3] for row in raw_rows} == raw_sums and "raw probabilities" in raw_msg
     assert [row[3] for row in cal_rows] != [row[3] for row in raw_rows] and "temperature probabilities" in cal_msg
 

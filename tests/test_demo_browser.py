@@ -238,7 +238,7 @@ def test_typed_sentence_is_highlighted_and_the_top_word_flagged(demo: DemoProces
 
 def test_rerank_tab_shows_the_reranked_table(demo: DemoProcess, browser: Any, detector: Any,
                                              tmp_path: Path) -> None:
-    from electra_detect.rerank import parse_hypothesis_lines, rerank_hypotheses
+    from electra_detect.tasks.rerank import parse_hypothesis_lines, rerank_hypotheses
 
     external: list[str] = []
     page = open_page(browser, demo.url, external)
@@ -298,10 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"error: {missing}", file=sys.stderr)
         return 2
-    from electra_detect.ged import default_threshold
-
-    threshold = args.threshold if args.threshold is not None else default_threshold(args.model)
-    words = Detector.load(args.model, task="ged").score([args.text])[0].words
+    detector = Detector.load(args.model, task="ged")
+    threshold = args.threshold if args.threshold is not None else detector.threshold()
+    words = detector.score([args.text])[0].words
     process = DemoProcess(Path(args.model))
     print(f"start-up {process.startup_s:.1f} s; " + ", ".join(f"{w.word} {w.score:.3f}" for w in words))
     try:

@@ -134,8 +134,6 @@ def test_calibration_file_is_applied_by_default_and_rejected_for_other_weights(t
 
 
 def test_ged_task_takes_the_model_dirs_fine_tuned_ged_model(tmp_path: Path, micro_run: Path) -> None:
-    from electra_detect.detector import default_threshold
-
     model = tmp_path / "model"
     shutil.copytree(micro_run / "discriminator", model / "discriminator")
     shutil.copytree(micro_run / "generator", model / "generator")
@@ -144,6 +142,52 @@ def test_ged_task_takes_the_model_dirs_fine_tuned_ged_model(tmp_path: Path, micr
     (model / "ged" / "ged.json").write_text('{"threshold": 0.3}')
     assert Detector.load(model, task="ged").model_dir == model / "ged"
     assert Detector.load(model).model_dir == model / "discriminator"  # scoring keeps the pre-trained one
-    assert default_threshold(model, task="ged") == 0.3 and default_threshold(model) == 0.5
+    assert Detector.load(model, task="ged").threshold() == 0.3 and Detector.load(model).threshold() == 0.5
     with pytest.raises(DetectorError, match="unknown task"):
         Detector.load(model, task="spell")
+
+
+def test_ged_threshold_is_applied_in_the_probability_space_it_was_tuned_in(tmp_path: Path, micro_run: Path) -> None:
+    """Regression: a threshold tuned by `ged train` on raw probabilities (ged.json) was applied to calibrated
+    probabilities once `calibrate` had run. It is now carried into the scores' space: the same words are flagged."""
+    import json
+
+    from electra_detect.calibrators import TemperatureScaling, save_calibration
+
+    model = tmp_path / "model"
+    shutil.copytree(micro_run / "discriminator", model)
+    text = "The farmer saw a red house yesterday and the the children bought three apple."
+    raw_words = Detector.load(model).score(text)[0].words
+    threshold = float(np.median([w.score for w in raw_words]))
+    (model / "ged.json").write_text(json.dumps({"threshold": threshold}))  # an old file: no "space" = raw
+    save_calibration(model, TemperatureScaling(4.0))
+    detector = Detector.load(model)
+    assert detector.calibration == "temperature"
+    assert detector.threshold(calibrated=False) == threshold
+    logit = np.log(threshold / (1 - threshold))
+    assert detector.threshold() == pytest.approx(1 / (1 + np.exp(-logit / 4.0)), abs=1e-9)
+    assert detector.threshold() != pytest.approx(threshold)  # the bug: the raw value on calibrated scores
+    flagged_raw = [w["word"] for w in detector.score(text, calibrated=False)[0].flagged(detector.threshold(False))]
+    flagged_cal = [w["word"] for w in detector.score(text)[0].flagged(detector.threshold())]
+    assert flagged_raw and flagged_raw == flagged_cal
+    # A threshold tuned on calibrated probabilities is used as it is there, and carried back for raw scores.
+    (model / "ged.json").write_text(json.dumps({"threshold": 0.4, "space": "calibrated"}))
+    assert detector.threshold() == 0.4
+    back = detector.threshold(calibrated=False)
+    assert 1 / (1 + np.exp(-np.log(back / (1 - back)) / 4.0)) == pytest.approx(0.4, abs=1e-6)
+    (model / "ged.json").write_text(json.dumps({"threshold": 0.4, "space": "logit"}))
+    with pytest.raises(DetectorError, match="probability space"):
+        detector.threshold()
+
+
+def test_calibrated_or_raw_is_a_per_call_option(tmp_path: Path, micro_run: Path) -> None:
+    from electra_detect.calibrators import TemperatureScaling, save_calibration
+
+    model = tmp_path / "model"
+    shutil.copytree(micro_run / "discriminator", model)
+    save_calibration(model, TemperatureScaling(4.0))
+    detector = Detector.load(model)
+    text = "The farmer saw a red house."
+    raw = [t.p_replaced for t in detector.score(text, calibrated=False)[0].tokens]
+    assert raw == [t.p_replaced for t in Detector.load(model, calibrated=False).score(text)[0].tokens]
+    assert raw != [t.p_replaced for t in detector.score(text)[0].tokens]

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from electra_detect import ged
 from electra_detect.detector import Detector
+from electra_detect.tasks import ged
 
 M2 = """S This are a sentence .
 A 1 2|||R:VERB:SVA|||is|||REQUIRED|||-NONE-|||0

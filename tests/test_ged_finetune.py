@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from electra_detect.detector import Detector
-from electra_detect.ged import GedSentence
+from electra_detect.tasks.ged import GedSentence
+from electra_detect.training.ged_finetune import FinetuneConfig, corpus_sentences, finetune, synthetic_examples
 from tests.conftest import synthetic_text
-from training.ged_finetune import FinetuneConfig, corpus_sentences, finetune, synthetic_examples
 
 
 def test_finetuned_model_learns_the_labelled_word(tmp_path: Path, micro_run: Path) -> None:

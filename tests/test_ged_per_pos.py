@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from electra_detect import cli, ged
+from electra_detect import cli
+from electra_detect.tasks import ged
 
 
 def _biased(n_sentences: int, seed: int) -> tuple[list[ged.GedSentence], list[np.ndarray], list[list[str]]]:

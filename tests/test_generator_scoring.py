@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from electra_detect.generator_scoring import GeneratorScorer
+from electra_detect.tasks.pll import GeneratorScorer
 
 
 def test_pll_matches_a_manual_masked_pass(micro_run: Path) -> None:

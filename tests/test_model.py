@@ -12,11 +12,11 @@ import pytest
 import torch
 from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
-from training.checkpoint import load_checkpoint, save_checkpoint
-from training.config import PAPER_MODEL, ConfigError, ModelConfig
-from training.masking import mask_tokens
-from training.model import ElectraPretrainingModel, electra_loss, token_table
-from training.trainer import build_optimizer, warmup_linear_decay
+from electra_detect.training.checkpoint import load_checkpoint, save_checkpoint
+from electra_detect.training.config import PAPER_MODEL, ConfigError, ModelConfig
+from electra_detect.training.masking import mask_tokens
+from electra_detect.training.model import ElectraPretrainingModel, electra_loss, token_table
+from electra_detect.training.trainer import build_optimizer, warmup_linear_decay
 
 SPECIALS = [0, 1, 2, 3, 4]
 
@@ -152,7 +152,7 @@ def test_default_recipe_is_a_pre_ln_pair_with_a_half_depth_generator_and_local_l
 
 def test_gdes_keeps_the_discriminator_loss_off_the_generator_table(tmp_path: Path) -> None:
     from electra_detect.detector import load_discriminator
-    from training.model import token_table
+    from electra_detect.training.model import token_table
 
     torch.manual_seed(0)
     config = ModelConfig(preset="micro", vocab_size=120, embedding_sharing="gdes")

@@ -13,11 +13,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from electra_detect.training.config import PAPER_MODEL, ConfigError, RunConfig
+from electra_detect.training.masking import mask_tokens
+from electra_detect.training.model import ElectraPretrainingModel
+from electra_detect.training.objectives import OBJECTIVES
 from tests.conftest import micro_config, synthetic_text
-from training.config import PAPER_MODEL, ConfigError, RunConfig
-from training.masking import mask_tokens
-from training.model import ElectraPretrainingModel
-from training.objectives import OBJECTIVES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -120,7 +120,7 @@ def test_all_tokens_mlm_copy_mechanism() -> None:
     out = model(masked, attention, rng, disc_weight=50.0)
     rng.set_state(state)
     gen_logits = model.generator_logits(masked.input_ids, attention, masked.masked)
-    from training.masking import gumbel_sample, replace_with_samples
+    from electra_detect.training.masking import gumbel_sample, replace_with_samples
 
     corrupted, _labels = replace_with_samples(masked, gumbel_sample(gen_logits, rng))
     hidden = model.discriminator.electra(input_ids=corrupted, attention_mask=attention).last_hidden_state
@@ -150,7 +150,7 @@ def test_trainer_runs_objective_and_exports(objective: str, corpus_file: Path, c
                                             tmp_path: Path) -> None:
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
-    from training.trainer import Trainer
+    from electra_detect.training.trainer import Trainer
 
     out = tmp_path / objective
     result = Trainer(micro_config(corpus_file, cache_dir, paper=True, max_steps=6, objective=objective), out,
@@ -172,7 +172,7 @@ def test_trainer_runs_objective_and_exports(objective: str, corpus_file: Path, c
 
 
 def test_two_stage_freezes_generator_and_copies_encoder(corpus_file: Path, cache_dir: Path, tmp_path: Path) -> None:
-    from training.trainer import Trainer
+    from electra_detect.training.trainer import Trainer
 
     config = micro_config(corpus_file, cache_dir, paper=True, max_steps=8, mlm_first_steps=4, lr=1e-2)
     config.model.preset = "tiny"  # FFN = 4 x width, so a gen_fraction-1 generator has the discriminator's shape
@@ -232,7 +232,7 @@ def _cola_file(path: Path, n: int, seed: int) -> Path:
 
 
 def test_cola_reader_and_finetune(micro_run: Path, tmp_path: Path) -> None:
-    from training.cola import ColaConfig, ColaDataError, finetune_cola, read_cola
+    from electra_detect.training.cola import ColaConfig, ColaDataError, finetune_cola, read_cola
 
     train = read_cola(_cola_file(tmp_path / "train.tsv", 120, 0))
     dev = read_cola(_cola_file(tmp_path / "dev.tsv", 40, 1))
@@ -312,7 +312,7 @@ def test_analytic_flops_match_torch_counter(corpus_file: Path, cache_dir: Path, 
     for variant in ("electra", "bert_mlm"):
         config = ablation.build_config(args, variant, 0)
         counted = ablation.counted_flops_per_step(config, tmp_path)
-        from training.data import prepare_corpus, resolve_corpus
+        from electra_detect.training.data import prepare_corpus, resolve_corpus
 
         corpus = prepare_corpus(resolve_corpus(args.corpus), cache_dir, 200, True, "blank", 32)
         vocab = len((corpus.tokenizer_dir / "vocab.txt").read_text().splitlines())
@@ -320,20 +320,21 @@ def test_analytic_flops_match_torch_counter(corpus_file: Path, cache_dir: Path, 
         assert counted == pytest.approx(analytic, rel=0.05), variant
 
 
-def test_mlm_token_log_probs_pll_matches_manual(micro_run: Path, tmp_path: Path, corpus_file: Path,
-                                                cache_dir: Path) -> None:
-    """bert_mlm PLL: one [MASK] per subword, read at that position."""
-    from transformers import AutoTokenizer, ElectraForMaskedLM
+@pytest.mark.parametrize("paper", [True, False], ids=["electra", "modernbert"])
+def test_mlm_token_log_probs_pll_matches_manual(tmp_path: Path, corpus_file: Path, cache_dir: Path,
+                                                paper: bool) -> None:
+    """bert_mlm PLL: one [MASK] per subword, read at that position, for both encoder families."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-    from training.trainer import Trainer
+    from electra_detect.training.trainer import Trainer
 
     ablation = _load_ablation()
     run = tmp_path / "bert"
-    Trainer(micro_config(corpus_file, cache_dir, paper=True, max_steps=3, objective="bert_mlm"), run,
+    Trainer(micro_config(corpus_file, cache_dir, paper=paper, max_steps=3, objective="bert_mlm"), run,
             show_progress=False).run()
     (offsets, log_probs), = ablation.mlm_token_log_probs(run, "bert_mlm", ["the farmer saw a house"], "cpu")
     tokenizer = AutoTokenizer.from_pretrained(str(run / "mlm"))
-    model = ElectraForMaskedLM.from_pretrained(str(run / "mlm")).eval()
+    model = AutoModelForMaskedLM.from_pretrained(str(run / "mlm")).eval()
     ids = tokenizer("the farmer saw a house")["input_ids"]
     masked = list(ids)
     masked[2] = tokenizer.mask_token_id
@@ -343,22 +344,26 @@ def test_mlm_token_log_probs_pll_matches_manual(micro_run: Path, tmp_path: Path,
     assert log_probs[1] == pytest.approx(expected, abs=1e-4)
 
 
-def test_mlm_token_log_probs_one_pass_uses_copy_gate(tmp_path: Path, corpus_file: Path, cache_dir: Path) -> None:
-    """all_tokens_mlm, one unmasked pass: log(D + (1 - D) q) with D = sigmoid(-r) from the RTD head."""
-    from transformers import AutoTokenizer, ElectraForMaskedLM, ElectraForPreTraining
+@pytest.mark.parametrize("paper", [True, False], ids=["electra", "modernbert"])
+def test_mlm_token_log_probs_one_pass_uses_copy_gate(tmp_path: Path, corpus_file: Path, cache_dir: Path,
+                                                     paper: bool) -> None:
+    """all_tokens_mlm, one unmasked pass: log(D + (1 - D) q) with D = sigmoid(-r) from the RTD head, for both
+    encoder families (a ModernBERT run's mlm/ must not be read as an ELECTRA model)."""
+    from transformers import AutoModelForMaskedLM, AutoModelForTokenClassification, AutoTokenizer, ElectraForPreTraining
 
-    from training.trainer import Trainer
+    from electra_detect.training.trainer import Trainer
 
     ablation = _load_ablation()
     run = tmp_path / "all"
-    Trainer(micro_config(corpus_file, cache_dir, paper=True, max_steps=3, objective="all_tokens_mlm"), run,
+    Trainer(micro_config(corpus_file, cache_dir, paper=paper, max_steps=3, objective="all_tokens_mlm"), run,
             show_progress=False).run()
     (_offsets, log_probs), = ablation.mlm_token_log_probs(run, "all_tokens_mlm", ["a doctor opened the river"], "cpu")
     tokenizer = AutoTokenizer.from_pretrained(str(run / "mlm"))
     ids = torch.tensor([tokenizer("a doctor opened the river")["input_ids"]])
     with torch.no_grad():
-        q = ElectraForMaskedLM.from_pretrained(str(run / "mlm")).eval()(input_ids=ids).logits[0].softmax(-1)
-        r = ElectraForPreTraining.from_pretrained(str(run / "discriminator")).eval()(input_ids=ids).logits[0]
+        q = AutoModelForMaskedLM.from_pretrained(str(run / "mlm")).eval()(input_ids=ids).logits[0].softmax(-1)
+        head = ElectraForPreTraining if paper else AutoModelForTokenClassification
+        r = head.from_pretrained(str(run / "discriminator")).eval()(input_ids=ids).logits[0].reshape(-1)
     d = torch.sigmoid(-r)
     expected = torch.log(d + (1 - d) * q[torch.arange(ids.shape[1]), ids[0]])[1:-1]
     assert log_probs == pytest.approx(expected.numpy(), abs=1e-4)
@@ -368,7 +373,7 @@ def test_mlm_token_log_probs_one_pass_uses_copy_gate(tmp_path: Path, corpus_file
 def test_two_stage_resume_past_the_switch_keeps_the_trained_discriminator(
         corpus_file: Path, cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A resume after step ``mlm_first_steps`` must not copy the generator over the stage-two discriminator."""
-    from training.trainer import Trainer
+    from electra_detect.training.trainer import Trainer
 
     config = micro_config(corpus_file, cache_dir, max_steps=6, mlm_first_steps=2, lr=1e-2)
     config.model.preset, config.model.gen_fraction = "tiny", 1.0

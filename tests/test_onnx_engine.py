@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from electra_detect import onnx_engine
 from electra_detect.detector import Detector, DetectorError
+from electra_detect.engines import onnx_engine
 from electra_detect.export import export_model
 
 TEXTS = ["The farmer saw a red house yesterday.", "A doctor", "Every student painted the river again and again.",

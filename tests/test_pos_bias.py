@@ -9,10 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibration import pos_bias
-from calibration.data import corrupt_texts
-from calibration.pos_bias import TaggedScore, align, analyse, corrupt_rows, load_tagger, pos_table, recalibrate
 from electra_detect import cli
+from electra_detect.calibration import pos_bias
+from electra_detect.calibration.data import corrupt_texts
+from electra_detect.calibration.pos_bias import (
+    TaggedScore,
+    align,
+    analyse,
+    corrupt_rows,
+    load_tagger,
+    pos_table,
+    recalibrate,
+)
 from electra_detect.calibrators import TemperatureScaling, save_calibration, sigmoid
 from electra_detect.detector import Detector, TextScores, TokenScore
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from electra_detect import rerank
 from electra_detect.cli import main
-from electra_detect.rerank import RerankError
+from electra_detect.tasks import rerank
+from electra_detect.tasks.rerank import RerankError
 
 UTTS = {
     "u1": {"hyp_1": {"score": -10.0, "text": "the farmer saw a red house"},

@@ -248,7 +248,7 @@ def test_api_key_and_graceful_shutdown(export_dir: Path, tmp_path: Path) -> None
 def test_request_timeout_is_a_json_504(export_dir: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from app.server import ServerSettings, create_app
+    from electra_detect.app.server import ServerSettings, create_app
 
     detector = Detector.load(export_dir, engine="onnx")
     app = create_app(detector, ServerSettings(timeout_s=0.2, max_wait_ms=1500, max_batch=64))
@@ -327,7 +327,7 @@ def test_content_type_and_json_parse_errors_are_named(server: Server) -> None:
 def test_too_many_tokens_is_413_before_the_model(export_dir: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from app.server import ServerSettings, create_app
+    from electra_detect.app.server import ServerSettings, create_app
 
     detector = Detector.load(export_dir, engine="onnx")
     app = create_app(detector, ServerSettings(max_tokens=40))
@@ -342,7 +342,7 @@ def test_too_many_tokens_is_413_before_the_model(export_dir: Path) -> None:
 def test_a_long_request_that_cannot_finish_in_time_is_a_quick_503(export_dir: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from app.server import ServerSettings, create_app
+    from electra_detect.app.server import ServerSettings, create_app
 
     detector = Detector.load(export_dir, engine="onnx")
     app = create_app(detector, ServerSettings(step_tokens=16, timeout_s=5))
@@ -361,7 +361,7 @@ def test_a_long_request_that_cannot_finish_in_time_is_a_quick_503(export_dir: Pa
 def test_engine_failure_is_a_json_500(export_dir: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from app.server import ServerSettings, create_app
+    from electra_detect.app.server import ServerSettings, create_app
 
     class Broken:
         name, provider, max_positions = "broken", "cpu", 64
@@ -393,7 +393,7 @@ class SlowEngine:
 
 @pytest.mark.parametrize("batching", [False, True])
 def test_a_small_request_overtakes_a_heavy_one_and_an_abandoned_one_stops(export_dir: Path, batching: bool) -> None:
-    from app.server import Metrics, MicroBatcher, ServerSettings
+    from electra_detect.app.server import Metrics, MicroBatcher, ServerSettings
 
     detector = Detector.load(export_dir, engine="onnx")
     engine = SlowEngine(detector.engine, 0.02)
@@ -426,7 +426,7 @@ def test_a_small_request_overtakes_a_heavy_one_and_an_abandoned_one_stops(export
 
 
 def test_a_flood_of_small_requests_does_not_starve_one_in_progress(export_dir: Path) -> None:
-    from app.server import Metrics, MicroBatcher, ServerSettings
+    from electra_detect.app.server import Metrics, MicroBatcher, ServerSettings
 
     detector = Detector.load(export_dir, engine="onnx")
     detector.engine = SlowEngine(detector.engine, 0.01)
@@ -450,7 +450,7 @@ def test_a_flood_of_small_requests_does_not_starve_one_in_progress(export_dir: P
 
 
 def test_long_requests_take_turns_two_at_a_time_in_arrival_order(export_dir: Path) -> None:
-    from app.server import LONG_SLOTS, Metrics, MicroBatcher, ServerSettings
+    from electra_detect.app.server import LONG_SLOTS, Metrics, MicroBatcher, ServerSettings
 
     detector = Detector.load(export_dir, engine="onnx")
     settings = ServerSettings(step_tokens=64, model_batch=4, batching=False)

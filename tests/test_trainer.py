@@ -9,9 +9,9 @@ import pytest
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from electra_detect.detector import load_discriminator
+from electra_detect.training.checkpoint import CheckpointError
+from electra_detect.training.trainer import Trainer
 from tests.conftest import micro_config, synthetic_text
-from training.checkpoint import CheckpointError
-from training.trainer import Trainer
 
 
 def train_rows(out: Path) -> list[dict]:
@@ -97,7 +97,7 @@ def test_gradient_accumulation_counts_every_micro_batch(tmp_path: Path, corpus_f
 
 def test_orphaned_save_temps_are_removed_at_start_and_on_resume(tmp_path: Path, corpus_file: Path,
                                                                  cache_dir: Path) -> None:
-    from training.checkpoint import remove_orphans
+    from electra_detect.training.checkpoint import remove_orphans
 
     def orphan(ckpt: Path, step: int) -> Path:  # what `kill -9` inside atomic_write_dir leaves behind
         tmp = ckpt / f".step_{step:08d}.k9x2ab.tmp"

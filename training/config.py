@@ -210,7 +210,7 @@ class TrainConfig:
             raise ConfigError(f"clip_scope must be 'per_module' or 'global', got {self.clip_scope!r}")
         if self.lr <= 0:
             raise ConfigError(f"lr must be positive, got {self.lr}")
-        from training.objectives import OBJECTIVES
+        from electra_detect.training.objectives import OBJECTIVES
 
         if self.objective not in OBJECTIVES:
             raise ConfigError(f"unknown objective {self.objective!r}; available: {', '.join(OBJECTIVES)}")

@@ -8,8 +8,8 @@ from sklearn.metrics import precision_score, recall_score, roc_auc_score
 
 from electra_detect.detector import Detector
 from electra_detect.ged import GedSentence, flatten, score_tokens
-from training.masking import mask_tokens
-from training.model import ElectraPretrainingModel
+from electra_detect.training.masking import mask_tokens
+from electra_detect.training.model import ElectraPretrainingModel
 
 
 @torch.no_grad()

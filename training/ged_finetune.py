@@ -21,12 +21,12 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from electra_detect.detector import Detector, load_discriminator, replaced_logits, resolve_model_dir
+from electra_detect.detector import Detector, load_discriminator, pad_ids, replaced_logits, resolve_model_dir
 from electra_detect.fileio import atomic_write_dir, atomic_write_json
-from electra_detect.ged import GedSentence, flatten, score_tokens, token_metrics, tune_threshold
-from training.data import iter_documents, resolve_corpus
-from training.synthetic_errors import ErrorConfig, ErrorMaker
-from training.trainer import build_optimizer, warmup_linear_decay
+from electra_detect.tasks.ged import GedSentence, flatten, score_tokens, token_metrics, tune_threshold
+from electra_detect.training.data import iter_documents, resolve_corpus
+from electra_detect.training.synthetic_errors import ErrorConfig, ErrorMaker
+from electra_detect.training.trainer import build_optimizer, warmup_linear_decay
 
 _WORDS = re.compile(r"\w+(?:'\w+)?|[^\w\s]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -80,13 +80,9 @@ def _batches(examples: list[tuple[list[int], list[int]]], batch_size: int, pad_i
     rng.shuffle(order)
     for first in range(0, len(order), batch_size):
         chunk = [examples[i] for i in order[first:first + batch_size]]
-        width = max(len(ids) for ids, _ in chunk)
-        ids = torch.full((len(chunk), width), pad_id)
-        labels = torch.full((len(chunk), width), -1)
-        for row, (token_ids, token_labels) in enumerate(chunk):
-            ids[row, :len(token_ids)] = torch.tensor(token_ids)
-            labels[row, :len(token_labels)] = torch.tensor(token_labels)
-        yield ids, (ids != pad_id).long(), labels
+        ids, attention = pad_ids([token_ids for token_ids, _ in chunk], pad_id)
+        labels, _ = pad_ids([token_labels for _, token_labels in chunk], -1)  # -1: not a real token
+        yield torch.from_numpy(ids), torch.from_numpy(attention), torch.from_numpy(labels)
 
 
 def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentence],
@@ -143,7 +139,7 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     summary: dict[str, Any] = {"base_model": str(source), "train_sentences": len(train), "steps": step,
                                "minutes": round((time.monotonic() - started) / 60, 3),
                                "first_loss": losses[0], "last_loss": float(np.mean(losses[-20:])),
-                               "threshold": 0.5}
+                               "threshold": 0.5, "space": "raw"}  # tuned on this model's raw probabilities
     if dev:
         detector = Detector.load(out_dir)
         labels, scores = flatten(dev, score_tokens(detector, dev))

@@ -32,10 +32,10 @@ from transformers import (
     ModernBertForTokenClassification,
 )
 
-from training import objectives
-from training.config import ModelConfig
-from training.masking import MaskedBatch
-from training.objectives import ElectraOutput, electra_loss
+from electra_detect.training import objectives
+from electra_detect.training.config import ModelConfig
+from electra_detect.training.masking import MaskedBatch
+from electra_detect.training.objectives import ElectraOutput, electra_loss
 
 __all__ = ["ElectraOutput", "ElectraPretrainingModel", "electra_loss"]
 

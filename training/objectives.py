@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.nn.functional as F
 
-from training.masking import MaskedBatch, gumbel_sample, replace_with_samples
+from electra_detect.training.masking import MaskedBatch, gumbel_sample, replace_with_samples
 
 if TYPE_CHECKING:
-    from training.model import ElectraPretrainingModel
+    from electra_detect.training.model import ElectraPretrainingModel
 
 OBJECTIVES = ("electra", "electra15", "bert_mlm", "replace_mlm", "all_tokens_mlm", "adversarial")
 # Objectives whose product is an MLM head on the discriminator-sized encoder (exported as ``mlm/``).

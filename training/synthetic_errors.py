@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from electra_detect.ged import GedSentence
+from electra_detect.tasks.ged import GedSentence
 
 ARTICLES = ["a", "an", "the"]
 PREPOSITIONS = ["in", "on", "at", "to", "for", "of", "with", "by", "from", "about", "into", "over", "under"]

@@ -27,19 +27,26 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text
-from training.checkpoint import (
+from electra_detect.training.checkpoint import (
     CheckpointError,
     latest_checkpoint,
     load_checkpoint,
     remove_orphans,
     save_checkpoint,
 )
-from training.config import ConfigError, RunConfig
-from training.data import BlockSampler, PackedBlocks, default_cache_dir, prepare_corpus, resolve_corpus, split_blocks
-from training.evaluation import evaluate
-from training.masking import mask_tokens
-from training.model import ElectraPretrainingModel
-from training.objectives import RTD_OBJECTIVES
+from electra_detect.training.config import ConfigError, RunConfig
+from electra_detect.training.data import (
+    BlockSampler,
+    PackedBlocks,
+    default_cache_dir,
+    prepare_corpus,
+    resolve_corpus,
+    split_blocks,
+)
+from electra_detect.training.evaluation import evaluate
+from electra_detect.training.masking import mask_tokens
+from electra_detect.training.model import ElectraPretrainingModel
+from electra_detect.training.objectives import RTD_OBJECTIVES
 
 RUN_CONFIG_FILE = "run_config.json"
 # What the trainer writes into the run dir through a temp copy (fileio's atomic writers).

@@ -1,7 +1,7 @@
 """ASR n-best reranking on the pocketsphinx lists: ELECTRA sentence score vs generator PLL vs baselines.
 
 Every system fuses ``total = asr + lambda * lm + beta * words`` with (lambda, beta) tuned on the dev
-list by WER (``electra_detect.rerank.tune_weights``) and is scored on the test list. Systems:
+list by WER (``electra_detect.tasks.rerank.tune_weights``) and is scored on the test list. Systems:
 
 * ``1-best``: the recogniser's choice; ``oracle``: the best hypothesis in each list;
 * ``length only``: lambda = 0, beta tuned (what the length term alone buys);
@@ -33,8 +33,8 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from electra_detect import rerank  # noqa: E402
 from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text  # noqa: E402
+from electra_detect.tasks import rerank  # noqa: E402
 
 
 class Timed:
@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         "ELECTRA mean": (rerank.detector_scorer(detector, "mean", args.batch_size), "same pass, mean over tokens"),
     }
     if not args.no_pll:
-        from electra_detect.generator_scoring import GeneratorScorer
+        from electra_detect.tasks.pll import GeneratorScorer
 
         scorers["generator PLL"] = (rerank.pll_scorer(GeneratorScorer.load(args.model), args.batch_size),
                                     "one generator pass per token")

@@ -23,10 +23,10 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from electra_detect.fileio import atomic_write_json
-from training.corpus.clean import CleanStats, Deduper, clean_paragraphs, split_sentences
-from training.corpus.extract import EXTRACTORS
-from training.corpus.fetch import FetchError, archive_version, debian_licence, fetch, unpack
-from training.corpus.sources import GROUP_WEIGHTS, Source
+from electra_detect.training.corpus.clean import CleanStats, Deduper, clean_paragraphs, split_sentences
+from electra_detect.training.corpus.extract import EXTRACTORS
+from electra_detect.training.corpus.fetch import FetchError, archive_version, debian_licence, fetch, unpack
+from electra_detect.training.corpus.sources import GROUP_WEIGHTS, Source
 
 MANIFEST = "manifest.json"
 FORMAT = 1
@@ -177,7 +177,7 @@ def build_corpus(sources: list[Source], out: Path, cache: Path | None = None, ma
     log = log or (lambda message: print(message, file=sys.stderr))
     out.mkdir(parents=True, exist_ok=True)
     if cache is None:
-        from training.data import default_cache_dir
+        from electra_detect.training.data import default_cache_dir
 
         cache = default_cache_dir() / "corpus-packages"
     manifest = load_manifest(out)

@@ -14,9 +14,11 @@ import sys
 import tarfile
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from training.corpus.sources import Source
+if TYPE_CHECKING:  # annotations only: sources.py imports this module for the Debian package list
+    from electra_detect.training.corpus.sources import Source
 
 
 class FetchError(RuntimeError):

@@ -129,7 +129,7 @@ def resolve_sources(names: list[str], harvest=None) -> list[Source]:
             elif name == "all":
                 picked = list(SOURCES.values())
             elif name == SCALE_SOURCE:
-                from training.corpus.fetch import list_debian_doc_packages
+                from electra_detect.training.corpus.fetch import list_debian_doc_packages
 
                 packages = (harvest or list_debian_doc_packages)()
                 picked = [SOURCES.get(p) or debian_doc_source(p) for p in packages]

@@ -1,21 +1,22 @@
 """``electra-detect rerank``: rescore ASR n-best lists with the discriminator's sentence score.
 
-Top-level imports stay light (argparse only): the CLI imports every plug-in module at start-up.
+Top-level imports stay light (argparse only): the CLI imports every verb module at start-up.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 
-DEFAULT_MODEL = os.environ.get("ELECTRA_DETECT_MODEL", "runs/quickstart")
+from electra_detect.cli import DEFAULT_MODEL, verb
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from electra_detect.rerank import FORMATS, RerankError
+    from electra_detect.errors import DetectorError, RerankError
+    from electra_detect.tasks.rerank import FORMATS
 
-    p = sub.add_parser(
-        "rerank", help="rerank ASR n-best lists: total = asr + lm_weight * ELECTRA score + length_weight * words",
+    p = verb(
+        sub, "rerank", run_rerank, errors=(RerankError, DetectorError),
+        help="rerank ASR n-best lists: total = asr + lm_weight * ELECTRA score + length_weight * words",
         description="Rescore every hypothesis of an n-best list with the Detector's sentence score, fuse it with the "
                     "recogniser's score, and write one JSONL row per utterance (every hypothesis's component scores "
                     "and the chosen one). Ends with one JSON summary line: WER before (1-best), after and oracle "
@@ -44,7 +45,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=64, help="texts per model pass")
     p.add_argument("--chunk", type=int, default=256, help="utterances read and scored at a time (streaming)")
     p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=run_rerank, known_errors=(RerankError,))
 
 
 def run_rerank(args: argparse.Namespace) -> int:
@@ -56,8 +56,8 @@ def run_rerank(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from electra_detect import rerank
     from electra_detect.fileio import atomic_open
+    from electra_detect.tasks import rerank
 
     for name in ("lm_weight", "length_weight"):
         value = getattr(args, name)
@@ -121,10 +121,10 @@ def run_rerank(args: argparse.Namespace) -> int:
 
 
 def _scorer(args: argparse.Namespace):
-    from electra_detect import rerank
+    from electra_detect.tasks import rerank
 
     if args.scorer == "pll":
-        from electra_detect.generator_scoring import GeneratorScorer
+        from electra_detect.tasks.pll import GeneratorScorer
 
         return rerank.pll_scorer(GeneratorScorer.load(args.model), args.batch_size), "pll_score"
     from electra_detect.detector import Detector

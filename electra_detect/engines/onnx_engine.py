@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from electra_detect.detector import DetectorError
+from electra_detect.errors import DetectorError
 
 MANIFEST = "export.json"
 VARIANT_FILES = {"fp32": "model.onnx", "optimized": "model_optimized.onnx", "fp16": "model_fp16.onnx",
@@ -215,6 +215,10 @@ class OnnxEngine:
         return next(v for v in order if v in exported)
 
     def _session(self, ort: Any, variant: str, cuda: bool, device_id: int, threads: int | None) -> Any:
+        return self._open(ort, self.export_dir / VARIANT_FILES[variant], cuda, device_id, threads)
+
+    @staticmethod
+    def _open(ort: Any, path: Path, cuda: bool, device_id: int, threads: int | None) -> Any:
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # our own warning reports a CUDA fallback; ORT's would repeat it per session
@@ -223,11 +227,23 @@ class OnnxEngine:
         providers: list[Any] = ["CPUExecutionProvider"]
         if cuda:
             providers.insert(0, ("CUDAExecutionProvider", {"device_id": device_id}))
-        path = self.export_dir / VARIANT_FILES[variant]
         try:
             return ort.InferenceSession(str(path), sess_options=options, providers=providers)
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
             raise DetectorError(f"onnxruntime cannot load {path}: {exc}") from exc
+
+    @classmethod
+    def from_file(cls, path: str | Path, max_positions: int = 0) -> OnnxEngine:
+        """A CPU engine over one ``.onnx`` file, before any manifest exists (the export's parity check)."""
+        import onnxruntime as ort
+
+        engine = cls.__new__(cls)
+        engine.export_dir, engine.variant = Path(path).parent, None
+        engine.session = cls._open(ort, Path(path), False, 0, None)
+        engine.provider = engine.session.get_providers()[0]
+        engine.input_names = [i.name for i in engine.session.get_inputs()]
+        engine.max_positions = max_positions
+        return engine
 
     def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         feed = {"input_ids": input_ids.astype(np.int64, copy=False),

@@ -1,6 +1,7 @@
-"""``electra-detect serve``: the HTTP inference server (FastAPI + uvicorn) over the ONNX engine.
+"""The app layer's verbs: ``serve`` (the HTTP inference server, FastAPI + uvicorn, over the ONNX engine) and
+``demo`` (the Gradio page). Registered through the ``electra_detect.verbs`` entry points.
 
-Only argparse at the top: the engine, FastAPI and uvicorn load inside the verb.
+Only argparse at the top: the engine, FastAPI, uvicorn and gradio load inside the verbs.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import math
 import os
 import sys
 
+from electra_detect.cli import DEFAULT_MODEL, verb
+
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -17,13 +20,20 @@ class ServeError(ValueError):
     """A setting the server cannot run with."""
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve", help="HTTP server: /v1/score, /v1/ged, /v1/rerank, /healthz, /metrics, /docs",
-                       description="Serve a model over HTTP with micro-batching. Runs the ONNX export (make it with "
-                                   "`electra-detect export`); --engine torch serves the PyTorch weights instead. "
-                                   "Binds 127.0.0.1 unless --host says otherwise; set an API key (read from the "
-                                   "environment variable named by --api-key-env) before binding elsewhere.")
-    p.add_argument("--model", default=os.environ.get("ELECTRA_DETECT_MODEL", "runs/quickstart"),
+def _serve_errors() -> tuple[type[BaseException], ...]:
+    from electra_detect.errors import DetectorError
+
+    return ServeError, DetectorError, OSError
+
+
+def add_serve(sub: argparse._SubParsersAction) -> None:
+    p = verb(sub, "serve", run_serve, errors=_serve_errors,
+             help="HTTP server: /v1/score, /v1/ged, /v1/rerank, /healthz, /metrics, /docs",
+             description="Serve a model over HTTP with micro-batching. Runs the ONNX export (make it with "
+                         "`electra-detect export`); --engine torch serves the PyTorch weights instead. "
+                         "Binds 127.0.0.1 unless --host says otherwise; set an API key (read from the "
+                         "environment variable named by --api-key-env) before binding elsewhere.")
+    p.add_argument("--model", default=DEFAULT_MODEL,
                    help="export dir, or a run/discriminator dir holding one in onnx/")
     p.add_argument("--engine", choices=("onnx", "torch"), default="onnx")
     p.add_argument("--variant", choices=("fp32", "optimized", "fp16", "int8"),
@@ -63,13 +73,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "are disconnected)")
     p.add_argument("--ged-threshold", type=float, help="default /v1/ged threshold (default: ged.json, else 0.5)")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
-    from electra_detect.detector import DetectorError
-
-    p.set_defaults(func=cmd_serve, known_errors=(ServeError, DetectorError, OSError))
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    from electra_detect.detector import Detector, task_model_path
+def run_serve(args: argparse.Namespace) -> int:
+    from electra_detect.cli.texts import check_unit_interval
+    from electra_detect.detector import Detector
 
     for name in ("max_batch", "model_batch", "max_texts", "max_chars", "max_body_bytes", "max_tokens", "step_tokens"):
         if getattr(args, name) < 1:
@@ -81,23 +89,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ServeError(f"--{name.replace('_', '-')} must be a finite number > 0")
     if not 0 < args.port < 65536:
         raise ServeError(f"--port {args.port} is not a TCP port")
-    if args.ged_threshold is not None and not 0 <= args.ged_threshold <= 1:  # false for nan too
-        raise ServeError("--ged-threshold must be in [0, 1]")
+    check_unit_interval(args.ged_threshold, "--ged-threshold")
     api_key = os.environ.get(args.api_key_env) or None
     if args.host not in LOOPBACK and api_key is None:
         print(f"warning: serving on {args.host} without an API key; anyone who can reach the port can use it "
               f"(set ${args.api_key_env})", file=sys.stderr)
-    from app.server import ServerSettings, serve
+    from electra_detect.app.server import ServerSettings, serve
 
-    model = task_model_path(args.model, "ged")  # a model dir's fine-tuned ged/ when it has one
-    detector = Detector.load(model, device=args.device, calibrated=not args.no_calibration, engine=args.engine,
-                             variant=args.variant if args.engine == "onnx" else None,
+    detector = Detector.load(args.model, task="ged", device=args.device, calibrated=not args.no_calibration,
+                             engine=args.engine, variant=args.variant if args.engine == "onnx" else None,
                              require_gpu=args.require_gpu, threads=args.threads)
-    threshold = args.ged_threshold
-    if threshold is None:
-        from electra_detect.detector import default_threshold
-
-        threshold = default_threshold(detector.model_dir)
+    threshold = args.ged_threshold  # None: the Detector's tuned one
     on_gpu = "cuda" in str(detector.engine.provider).lower()
     batching = False if args.no_batching else on_gpu if args.batching == "auto" else args.batching == "on"
     settings = ServerSettings(max_texts=args.max_texts, max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
@@ -113,3 +115,52 @@ def cmd_serve(args: argparse.Namespace) -> int:
           f"docs at /docs", file=sys.stderr, flush=True)
     serve(detector, settings, args.host, args.port, args.log_level)
     return 0
+
+
+def add_demo(sub: argparse._SubParsersAction) -> None:
+    """The ``demo`` verb: the Gradio page over one Detector."""
+    default_model = DEFAULT_MODEL
+    p = verb(sub, "demo", run_demo, errors=_demo_errors,
+             help="browser demo: words coloured by replaced probability, GED spans, reranking",
+             description="Start the Gradio demo on this machine (offline; binds 127.0.0.1 by default).")
+    p.add_argument("--model", default=default_model, help=f"run dir or discriminator dir (default {default_model})")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=7860, help="port (default 7860; 0 = any free port)")
+    p.add_argument("--engine", choices=("auto", "torch", "onnx"), default="auto",
+                   help="auto (default): ONNX when the model dir holds an export, else torch")
+    p.add_argument("--variant", choices=("fp32", "optimized", "fp16", "int8"), default=None,
+                   help="ONNX export variant (default: the engine's choice for the device)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="the slider's starting value (default: the model's ged.json threshold, else 0.5)")
+    p.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
+
+
+def _demo_errors() -> tuple[type[BaseException], ...]:
+    from electra_detect.app.demo import DemoError  # stdlib-only at import time; gradio loads inside run_demo()
+    from electra_detect.errors import DetectorError
+
+    return DemoError, DetectorError
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Load the model, serve until Ctrl-C."""
+    import time
+
+    started = time.perf_counter()
+    from electra_detect.app.demo import DemoError, build_app, launch
+
+    if not 0 <= args.port <= 65535:
+        raise DemoError(f"--port must be between 0 and 65535, got {args.port}")
+    port = args.port or _free_port(args.host)
+    app = build_app(args.model, engine=args.engine, device=args.device, variant=args.variant,
+                    threshold=args.threshold)
+    launch(app, host=args.host, port=port, block=True, started=started)
+    return 0
+
+
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]

@@ -23,9 +23,7 @@ from typing import Any
 
 import numpy as np
 
-
-class RerankError(ValueError):
-    """A malformed n-best list or an unusable reranking setting."""
+from electra_detect.errors import RerankError  # noqa: F401  (callers import it from here too)
 
 
 @dataclass
@@ -90,26 +88,42 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
-def electra_scores(detector: Any, texts: Sequence[str], score: str = "sum", batch_size: int = 64) -> list[float]:
+def electra_scores(detector: Any, texts: Sequence[str], score: str = "sum", batch_size: int = 64,
+                   calibrated: bool = True) -> list[float]:
     """The Detector's sentence score for each text (higher = more fluent)."""
     if score not in ("sum", "mean"):
         raise RerankError(f"unknown sentence score {score!r} (use 'sum' or 'mean')")
     if not texts:
         return []
-    results = detector.score(list(texts), batch_size=batch_size)
-    return [r.sentence_sum if score == "sum" else r.sentence_mean for r in results]
+    results = detector.score(list(texts), batch_size=batch_size, calibrated=calibrated)
+    return [sentence_score(r, score) for r in results]
+
+
+def sentence_score(result: Any, score: str = "sum") -> float:
+    """``sum`` or ``mean`` of log(1 - p) over a text's tokens (a ``TextScores``)."""
+    return result.sentence_sum if score == "sum" else result.sentence_mean
 
 
 def rerank_hypotheses(detector: Any, hyps: list[tuple[str, float | None]], lm_weight: float = 1.0,
-                      length_weight: float = 0.0, score: str = "sum") -> list[dict]:
+                      length_weight: float = 0.0, score: str = "sum", calibrated: bool = True) -> list[dict]:
     """Rows best first: text, asr_score (None -> 0.0), electra_score, length (words), total, rank (1 = best)."""
+    _check_rerank(hyps, lm_weight, length_weight)
+    return rank_hypotheses(hyps, electra_scores(detector, [text for text, _ in hyps], score, calibrated=calibrated),
+                           lm_weight, length_weight)
+
+
+def _check_rerank(hyps: Sequence[tuple[str, float | None]], lm_weight: float, length_weight: float) -> None:
     if not hyps:
         raise RerankError("no hypotheses to rerank")
     for weight, name in ((lm_weight, "lm_weight"), (length_weight, "length_weight")):
         if not isinstance(weight, int | float) or not math.isfinite(weight):
             raise RerankError(f"{name} must be a finite number, got {weight!r}")
-    texts = [text for text, _ in hyps]
-    lm = electra_scores(detector, texts, score)
+
+
+def rank_hypotheses(hyps: Sequence[tuple[str, float | None]], lm: Sequence[float], lm_weight: float = 1.0,
+                    length_weight: float = 0.0) -> list[dict]:
+    """``rerank_hypotheses`` over sentence scores already computed (the server scores in its batcher)."""
+    _check_rerank(hyps, lm_weight, length_weight)
     rows = []
     for index, ((text, asr), electra) in enumerate(zip(hyps, lm, strict=True)):
         asr_score = 0.0 if asr is None else float(asr)

@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+
+from electra_detect.cli import DEFAULT_MODEL, verb
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from electra_detect.errors import DetectorError, ExportError
     from electra_detect.export import VARIANTS  # light: numpy and the detector module, no torch
 
-    p = sub.add_parser("export", help="export the discriminator to ONNX (fp32, optimized, fp16, int8) with parity",
-                       description="Export a discriminator (pre-trained or GED fine-tuned) to ONNX. Each variant is "
-                                   "checked against PyTorch on held-out text (fp32: max |Δlogit| <= 1e-4; fp16/int8: "
-                                   ">= 99%% of tokens flagged alike); a failure exports nothing. Tokenizer, config, "
-                                   "calibration.json and ged.json travel with the model.")
-    p.add_argument("--model", default=os.environ.get("ELECTRA_DETECT_MODEL", "runs/quickstart"),
+    p = verb(sub, "export", run, errors=(ExportError, DetectorError),
+             help="export the discriminator to ONNX (fp32, optimized, fp16, int8) with parity",
+             description="Export a discriminator (pre-trained or GED fine-tuned) to ONNX. Each variant is "
+                         "checked against PyTorch on held-out text (fp32: max |Δlogit| <= 1e-4; fp16/int8: "
+                         ">= 99%% of tokens flagged alike); a failure exports nothing. Tokenizer, config, "
+                         "calibration.json and ged.json travel with the model.")
+    p.add_argument("--model", default=DEFAULT_MODEL,
                    help="run dir or discriminator dir (an existing export dir with --triton: only the Triton repo)")
     p.add_argument("--out", help="export dir (default: MODEL's discriminator dir /onnx)")
     p.add_argument("--variants", default=",".join(VARIANTS),
@@ -37,10 +40,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--triton-max-batch", type=int, default=64, help="Triton max_batch_size")
     p.add_argument("--triton-delay-us", type=int, default=2000, help="Triton dynamic batching max queue delay")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    from electra_detect.detector import DetectorError
-    from electra_detect.export import ExportError
-
-    p.set_defaults(func=cmd_export, known_errors=(ExportError, DetectorError))
 
 
 def _read_texts(path: str) -> list[str]:
@@ -58,18 +57,18 @@ def _read_texts(path: str) -> list[str]:
     return texts
 
 
-def cmd_export(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from electra_detect.cli.texts import check_unit_interval
     from electra_detect.detector import resolve_model_dir
+    from electra_detect.engines.onnx_engine import MANIFEST
     from electra_detect.export import ExportError, export_model, write_triton_repo
-    from electra_detect.onnx_engine import MANIFEST
 
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if args.tolerance <= 0 or not 0 < args.min_agreement <= 1:
         raise ExportError("--tolerance must be > 0 and --min-agreement in (0, 1]")
-    if args.threshold is not None and not 0 <= args.threshold <= 1:
-        raise ExportError("--threshold must be in [0, 1]")
+    check_unit_interval(args.threshold, "--threshold")
     model_dir = resolve_model_dir(args.model)
     summary: dict[str, object] = {}
     if not any(model_dir.glob("*.safetensors")) and (model_dir / MANIFEST).exists():

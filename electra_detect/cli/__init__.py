@@ -1,0 +1,92 @@
+"""``electra-detect <verb>``: one app, one module per verb.
+
+The core's verbs (score, ged, rerank, export) live in this package; each layer registers its own
+(pretrain, corpus and ``ged train`` in ``electra_detect.training.cli``; calibrate and pos-bias in
+``electra_detect.calibration.cli``; serve and demo in ``electra_detect.app.cli``) through the
+``electra_detect.verbs`` entry-point group, so the core never names a module above it.
+
+A verb is a function ``add_parser(sub)`` that adds its sub-parser with ``verb(...)``: the plain function
+that runs it and the exception types it reports as one ``error:`` line on stderr (exit 2). Verb modules
+import only argparse at the top: ``electra-detect score`` never loads the trainer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Iterable
+from importlib.metadata import entry_points
+
+DEFAULT_MODEL = os.environ.get("ELECTRA_DETECT_MODEL", "runs/quickstart")
+VERB_GROUP = "electra_detect.verbs"
+CORE_VERBS = ("electra_detect.cli.score", "electra_detect.cli.ged", "electra_detect.cli.rerank",
+              "electra_detect.cli.export")
+# Errors every verb reports as one line: a bad flag value, a file it cannot open.
+COMMON_ERRORS: tuple[type[BaseException], ...] = (FileNotFoundError, PermissionError)
+
+
+Errors = Iterable[type[BaseException]] | Callable[[], Iterable[type[BaseException]]]
+
+
+def verb(sub: argparse._SubParsersAction, name: str, run: Callable[[argparse.Namespace], int],
+         errors: Errors = (), **kwargs) -> argparse.ArgumentParser:
+    """Add verb ``name``: ``run(args)`` does the work; ``errors`` are the exception types it turns into one
+    ``error:`` line (exit 2), or a function returning them (called only when the verb runs, for types whose
+    modules are heavy); anything else is a bug and keeps its traceback."""
+    parser = sub.add_parser(name, **kwargs)
+    parser.set_defaults(func=run, known_errors=errors)
+    return parser
+
+
+def known_errors(args: argparse.Namespace) -> tuple[type[BaseException], ...]:
+    """The exception types the chosen verb reports as one ``error:`` line."""
+    from electra_detect.errors import CliError
+
+    errors = args.known_errors() if callable(args.known_errors) else args.known_errors
+    return (CliError, *COMMON_ERRORS, *errors)
+
+
+def _layer_verbs() -> list[Callable[[argparse._SubParsersAction], None]]:
+    """The layers' ``add_parser`` functions, from the installed entry points; a layer whose module is not
+    importable (an optional part not installed) is left out."""
+    found = []
+    for point in sorted(entry_points(group=VERB_GROUP), key=lambda p: p.name):
+        try:
+            found.append(point.load())
+        except ModuleNotFoundError as exc:
+            module = point.value.split(":")[0]
+            if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
+                continue
+            raise
+    return found
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="electra-detect",
+                                     description="ELECTRA replaced-token detection as a disfluency signal.")
+    sub = parser.add_subparsers(dest="verb", required=True)
+    for name in CORE_VERBS:
+        importlib.import_module(name).add_parser(sub)
+    for add_parser in _layer_verbs():
+        add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from electra_detect.cli.texts import fail
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["ged"] and argv[1:2] in (["eval"], ["train"]):  # `ged eval`; `ged "text"` stays free
+        argv = [f"ged-{argv[1]}", *argv[2:]]
+    args = build_parser().parse_args(argv)
+    errors = known_errors(args)
+    try:
+        return args.func(args)
+    except errors as exc:
+        return fail(str(exc))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""``electra-detect score``: per-token replaced probabilities, highlighted words or JSON."""
+
+from __future__ import annotations
+
+import argparse
+
+from electra_detect.cli import DEFAULT_MODEL, verb
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from electra_detect.errors import DetectorError
+
+    p = verb(sub, "score", run, errors=(DetectorError,), help="per-token replaced probabilities for text",
+             description="Score text with a discriminator and highlight suspicious words.")
+    p.add_argument("text", nargs="*", help="text(s) to score")
+    p.add_argument("--model", default=DEFAULT_MODEL, help=f"run dir or discriminator dir (default {DEFAULT_MODEL})")
+    p.add_argument("--file", help="score each non-empty line of this file ('-' = stdin)")
+    p.add_argument("--json", action="store_true", help="one JSON object per text")
+    p.add_argument("--threshold", type=float, help="highlight words with score >= this (default: the model's "
+                                                  "tuned ged.json threshold, else 0.5)")
+
+
+def run(args: argparse.Namespace) -> int:
+    return score(args.model, args.text, args.file, args.threshold, as_json=args.json, verb=args.verb)
+
+
+def score(model: str, texts: list[str], file: str | None = None, threshold: float | None = None,
+          as_json: bool = False, verb: str = "score") -> int:
+    import itertools
+    import json
+    import os
+    import sys
+
+    from electra_detect.cli.texts import check_unit_interval, open_texts, text_batches
+    from electra_detect.detector import Detector
+    from electra_detect.highlight import render_highlight, render_table
+
+    check_unit_interval(threshold, "--threshold")
+    source = argparse.Namespace(text=texts, file=file, verb=verb)
+    batches = text_batches(source, open_texts(source))
+    first = next(batches)  # "no text" and an unreadable first line are reported before the model loads
+    detector = Detector.load(model)
+    threshold = detector.threshold() if threshold is None else threshold
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    for batch in itertools.chain([first], batches):
+        lines = []
+        for scores in detector.score(batch):
+            if as_json:
+                lines.append(json.dumps(scores.to_dict()))
+            else:
+                lines += [render_highlight(scores, threshold, color=color), render_table(scores)]
+        print("\n".join(lines), flush=True)  # written as it goes: a long file shows results at once
+    return 0

@@ -1,0 +1,27 @@
+"""The core's error types, in one module that imports nothing: every module may raise them without
+importing another (the detector and the engines used to import each other for ``DetectorError``).
+
+Each is a failure a user can fix; the CLI prints it as one ``error:`` line (exit 2).
+"""
+
+from __future__ import annotations
+
+
+class DetectorError(ValueError):
+    """The model directory or the input text cannot be used."""
+
+
+class GedDataError(ValueError):
+    """A GED data file is malformed; the message names the file and line."""
+
+
+class RerankError(ValueError):
+    """An n-best file or a reranking setting cannot be used."""
+
+
+class ExportError(RuntimeError):
+    """An ONNX export cannot be made or fails its parity check."""
+
+
+class CliError(ValueError):
+    """A flag value the verb cannot use."""

@@ -1,0 +1,197 @@
+"""The house's shape: one installed namespace, dependencies pointing downward, no import circles.
+
+Layers, lowest first: the core (``electra_detect`` without its layer sub-packages), then
+``electra_detect.training`` and ``electra_detect.calibration``, then ``electra_detect.app``.
+- The core imports no layer above it.
+- training and calibration never import app; training never imports calibration.
+- calibration imports from training only ``electra_detect.training.masking``: the RTD analyses replay
+  pre-training's corruption (mask, sample, replace) exactly, so they reuse its functions.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDERS = {"electra_detect": "electra_detect", "training": "electra_detect.training",
+           "calibration": "electra_detect.calibration", "app": "electra_detect.app"}
+LAYERS = ("training", "calibration", "app")
+FORBIDDEN = {  # importer layer -> layers it must not import
+    "core": ("training", "calibration", "app"),
+    "training": ("calibration", "app"),
+    "calibration": ("app",),
+    "app": (),
+}
+ALLOWED = {("calibration", "electra_detect.training.masking")}  # (importer layer, module): see the docstring
+
+
+def package_modules(root: Path = ROOT) -> dict[str, Path]:
+    """Every module of the package: dotted name -> file."""
+    modules = {}
+    for folder, package in FOLDERS.items():
+        for path in sorted((root / folder).rglob("*.py")):
+            parts = list(path.relative_to(root / folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            modules[".".join([package, *parts])] = path
+    return modules
+
+
+def layer(module: str) -> str:
+    for name in LAYERS:
+        if module == f"electra_detect.{name}" or module.startswith(f"electra_detect.{name}."):
+            return name
+    return "core"
+
+
+def _type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def imports(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package modules ``module`` imports (at the top or inside functions; not under TYPE_CHECKING)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and _type_checking(node)
+            for child in node.body for n in ast.walk(child)}
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = module.split(".") if is_package else module.split(".")[:-1]
+                parent = parent[:len(parent) - (node.level - 1)]
+                base = ".".join([*parent, base] if base else parent)
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+        for name in names:
+            while name and name not in modules:  # `import a.b.c` of a module, or a name inside one
+                name = name.rpartition(".")[0]
+            if name and name != module and name.startswith("electra_detect"):
+                found.add(name)
+    return found
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    modules = package_modules(root)
+    return {name: imports(name, path, modules) for name, path in modules.items()}
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, targets in graph.items():
+        for target in sorted(targets):
+            if layer(target) in FORBIDDEN[layer(module)] and (layer(module), target) not in ALLOWED:
+                bad.append(f"{module} ({layer(module)}) imports {target} ({layer(target)})")
+    return bad
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Import circles (strongly connected components of more than one module, or a self-loop)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_every_layer_folder_is_walked() -> None:
+    graph = import_graph()
+    assert {layer(m) for m in graph} == {"core", "training", "calibration", "app"}
+    assert "electra_detect.detector" in graph["electra_detect.app.server"]
+
+
+def test_dependencies_point_downward() -> None:
+    assert layer_violations(import_graph()) == []
+
+
+def test_no_import_circles() -> None:
+    assert circles(import_graph()) == []
+
+
+def test_the_checks_catch_a_violation_and_a_circle(tmp_path: Path) -> None:
+    """The checks themselves: an upward import and a circle planted in a copy of the tree are found."""
+    import shutil
+
+    for folder in FOLDERS:
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "electra_detect" / "errors.py").write_text(
+        (ROOT / "electra_detect" / "errors.py").read_text() + "\nfrom electra_detect.detector import Detector\n")
+    upward = "\n\ndef _up():\n    from electra_detect.app import server\n"
+    (tmp_path / "electra_detect" / "highlight.py").write_text((ROOT / "electra_detect" / "highlight.py").read_text()
+                                                              + upward)
+    graph = import_graph(tmp_path)
+    assert any({"electra_detect.detector", "electra_detect.errors"} <= set(c) for c in circles(graph))
+    assert layer_violations(graph) == ["electra_detect.highlight (core) imports electra_detect.app.server (app)"]
+
+
+def test_layers_install_under_one_namespace(tmp_path: Path) -> None:
+    """Installed (editable or not), the layers are electra_detect.training/.calibration/.app: no bare
+    ``training``, ``app`` or ``calibration`` in site-packages. Run from an empty folder, so that no checkout
+    is on the path."""
+    probe = (
+        "import importlib.metadata as m, importlib.util as u, json\n"
+        "try:\n    dist = m.distribution('electra-detect')\nexcept m.PackageNotFoundError:\n    dist = None\n"
+        "verbs = [e.name for e in m.entry_points(group='electra_detect.verbs')]\n"
+        "out = {'installed': dist is not None, 'verbs': verbs, 'bare': {}, 'layers': {}}\n"
+        "for name in ('training', 'app', 'calibration'):\n"
+        "    out['bare'][name] = u.find_spec(name) is not None\n"
+        "    import importlib\n"
+        "    try:\n"
+        "        out['layers'][name] = importlib.import_module('electra_detect.' + name).__name__\n"
+        "    except ImportError as exc:\n"
+        "        out['layers'][name] = repr(exc)\n"
+        "print(json.dumps(out))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    if not out["installed"]:
+        pytest.skip("electra-detect is not installed in this environment")
+    if not out["verbs"]:
+        pytest.skip("the installed electra-detect predates the one-namespace layout; run `make install`")
+    assert out["bare"] == {"training": False, "app": False, "calibration": False}
+    assert out["layers"] == {n: f"electra_detect.{n}" for n in ("training", "app", "calibration")}
+    assert {"pretrain", "corpus", "ged-train", "calibrate", "pos-bias", "serve", "demo"} <= set(out["verbs"])

