@@ -12,8 +12,8 @@ default recipe's step against the paper's.
 initial parameters, shared embeddings included) on the same synthetic batch with the same
 masks, and both finish with ``clip_grad_norm_`` -> AdamW step -> LR-scheduler step -> ``zero_grad``.
 
-* **ours** is the trainer's step (``Trainer._train_step`` with ``grad_accum=1`` on CPU), built from
-  the project's own functions: ``mask_tokens`` -> ``ElectraPretrainingModel.forward`` (MLM logits
+* **ours** is the trainer's step (``grad_accum=1`` on CPU), built from
+  the project's own functions: ``mask_tokens`` -> ``objectives.compute_loss("electra")`` (MLM logits
   only at the masked positions, Gumbel-max sampling in fp32 only there) -> ``electra_loss``.
 * **naive** is the textbook step: ``ElectraForMaskedLM(labels=...)`` with ``-100`` at unmasked
   positions, ``torch.softmax`` over ``[B*T, V]`` + ``torch.multinomial``, samples kept only at
@@ -62,7 +62,8 @@ from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.training.config import PAPER_MODEL, PRESETS, ModelConfig, TrainConfig
 from electra_detect.training.masking import MaskedBatch, mask_tokens
 from electra_detect.training.model import ElectraPretrainingModel
-from electra_detect.training.trainer import build_optimizer, clip_gradients, warmup_linear_decay
+from electra_detect.training.objectives import compute_loss
+from electra_detect.training.optim import build_optimizer, clip_gradients, warmup_linear_decay
 
 VARIANTS = ("ours", "naive", "default")
 GOAL_SPEEDUP = 1.5
@@ -94,7 +95,7 @@ def ours_step(model: ElectraPretrainingModel, optimizer: torch.optim.Optimizer,
               mask_rng: torch.Generator, sample_rng: torch.Generator, tcfg: TrainConfig) -> dict[str, float]:
     """The trainer's step: logits and Gumbel-max sampling at the masked positions only."""
     masked = _mask(input_ids, attention, mask_rng, tcfg)
-    out = model(masked, attention, sample_rng, tcfg.disc_weight, tcfg.temperature)
+    out = compute_loss(model, "electra", masked, attention, sample_rng, tcfg.disc_weight, tcfg.temperature)
     out.loss.backward()
     _finish(model, optimizer, scheduler, tcfg)
     return {"loss": out.loss.item(), "mlm_loss": out.mlm_loss.item(), "disc_loss": out.disc_loss.item()}

@@ -1,7 +1,14 @@
-"""Pre-train ELECTRA-Small on a GPU machine within a wall-clock budget and pack the result.
+"""Pre-train within a wall-clock budget (ELECTRA-Small on a GPU machine by default) and size the schedule to it.
 
-A short probe measures tokens/s first, so the real run's ``--max-steps`` (and with it the linear LR decay)
-ends inside the budget instead of being cut off mid-schedule by ``--max-minutes``.
+A short probe run measures the step rate first, so the real run's ``--max-steps`` (and with it the linear LR
+decay) ends inside the budget instead of being cut off mid-schedule by ``--max-minutes``. The step rate is the
+probe's tokens/s divided by its tokens per step (``tokens_seen / steps``: batch size x sequence length x
+accumulation x processes), so any ``--seq-len`` or ``--grad-accum`` is accounted for.
+
+    python scripts/gpu_pretrain.py --corpus data/*.txt --out runs/small --minutes 30 -- --seq-len 256
+
+The probe writes ``<out>.probe/`` beside the run (replaced on every call); the token cache is pretrain's
+default (``$ELECTRA_DETECT_CACHE`` or ``~/.cache/electra-detect``) unless ``--cache-dir`` names one.
 """
 
 from __future__ import annotations
@@ -14,31 +21,49 @@ import time
 from pathlib import Path
 
 
-def pretrain(out: Path, corpus: list[str], steps: int, extra: list[str]) -> None:
+def pretrain(out: Path, corpus: list[str], steps: int, flags: list[str]) -> None:
     cmd = [sys.executable, "-m", "electra_detect.cli", "pretrain", "--out", str(out), "--corpus", *corpus,
-           "--max-steps", str(steps), "--no-progress", *extra]
+           "--max-steps", str(steps), "--no-progress", *flags]
     print("+", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)
 
 
+def planned_steps(probe: Path, seconds_left: float, margin: float = 0.85) -> tuple[int, float]:
+    """Optimizer steps that fit in ``seconds_left`` at the probe's last measured rate; and that rate (tokens/s)."""
+    rows = [json.loads(line) for line in (probe / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    train = [r for r in rows if r.get("split") == "train"]
+    if not train:
+        raise SystemExit(f"the probe run in {probe} logged no train rows; give it more --probe-steps")
+    last = train[-1]
+    tokens_per_step = last["tokens_seen"] / last["step"]
+    return int(last["tokens_per_s"] * seconds_left * margin / tokens_per_step), last["tokens_per_s"]
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", nargs="+", required=True)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--minutes", type=float, default=7.0)
+    parser.add_argument("--minutes", type=float, default=7.0, help="wall-clock budget, probe included")
+    parser.add_argument("--preset", default="small")
     parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("extra", nargs="*", help="more pretrain flags after --")
+    parser.add_argument("--cache-dir", default="", help="token cache (default: pretrain's)")
+    parser.add_argument("--probe-steps", type=int, default=60)
+    parser.add_argument("extra", nargs="*", help="more pretrain flags after -- (--seq-len, --grad-accum, ...)")
     args = parser.parse_args()
-    common = ["--preset", "small", "--batch-size", str(args.batch_size), "--cache-dir", "/tmp/ed-cache", *args.extra]
+    common = ["--preset", args.preset, "--batch-size", str(args.batch_size), *args.extra]
+    if args.cache_dir:
+        common += ["--cache-dir", args.cache_dir]
     start = time.time()
-    probe = Path("/tmp/ed-probe")
-    pretrain(probe, args.corpus, 60, [*common, "--eval-every", "1000", "--save-every", "1000", "--log-every", "10"])
-    rows = [json.loads(line) for line in (probe / "metrics.jsonl").read_text().splitlines()]
-    rate = [r["tokens_per_s"] for r in rows if r.get("split") == "train"][-1]
+    out = Path(args.out)
+    probe = out.with_name(out.name + ".probe")
+    pretrain(probe, args.corpus, args.probe_steps,
+             [*common, "--overwrite", "--eval-every", "1000000", "--save-every", "1000000", "--log-every", "10"])
     remaining = args.minutes * 60 - (time.time() - start)
-    steps = int(rate * remaining * 0.85 / (args.batch_size * 128))
+    steps, rate = planned_steps(probe, remaining)
+    if steps < 1:
+        raise SystemExit(f"no time left for the run after the probe ({remaining:.0f} s); raise --minutes")
     print(json.dumps({"probe_tokens_per_s": rate, "planned_steps": steps}), flush=True)
-    pretrain(Path(args.out), args.corpus, steps,
+    pretrain(out, args.corpus, steps,
              [*common, "--max-minutes", str(remaining / 60), "--warmup-steps", str(min(1000, steps // 10)),
               "--eval-every", str(max(200, steps // 8)), "--eval-batches", "16", "--save-every", str(steps + 1),
               "--log-every", "50"])

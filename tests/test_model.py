@@ -15,8 +15,9 @@ from transformers import ElectraForMaskedLM, ElectraForPreTraining
 from electra_detect.training.checkpoint import load_checkpoint, save_checkpoint
 from electra_detect.training.config import PAPER_MODEL, ConfigError, ModelConfig
 from electra_detect.training.masking import mask_tokens
-from electra_detect.training.model import ElectraPretrainingModel, electra_loss, token_table
-from electra_detect.training.trainer import build_optimizer, warmup_linear_decay
+from electra_detect.training.model import ElectraPretrainingModel, token_table
+from electra_detect.training.objectives import compute_loss, electra_loss
+from electra_detect.training.optim import build_optimizer, warmup_linear_decay
 
 SPECIALS = [0, 1, 2, 3, 4]
 
@@ -78,7 +79,7 @@ def test_embeddings_are_one_tensor_and_stay_shared_through_training() -> None:
     rng = torch.Generator().manual_seed(0)
     batch = mask_tokens(ids, attention, mask_id=4, special_ids=SPECIALS, mask_prob=0.15, generator=rng)
     before = disc_emb.detach().clone()
-    model(batch, attention, rng, 50.0).loss.backward()
+    compute_loss(model, "electra", batch, attention, rng, 50.0).loss.backward()
     optimizer.step()
     assert model.shares_embeddings()
     assert not torch.equal(before, disc_emb.detach())
@@ -92,7 +93,7 @@ def test_generator_logits_only_at_masked_positions_and_no_gradient_through_sampl
     ids, attention = sample_batch()
     rng = torch.Generator().manual_seed(1)
     batch = mask_tokens(ids, attention, mask_id=4, special_ids=SPECIALS, mask_prob=0.15, generator=rng)
-    out = model(batch, attention, rng, 50.0)
+    out = compute_loss(model, "electra", batch, attention, rng, 50.0)
     assert out.mlm_logits.shape == (int(batch.masked.sum()), 120)
     out.disc_loss.backward()
     # The discriminator's loss reaches the shared embeddings but nothing generator-only.
@@ -162,7 +163,7 @@ def test_gdes_keeps_the_discriminator_loss_off_the_generator_table(tmp_path: Pat
     ids, attention = sample_batch()
     rng = torch.Generator().manual_seed(1)
     batch = mask_tokens(ids, attention, mask_id=4, special_ids=SPECIALS, mask_prob=0.15, generator=rng)
-    out = model(batch, attention, rng, 50.0)
+    out = compute_loss(model, "electra", batch, attention, rng, 50.0)
     out.disc_loss.backward(retain_graph=True)
     assert token_table(model.generator).weight.grad is None  # stop-gradient: only the residual learns
     assert token_table(model.discriminator).weight.grad.abs().sum() > 0

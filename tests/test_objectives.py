@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from electra_detect.training.config import PAPER_MODEL, ConfigError, RunConfig
 from electra_detect.training.masking import mask_tokens
 from electra_detect.training.model import ElectraPretrainingModel
-from electra_detect.training.objectives import OBJECTIVES
+from electra_detect.training.objectives import OBJECTIVES, compute_loss, get
 from tests.conftest import micro_config, synthetic_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +29,7 @@ def _micro_model(objective: str, gen_fraction: float = 0.25) -> ElectraPretraini
     config.model.gen_fraction = gen_fraction
     config.model.dropout = 0.0
     torch.manual_seed(0)
-    return ElectraPretrainingModel.from_config(config.model, 120, objective)
+    return ElectraPretrainingModel.from_config(config.model, 120, mlm_head=get(objective).mlm_head)
 
 
 def _batch(seed: int = 0):
@@ -68,11 +68,73 @@ def test_fingerprint_unchanged_without_two_stage() -> None:
     assert config.model_fingerprint()["mlm_first_steps"] == 5
 
 
+def test_registry_flags_are_the_one_source_of_truth() -> None:
+    from electra_detect.training.objectives import REGISTRY
+
+    assert {n for n, o in REGISTRY.items() if o.rtd_head} == {"electra", "electra15", "all_tokens_mlm", "adversarial",
+                                                              "electra_frozen_generator"}
+    assert {n for n, o in REGISTRY.items() if o.mlm_head} == {"bert_mlm", "replace_mlm", "all_tokens_mlm"}
+    assert set(OBJECTIVES) == {n for n, o in REGISTRY.items() if o.selectable}
+    assert "generator_mlm" not in OBJECTIVES  # a stage of two-stage training, not a run's objective
+    for objective in OBJECTIVES:
+        assert (_micro_model(objective).mlm is not None) == get(objective).mlm_head
+
+
+@pytest.mark.parametrize("objective", ["electra", "bert_mlm", "replace_mlm", "all_tokens_mlm", "generator_mlm",
+                                       "electra_frozen_generator"])
+def test_evaluation_reports_disc_metrics_exactly_for_objectives_with_a_replaced_token_head(objective: str) -> None:
+    from electra_detect.training.evaluation import evaluate
+
+    model = _micro_model("replace_mlm" if get(objective).mlm_head else "electra")
+    batches = [_batch(seed)[0].original for seed in range(2)]
+    metrics = evaluate(model, objective, batches, mask_id=4, special_ids=[0, 1, 2, 3, 4], mask_prob=0.25,
+                       disc_weight=50.0, temperature=1.0, seed=0, device=torch.device("cpu"))
+    assert (metrics["val_disc_acc"] is not None) == get(objective).rtd_head
+    assert 0.0 <= metrics["val_gen_acc"] <= 1.0
+
+
+def test_an_objective_is_one_decorated_function_and_can_read_the_generators_top_k() -> None:
+    from electra_detect.training.objectives import REGISTRY, ElectraOutput, register
+
+    @register("top2_probe", rtd_head=False)
+    def top2_probe(out, batch, disc_weight):  # type: ignore[no-untyped-def]
+        logits, ids = out.generator_top_k(2)  # what MC-BERT's / TEAMS' candidate sets start from
+        assert logits.shape == ids.shape == (int(batch.masked.sum()), 2)
+        loss = F.cross_entropy(out.generator_logits.float(), out.targets)
+        zeros = torch.zeros_like(batch.original)
+        return ElectraOutput(loss, loss, loss.detach() * 0, out.generator_logits, zeros.float(), zeros, ids[:, 0])
+
+    try:
+        masked, attention, rng = _batch()
+        out = compute_loss(_micro_model("electra"), "top2_probe", masked, attention, rng, disc_weight=50.0)
+        out.loss.backward()
+        with pytest.raises(ValueError, match="registered twice"):
+            register("top2_probe", rtd_head=False)(top2_probe)
+    finally:
+        REGISTRY.pop("top2_probe")
+    with pytest.raises(ValueError, match="unknown objective"):
+        get("top2_probe")
+
+
+def test_two_stage_training_is_a_schedule_of_objectives() -> None:
+    from electra_detect.training.objectives import Phase, phase_at, schedule
+
+    config = RunConfig()
+    config.train.max_steps = 10
+    assert schedule(config.train) == [Phase("electra", 10)]
+    config.train.mlm_first_steps = 4
+    phases = schedule(config.train)
+    assert phases == [Phase("generator_mlm", 4), Phase("electra_frozen_generator", 10)]
+    assert [phase_at(phases, s) for s in (0, 3, 4, 9)] == [(phases[0], 0), (phases[0], 0), (phases[1], 4),
+                                                          (phases[1], 4)]
+    assert get("electra_frozen_generator").on_enter is not None and get("generator_mlm").on_enter is None
+
+
 def test_electra15_discriminator_loss_only_on_masked_positions() -> None:
     for objective, unmasked_grad in (("electra15", False), ("electra", True)):
         model = _micro_model(objective)
         masked, attention, rng = _batch()
-        out = model(masked, attention, rng, disc_weight=50.0)
+        out = compute_loss(model, objective, masked, attention, rng, disc_weight=50.0)
         out.disc_logits.retain_grad()
         out.loss.backward()
         grad = out.disc_logits.grad
@@ -83,7 +145,7 @@ def test_electra15_discriminator_loss_only_on_masked_positions() -> None:
 def test_bert_mlm_trains_the_discriminator_encoder_without_generator() -> None:
     model = _micro_model("bert_mlm")
     masked, attention, rng = _batch()
-    out = model(masked, attention, rng, disc_weight=50.0)
+    out = compute_loss(model, "bert_mlm", masked, attention, rng, disc_weight=50.0)
     out.loss.backward()
     assert model.mlm.electra is model.discriminator.electra
     assert all(p.grad is None for p in model.generator.electra.encoder.parameters())
@@ -100,7 +162,7 @@ def test_replace_mlm_feeds_generator_samples_not_mask() -> None:
     model.discriminator.electra.register_forward_hook(lambda _m, args, kwargs, _o: seen.append(kwargs["input_ids"]),
                                                       with_kwargs=True)
     masked, attention, rng = _batch()
-    out = model(masked, attention, rng, disc_weight=50.0)
+    out = compute_loss(model, "replace_mlm", masked, attention, rng, disc_weight=50.0)
     assert len(seen) == 1 and (masked.input_ids == 4).any()
     # The trained encoder sees the samples at the masked positions and the original tokens elsewhere, no [MASK].
     assert torch.equal(seen[0][masked.masked], out.sampled)
@@ -117,7 +179,7 @@ def test_all_tokens_mlm_copy_mechanism() -> None:
         head.bias.fill_(30.0)  # r = 30: D = sigmoid(-30) ~ 0
     masked, attention, rng = _batch()
     state = rng.get_state()
-    out = model(masked, attention, rng, disc_weight=50.0)
+    out = compute_loss(model, "all_tokens_mlm", masked, attention, rng, disc_weight=50.0)
     rng.set_state(state)
     gen_logits = model.generator_logits(masked.input_ids, attention, masked.masked)
     from electra_detect.training.masking import gumbel_sample, replace_with_samples
@@ -128,7 +190,7 @@ def test_all_tokens_mlm_copy_mechanism() -> None:
     assert torch.allclose(out.mlm_loss, plain, atol=1e-4)
     with torch.no_grad():
         head.bias.fill_(-30.0)  # D ~ 1: unreplaced tokens are free, replaced ones cost ~30 nats
-    out = model(masked, attention, rng, disc_weight=50.0)
+    out = compute_loss(model, "all_tokens_mlm", masked, attention, rng, disc_weight=50.0)
     replaced = out.disc_labels.float().mean()
     assert out.mlm_loss > 25 * replaced
     assert out.mlm_loss < 30 * replaced + 15 * replaced + 1e-3
@@ -137,7 +199,7 @@ def test_all_tokens_mlm_copy_mechanism() -> None:
 def test_adversarial_generator_learns_from_reinforce_only() -> None:
     model = _micro_model("adversarial")
     masked, attention, rng = _batch()
-    out = model(masked, attention, rng, disc_weight=50.0)
+    out = compute_loss(model, "adversarial", masked, attention, rng, disc_weight=50.0)
     out.loss.backward()
     gen_grad = model.generator.electra.encoder.layer[0].attention.self.query.weight.grad
     assert gen_grad is not None and gen_grad.abs().sum() > 0
@@ -160,6 +222,12 @@ def test_trainer_runs_objective_and_exports(objective: str, corpus_file: Path, c
     train = [r for r in rows if r["split"] == "train"]
     assert all(r["loss"] is not None and r["loss"] == r["loss"] for r in train)
     assert json.loads((out / "summary.json").read_text())["objective"] == objective
+    # One source of truth: the trainer's disc_acc and the evaluation's metrics follow the registry's rtd_head.
+    has_head = get(objective).rtd_head
+    assert has_head == (objective != "bert_mlm")  # all_tokens_mlm's copy gate is its replaced-token head
+    val = [r for r in rows if r["split"] == "val"]
+    assert val and all((r["val_disc_acc"] is not None) == has_head for r in val)
+    assert all((r["disc_acc"] is not None) == has_head for r in train)
     disc = ElectraForPreTraining.from_pretrained(str(out / "discriminator"))
     if objective == "adversarial":
         assert not (out / "mlm").exists()
@@ -168,7 +236,6 @@ def test_trainer_runs_objective_and_exports(objective: str, corpus_file: Path, c
     assert mlm.config.hidden_size == disc.config.hidden_size
     assert torch.equal(mlm.electra.encoder.layer[0].output.dense.weight,
                        disc.electra.encoder.layer[0].output.dense.weight)  # one encoder, two heads
-    assert all(r["disc_acc"] is None for r in train)  # no replaced-token loss trained
 
 
 def test_two_stage_freezes_generator_and_copies_encoder(corpus_file: Path, cache_dir: Path, tmp_path: Path) -> None:

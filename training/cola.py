@@ -3,7 +3,8 @@
 Why here and this small: the ELECTRA paper's efficiency claims are about what the pre-trained
 *encoder* is worth downstream, so every objective's encoder (the discriminator's, which the MLM
 objectives share with their MLM head) gets the same recipe: a fresh 2-way classification head
-(``ElectraForSequenceClassification``), AdamW, linear warm-up/decay, a few epochs, then
+(``ElectraForSequenceClassification``), pre-training's AdamW and linear warm-up/decay
+(``training/optim.py``), a few epochs, then
 Matthews correlation (the GLUE metric for CoLA, scikit-learn's) on the dev set.
 """
 
@@ -19,6 +20,8 @@ from pathlib import Path
 import torch
 from sklearn.metrics import matthews_corrcoef
 from tqdm.auto import tqdm
+
+from electra_detect.training.optim import optimizer_and_schedule
 
 
 class ColaDataError(ValueError):
@@ -82,12 +85,7 @@ def finetune_cola(model_dir: str | Path, train: tuple[list[str], list[int]], dev
     steps_per_epoch = math.ceil(len(order) / config.batch_size)
     total = max(1, steps_per_epoch * config.epochs)
     warmup = max(1, int(total * config.warmup_fraction))
-    decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "LayerNorm" not in n]
-    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2 or "LayerNorm" in n]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=config.lr, eps=1e-6)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: (s + 1) / warmup if s < warmup else max(0.0, (total - s) / max(1, total - warmup)))
+    optimizer, scheduler = optimizer_and_schedule(model, config.lr, config.weight_decay, warmup, total)
 
     def encode(texts: list[str]) -> dict[str, torch.Tensor]:
         batch = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")

@@ -153,7 +153,7 @@ class DataConfig:
     lowercase: bool = True
     val_fraction: float = 0.02
     min_val_blocks: int = 8
-    cache_dir: str = ""  # default: <out>/../.cache/electra-detect or $ELECTRA_DETECT_CACHE
+    cache_dir: str = ""  # tokenizer + token cache; empty = $ELECTRA_DETECT_CACHE or ~/.cache/electra-detect
     tokenizer: str = ""  # an existing tokenizer directory to tokenize with; empty = train one on the corpus
 
     def validate(self) -> None:
@@ -168,7 +168,9 @@ class DataConfig:
 @dataclass
 class TrainConfig:
     objective: str = "electra"  # training/objectives.py: electra, electra15, bert_mlm, replace_mlm, ...
-    mlm_first_steps: int = 0  # two-stage option: generator MLM only for this many steps, then ELECTRA
+    # two-stage option: generator MLM only for this many steps, then ELECTRA with the generator encoder frozen
+    # (objectives.schedule)
+    mlm_first_steps: int = 0
     init_from: str = ""  # a run or model directory whose weights start this run (fresh optimizer and warm-up)
     batch_size: int = 32  # sequences per step per process (before accumulation)
     grad_accum: int = 1

@@ -25,8 +25,8 @@ from electra_detect.detector import Detector, load_discriminator, pad_ids, repla
 from electra_detect.fileio import atomic_write_dir, atomic_write_json
 from electra_detect.tasks.ged import GedSentence, flatten, score_tokens, token_metrics, tune_threshold
 from electra_detect.training.data import iter_documents, resolve_corpus
+from electra_detect.training.optim import build_optimizer, warmup_linear_decay
 from electra_detect.training.synthetic_errors import ErrorConfig, ErrorMaker
-from electra_detect.training.trainer import build_optimizer, warmup_linear_decay
 
 _WORDS = re.compile(r"\w+(?:'\w+)?|[^\w\s]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

@@ -1,4 +1,4 @@
-"""Generator + discriminator with shared embeddings, and the ELECTRA loss.
+"""Generator + discriminator with shared embeddings, and the logits objectives read.
 
 Both halves are plain ``transformers`` models of one encoder family, so the run directory loads
 with stock classes and no ``trust_remote_code``:
@@ -13,11 +13,17 @@ both (Google's ``embedding_scope="electra"``); ``gdes`` is DeBERTa-V3's gradient
 sharing, where the discriminator reads ``stop_gradient(E_gen) + E_delta`` so its 50x-weighted loss
 never pulls on the generator's table (the exported discriminator holds the sum); ``none`` keeps
 two tables. The generator's output layer is always tied to the table it reads.
+
+The model computes logits, never a loss: ``ModelOutputs`` is one forward pass on a masked batch
+(generator logits at the masked positions, its samples, the discriminator's hidden states and
+replaced-token logits, the MLM head's logits), and the objectives in ``training/objectives.py``
+turn it into losses.
 """
 
 from __future__ import annotations
 
 import copy
+from functools import cached_property
 from pathlib import Path
 
 import torch
@@ -32,12 +38,10 @@ from transformers import (
     ModernBertForTokenClassification,
 )
 
-from electra_detect.training import objectives
 from electra_detect.training.config import ModelConfig
-from electra_detect.training.masking import MaskedBatch
-from electra_detect.training.objectives import ElectraOutput, electra_loss
+from electra_detect.training.masking import MaskedBatch, gumbel_sample, replace_with_samples
 
-__all__ = ["ElectraOutput", "ElectraPretrainingModel", "electra_loss"]
+__all__ = ["ElectraPretrainingModel", "ModelOutputs"]
 
 # Stock classes of each family: (generator, discriminator).
 CLASSES = {"electra": (ElectraForMaskedLM, ElectraForPreTraining),
@@ -76,29 +80,28 @@ class ElectraPretrainingModel(nn.Module):
     """The pair trained together; only the discriminator is kept for detection."""
 
     def __init__(self, generator: nn.Module, discriminator: nn.Module, tie_all: bool = False,
-                 objective: str = "electra", sharing: str = "tied") -> None:
+                 mlm_head: bool = False, sharing: str = "tied") -> None:
         super().__init__()
         self.generator = generator
         self.discriminator = discriminator
         self.architecture = discriminator.config.model_type
         self.tie_all = tie_all
         self.sharing = sharing
-        self.objective = objective
-        self.stage = ""  # two-stage training: "mlm", then "disc" (training/objectives.py)
-        # MLM objectives: an MLM head on the discriminator's encoder, so every objective trains the same encoder.
+        # MLM objectives (``Objective.mlm_head`` in training/objectives.py): an MLM head on the discriminator's
+        # encoder, so every objective trains the same encoder.
         mlm_class = CLASSES[self.architecture][0]
-        self.mlm = mlm_class(discriminator.config) if objectives.has_mlm_head(objective) else None
+        self.mlm = mlm_class(discriminator.config) if mlm_head else None
         self._tie()
 
     @classmethod
     def from_config(cls, model_config: ModelConfig, vocab_size: int,
-                    objective: str = "electra") -> ElectraPretrainingModel:
+                    mlm_head: bool = False) -> ElectraPretrainingModel:
         generator_class, discriminator_class = CLASSES[model_config.architecture]
         generator = generator_class(model_config.generator_config(vocab_size))
         discriminator = discriminator_class(model_config.discriminator_config(vocab_size))
         if model_config.embedding_sharing == "gdes":  # the residual starts at zero: E_disc = E_gen at step 0
             nn.init.zeros_(token_table(discriminator).weight)
-        return cls(generator, discriminator, tie_all=model_config.tie_all, objective=objective,
+        return cls(generator, discriminator, tie_all=model_config.tie_all, mlm_head=mlm_head,
                    sharing=model_config.embedding_sharing)
 
     @classmethod
@@ -186,7 +189,7 @@ class ElectraPretrainingModel(nn.Module):
     def mlm_head(self, hidden: torch.Tensor) -> torch.Tensor:
         """Vocabulary logits of the MLM objectives' head for already-selected hidden states."""
         if self.mlm is None:
-            raise ValueError(f"objective {self.objective!r} has no MLM head on the discriminator")
+            raise ValueError("this model was built without an MLM head on the discriminator (mlm_head=False)")
         return vocab_logits(self.mlm, hidden)
 
     def mlm_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -211,13 +214,13 @@ class ElectraPretrainingModel(nn.Module):
         return modules
 
     def start_second_stage(self) -> bool:
-        """Two-stage training: initialise the discriminator's encoder from the MLM-trained generator.
+        """Two-stage training, on entering stage two: initialise the discriminator's encoder from the MLM-trained
+        generator.
 
         Returns whether the weights were copied: they can be only when both have one shape
         (``gen_fraction = 1`` at full depth, as the paper's two-stage run); otherwise only the shared
         embeddings carry over from stage one.
         """
-        self.stage = "disc"
         source, target = encoder_of(self.generator), encoder_of(self.discriminator)
         pairs = [(module, getattr(source, name)) for name, module in target.named_children()
                  if name != "embeddings"]  # the embeddings are already shared (or disentangled)
@@ -231,7 +234,70 @@ class ElectraPretrainingModel(nn.Module):
                 module.load_state_dict(origin.state_dict())
         return True
 
-    def forward(self, batch: MaskedBatch, attention_mask: torch.Tensor, rng: torch.Generator,
-                disc_weight: float, temperature: float = 1.0) -> ElectraOutput:
-        return objectives.compute(self, self.objective, self.stage, batch, attention_mask, rng, disc_weight,
-                                  temperature)
+
+class ModelOutputs:
+    """One forward pass of the pair on a masked batch, computed lazily and at most once per part.
+
+    An objective reads what it needs (``training/objectives.py``): the generator's logits at the masked
+    positions (and their top-k), its Gumbel-max samples, the discriminator's input and labels built from them,
+    the discriminator's hidden states and replaced-token logits, the MLM head's logits. Parts are computed in
+    the order they are read, so the sampling RNG is drawn in the objective's order. Read ``sampled`` under
+    ``torch.no_grad()`` to run the generator without gradient (it is memoised so: two-stage training).
+    """
+
+    def __init__(self, model: ElectraPretrainingModel, batch: MaskedBatch, attention: torch.Tensor,
+                 rng: torch.Generator, temperature: float = 1.0) -> None:
+        self.model, self.batch, self.attention, self.rng, self.temperature = model, batch, attention, rng, temperature
+
+    @property
+    def targets(self) -> torch.Tensor:
+        """[num_masked] the original ids at the masked positions (row-major order)."""
+        return self.batch.original[self.batch.masked]
+
+    @cached_property
+    def generator_logits(self) -> torch.Tensor:
+        """[num_masked, vocab] the generator's logits at the masked positions only."""
+        return self.model.generator_logits(self.batch.input_ids, self.attention, self.batch.masked)
+
+    def generator_top_k(self, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The generator's ``k`` best candidates per masked position: (logits, ids), each [num_masked, k]
+        (candidate sets of MC-BERT's multi-choice cloze or TEAMS' multi-word selection)."""
+        return self.generator_logits.detach().topk(k, dim=-1)
+
+    @cached_property
+    def sampled(self) -> torch.Tensor:
+        """[num_masked] Gumbel-max samples from the generator (fp32, no gradient)."""
+        return gumbel_sample(self.generator_logits, self.rng, self.temperature)
+
+    @cached_property
+    def _replaced(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return replace_with_samples(self.batch, self.sampled)
+
+    @property
+    def replaced_input(self) -> torch.Tensor:
+        """[B, T] the discriminator's input: the original ids with the samples at the masked positions."""
+        return self._replaced[0]
+
+    @property
+    def replaced_labels(self) -> torch.Tensor:
+        """[B, T] 1 where the sample differs from the original token."""
+        return self._replaced[1]
+
+    @cached_property
+    def discriminator_hidden(self) -> torch.Tensor:
+        """[B, T, hidden] the discriminator encoder on ``replaced_input``."""
+        return self.model.discriminator_hidden(self.replaced_input, self.attention)
+
+    @cached_property
+    def discriminator_logits(self) -> torch.Tensor:
+        """[B, T] the replaced-token head's logits on ``replaced_input``."""
+        return self.model.discriminator_head(self.discriminator_hidden)
+
+    def mlm_head(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Vocabulary logits of the MLM head on the discriminator encoder for already-selected hidden states."""
+        return self.model.mlm_head(hidden)
+
+    @cached_property
+    def masked_mlm_logits(self) -> torch.Tensor:
+        """[num_masked, vocab] the discriminator encoder + MLM head on the ``[MASK]`` input (BERT)."""
+        return self.model.mlm_logits(self.batch.input_ids, self.attention, self.batch.masked)

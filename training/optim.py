@@ -1,0 +1,51 @@
+"""The optimizer, learning-rate schedule and gradient clipping, written once.
+
+Pre-training (``training/trainer.py``), CoLA fine-tuning (``training/cola.py``) and GED fine-tuning
+(``training/ged_finetune.py``) all train with BERT/ELECTRA's recipe: AdamW without decay on biases and
+LayerNorm weights, eps 1e-6, a linear warm-up to the peak rate then a linear decay to zero.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+
+def build_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW without decay on biases and LayerNorm weights (as BERT/ELECTRA)."""
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        (no_decay if param.ndim < 2 or "LayerNorm" in name else decay).append(param)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-6)
+
+
+def warmup_linear_decay(warmup_steps: int, max_steps: int) -> Callable[[int], float]:
+    """The LR factor at a step: ``(step + 1) / warmup`` during warm-up, then linear down to 0 at ``max_steps``."""
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        return max(0.0, (max_steps - step) / max(1, max_steps - warmup_steps))
+
+    return factor
+
+
+def optimizer_and_schedule(model: nn.Module, lr: float, weight_decay: float, warmup_steps: int,
+                           total_steps: int) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+    """``build_optimizer`` and its warm-up + linear-decay scheduler (stepped once per optimizer step)."""
+    optimizer = build_optimizer(model, lr, weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_linear_decay(warmup_steps, total_steps))
+    return optimizer, scheduler
+
+
+def clip_gradients(model: nn.Module, clip_norm: float, scope: str) -> tuple[float, dict[str, float]]:
+    """Clip in place; returns the total pre-clip norm and, per module, each half's (``scope="per_module"``:
+    ``model.clip_groups()`` names the groups clipped separately)."""
+    if scope != "per_module":
+        return float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)), {}
+    norms = {f"grad_norm_{name}": float(torch.nn.utils.clip_grad_norm_(params, clip_norm))
+             for name, params in model.clip_groups().items()}
+    return math.sqrt(sum(n * n for n in norms.values())), norms
