@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -38,8 +39,10 @@ from transformers import (
     ModernBertForTokenClassification,
 )
 
-from electra_detect.training.config import ModelConfig
 from electra_detect.training.masking import MaskedBatch, gumbel_sample, replace_with_samples
+
+if TYPE_CHECKING:  # annotations only: config imports the objectives, and so this module, to check names
+    from electra_detect.training.config import ModelConfig
 
 __all__ = ["ElectraPretrainingModel", "ModelOutputs"]
 

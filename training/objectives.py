@@ -38,14 +38,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from electra_detect.training.config import TrainConfig
 from electra_detect.training.masking import MaskedBatch
 from electra_detect.training.model import ElectraPretrainingModel, ModelOutputs
+
+if TYPE_CHECKING:  # annotations only: config imports this module lazily to check objective names
+    from electra_detect.training.config import TrainConfig
 
 
 @dataclass
