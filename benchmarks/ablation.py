@@ -600,6 +600,8 @@ def _plots(out_dir: Path, summary: dict[str, Any]) -> None:
         fig.suptitle("Score against pre-training compute (each point one run)")
         fig.tight_layout()
         atomic_save_figure(fig, out_dir / "compute.png")
+
+
 # -- driver ----------------------------------------------------------------------------------------
 def make_plan(args: argparse.Namespace) -> dict[str, Any]:
     """Corpus prepared once; FLOPs per update of every variant; the budget; the plateau baseline."""
