@@ -142,3 +142,34 @@ def test_checker_spans_map_onto_tokens() -> None:
 
 def test_token_scores_take_the_max_of_negative_values_too() -> None:
     assert ged.to_token_scores(["ab", "cd"], [(0, -3.0), (1, -1.0), (3, -2.0)]).tolist() == [-1.0, -2.0]
+
+
+def test_bea_json_reader_splits_sentences_and_labels_char_edits(tmp_path: Path) -> None:
+    text = "I has a cat. She like fish\n\nWe goes home ."
+    edits = [[0, [[2, 5, "have", "AGV"],  # replacement: "has"
+                  [17, 21, "likes", None],  # replacement without a type
+                  [26, 26, ".", "MP"],  # insertion at the end of a sentence: its last token
+                  [28, 28, "Then ", "M"],  # insertion at a paragraph's start: the next token
+                  [31, 36, None]]],  # marked, not corrected: still an error
+             [1, [[6, 7, "an", "X"]]]]  # another annotator's edit
+    path = tmp_path / "essays.json"
+    path.write_text(json.dumps({"id": "e1", "text": text, "edits": edits}) + "\n\n", encoding="utf-8")
+    first, second, third = ged.read_bea_json(path)
+    assert first.tokens == ["I", "has", "a", "cat", "."] and first.labels == [0, 1, 0, 0, 0]
+    assert first.types[1] == ["AGV"]
+    assert second.tokens == ["She", "like", "fish"] and second.labels == [0, 1, 1]
+    assert second.types[1] == ["ERR"] and second.types[2] == ["MP"]
+    assert third.tokens == ["We", "goes", "home", "."] and third.labels == [1, 1, 0, 0]
+    other = ged.read_bea_json(path, annotator=1)
+    assert [s.labels for s in other] == [[0, 0, 1, 0, 0], [0, 0, 0], [0, 0, 0, 0]]
+
+
+@pytest.mark.parametrize("line, fragment", [("{not json", "not a BEA-2019 JSON essay"),
+                                            ('{"edits": []}', "not a BEA-2019 JSON essay"),
+                                            ('{"text": "Hi there.", "edits": [[0, [[3, 99, "x"]]]]}', "outside"),
+                                            ('{"text": "Hi there.", "edits": [[0, [["a", 2, "x"]]]]}', "not a BEA")])
+def test_bea_json_errors_name_file_and_line(tmp_path: Path, line: str, fragment: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text('{"text": "Fine.", "edits": []}\n' + line + "\n", encoding="utf-8")
+    with pytest.raises(ged.GedDataError, match=rf"bad.json:2: .*{fragment}"):
+        ged.read_bea_json(path)

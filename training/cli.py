@@ -10,6 +10,9 @@ import argparse
 import json
 import os
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -126,9 +129,11 @@ def add_pretrain(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", help="TOML or JSON run config; flags override it")
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     p.add_argument("--overwrite", action="store_true", help="replace the run already in --out (start it again)")
-    p.add_argument("--init-from", metavar="DIR",
-                   help="continue pre-training from a run or shipped model directory: its model settings, "
-                        "tokenizer and weights; a fresh optimizer with warm-up")
+    p.add_argument("--init-from", metavar="DIR|NAME",
+                   help="continue pre-training from a run or shipped model directory, a BERT/ELECTRA encoder "
+                        "folder (HF or sentence-transformers layout) or an installed encoder's short name "
+                        "(minilm: the warmstart extra): its model settings, tokenizer and weights; a fresh "
+                        "optimizer with warm-up")
     p.add_argument("--paper-recipe", action="store_true",
                    help="the paper's model: post-LN ELECTRA, 1/4-width full-depth generator, tied embeddings, "
                         "dropout 0.1 (other flags still override)")
@@ -157,7 +162,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
     else:
         config = RunConfig()
     if args.init_from and not args.resume:
-        config = start_from(config, Path(args.init_from))
+        config = start_from(config, args.init_from, gen_layers=args.gen_layers or 0)
     if args.paper_recipe:
         config.override("model", **PAPER_MODEL)
     for section, name, _kind, _help in config_flags():
@@ -192,9 +197,10 @@ def _pretrain_errors() -> tuple[type[BaseException], ...]:
 
 def _ged_train_errors() -> tuple[type[BaseException], ...]:
     from electra_detect.errors import DetectorError, GedDataError
+    from electra_detect.training.config import ConfigError
     from electra_detect.training.data import CorpusError
 
-    return DetectorError, GedDataError, CorpusError
+    return DetectorError, GedDataError, CorpusError, ConfigError
 
 
 def add_ged_train(sub: argparse._SubParsersAction) -> None:
@@ -204,11 +210,14 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
              description="Fine-tune the discriminator's replaced-token head as an error detector on "
                          "labelled data and/or synthetic errors made from clean corpus text. The result "
                          "is a discriminator dir (with ged.json: the F0.5-tuned threshold).")
-    t.add_argument("--model", default=DEFAULT_MODEL, help="run dir or discriminator dir to start from")
+    t.add_argument("--model", default=DEFAULT_MODEL,
+                   help="run dir or discriminator dir to start from, or a BERT-family encoder folder / short name "
+                        "(minilm) with no ELECTRA pre-training (a fresh replaced-token head)")
     t.add_argument("--out", required=True,
                    help="output directory; MODEL/ged makes `ged`, `ged eval`, the server and the demo use it")
     t.add_argument("--data", help="labelled training data")
-    t.add_argument("--format", choices=["m2", "tsv", "parallel"], default="m2", dest="fmt")
+    t.add_argument("--format", choices=["m2", "tsv", "parallel", "bea"], default="m2", dest="fmt",
+                   help="m2, token tsv, parallel (with --refs) or bea (BEA-2019 JSON essays, as FCE ships)")
     t.add_argument("--refs", nargs="+", default=[], help="correction file(s) for --format parallel")
     t.add_argument("--combine", choices=["first", "any", "majority"], default="first")
     t.add_argument("--dev-split", type=float, default=0.0,
@@ -240,9 +249,34 @@ def run_ged_train(args: argparse.Namespace) -> int:
         raise ged.GedDataError("nothing to train on: give --data and/or --synthetic N")
     config = FinetuneConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                             max_steps=args.max_steps)
-    summary = finetune(args.model, args.out, train, dev or None, config, show_progress=not args.no_progress)
+    with _start_model(args.model) as start:
+        summary = finetune(start, args.out, train, dev or None, config, show_progress=not args.no_progress)
     print(json.dumps(summary))
     return 0
+
+
+@contextmanager
+def _start_model(model: str) -> Iterator[str]:
+    """``ged train --model``: a discriminator as it is, or an encoder (training/encoders.py) written as one to a
+    temporary folder first."""
+    from electra_detect.training import encoders
+
+    path = Path(model)
+    if (path / "discriminator").is_dir() or _model_type(path) == "electra":
+        yield model
+        return
+    discriminator, tokenizer = encoders.discriminator_from_encoder(model)
+    with tempfile.TemporaryDirectory(prefix="electra-detect-encoder-") as tmp:
+        discriminator.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        yield tmp
+
+
+def _model_type(path: Path) -> str | None:
+    try:
+        return json.loads((path / "config.json").read_text()).get("model_type")
+    except (OSError, ValueError):
+        return None
 
 
 def _corpus_errors() -> tuple[type[BaseException], ...]:

@@ -74,9 +74,17 @@ class ModelConfig:
     # uniform attention over 128 tokens dilutes the neighbours' signal, and local layers leave the plateau early.
     local_window: int = 32  # 0 = every layer global
     global_every: int = 2  # layer i is global when i % global_every == 0 (ModernBERT's rule: layer 0 is global)
+    # The discriminator's shape (PRESETS' keys) when it is not a preset's: a warm start from a published encoder
+    # (training/encoders.py) copies that encoder's; empty = PRESETS[preset].
+    shape: dict[str, int] = field(default_factory=dict)
+
+    def discriminator_shape(self) -> dict[str, int]:
+        return dict(self.shape or PRESETS[self.preset])
 
     def validate(self) -> None:
-        if self.preset not in PRESETS:
+        if self.shape and set(self.shape) != set(PRESETS["tiny"]):
+            raise ConfigError(f"model shape needs exactly the keys {sorted(PRESETS['tiny'])}, got {sorted(self.shape)}")
+        if not self.shape and self.preset not in PRESETS:
             raise ConfigError(f"unknown preset {self.preset!r}; choose one of {sorted(PRESETS)}")
         if self.architecture not in ARCHITECTURES:
             raise ConfigError(f"unknown architecture {self.architecture!r}; choose one of {list(ARCHITECTURES)}")
@@ -92,21 +100,21 @@ class ModelConfig:
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.tie_all and (self.gen_fraction != 1.0 or self.embedding_sharing != "tied"
-                             or self.gen_layers not in (0, PRESETS[self.preset]["num_hidden_layers"])):
+                             or self.gen_layers not in (0, self.discriminator_shape()["num_hidden_layers"])):
             raise ConfigError("tie_all needs gen_fraction = 1.0, the full depth and embedding_sharing 'tied' "
                               "(generator and discriminator of one shape)")
         if (self.architecture == "modernbert" and self.embedding_sharing != "none"
-                and self.generator_shape()["hidden_size"] != PRESETS[self.preset]["hidden_size"]):
+                and self.generator_shape()["hidden_size"] != self.discriminator_shape()["hidden_size"]):
             raise ConfigError("a modernbert generator shares its token table only at the discriminator's width: "
                               "use gen_fraction 1.0 (and gen_layers for a smaller generator) or embedding_sharing "
                               "'none'")
-        if self.vocab_size < 100:
+        if self.vocab_size < 100 and not self.shape:  # a trained vocabulary; an encoder brings its own
             raise ConfigError(f"vocab_size must be at least 100, got {self.vocab_size}")
 
     def generator_shape(self) -> dict[str, int]:
         """Width, heads and FFN scaled by ``gen_fraction`` (Google's ``get_generator_config``); depth from
         ``gen_layers``."""
-        shape = dict(PRESETS[self.preset])
+        shape = self.discriminator_shape()
         hidden = max(8, round(shape["hidden_size"] * self.gen_fraction))
         heads = self.gen_heads or max(1, round(shape["num_attention_heads"] * self.gen_fraction))
         if not self.gen_heads and self.architecture == "modernbert":
@@ -115,12 +123,13 @@ class ModelConfig:
             heads -= 1
         layers = self.gen_layers or (shape["num_hidden_layers"] if self.architecture == "electra" or self.tie_all
                                      else max(1, shape["num_hidden_layers"] // 2))
-        shape.update(hidden_size=hidden, num_attention_heads=heads, intermediate_size=4 * hidden,
-                     num_hidden_layers=layers)
+        # an encoder's generator keeps its FFN ratio, so its lowest layers load into the generator
+        ffn = round(shape["intermediate_size"] * self.gen_fraction) if self.shape else 4 * hidden
+        shape.update(hidden_size=hidden, num_attention_heads=heads, intermediate_size=ffn, num_hidden_layers=layers)
         return shape
 
     def discriminator_config(self, vocab_size: int | None = None) -> ElectraConfig | ModernBertConfig:
-        return self._config(dict(PRESETS[self.preset]), vocab_size or self.vocab_size)
+        return self._config(self.discriminator_shape(), vocab_size or self.vocab_size)
 
     def generator_config(self, vocab_size: int | None = None) -> ElectraConfig | ModernBertConfig:
         return self._config(self.generator_shape(), vocab_size or self.vocab_size)
@@ -237,11 +246,9 @@ class RunConfig:
         if self.train.mlm_first_steps and self.model.tie_all:
             raise ConfigError("two-stage training (mlm_first_steps) freezes the generator in stage 2, "
                               "so it cannot share the whole encoder (tie_all)")
-        if self.seq_len() > PRESETS[self.model.preset]["max_position_embeddings"]:
-            raise ConfigError(
-                f"seq_len {self.seq_len()} exceeds the {self.model.preset} preset's "
-                f"{PRESETS[self.model.preset]['max_position_embeddings']} positions"
-            )
+        positions = self.model.discriminator_shape()["max_position_embeddings"]
+        if self.seq_len() > positions:
+            raise ConfigError(f"seq_len {self.seq_len()} exceeds the {self.model.preset} model's {positions} positions")
         return self
 
     def seq_len(self) -> int:

@@ -132,6 +132,29 @@ class ElectraPretrainingModel(nn.Module):
             if self.sharing == "gdes":
                 token_table(self.discriminator).weight.sub_(token_table(self.generator).weight)
 
+    def load_encoder_weights(self, tensors: dict[str, torch.Tensor]) -> None:
+        """Warm start (training/encoders.py): ``tensors`` keyed as inside ``ElectraModel`` become the
+        discriminator's encoder (and its replaced-token head, when given); the generator takes the same
+        embeddings and the lowest of those layers. The MLM heads (and a BERT's replaced-token head) stay fresh."""
+        if self.architecture != "electra":
+            raise ValueError("a warm start from a BERT-family encoder needs architecture 'electra'")
+        encoder = {k: v for k, v in tensors.items() if not k.startswith("discriminator_predictions.")}
+        head = {k.split(".", 1)[1]: v for k, v in tensors.items() if k.startswith("discriminator_predictions.")}
+        depth = self.generator.config.num_hidden_layers
+        lower = {k: v for k, v in encoder.items()
+                 if not k.startswith("encoder.layer.") or int(k.split(".")[2]) < depth}
+        with torch.no_grad():
+            for model, state in ((self.discriminator, encoder), (self.generator, lower)):
+                missing, unexpected = encoder_of(model).load_state_dict(state, strict=False)
+                if unexpected or (model is self.discriminator and missing):
+                    raise ValueError(f"the encoder does not fit the discriminator (missing {missing[:3]}, "
+                                     f"unexpected {unexpected[:3]})")
+            if head:
+                self.discriminator.discriminator_predictions.load_state_dict(head)
+            if self.sharing == "gdes":  # the residual starts at zero: E_disc = E_gen at step 0
+                token_table(self.discriminator).weight.zero_()
+        self._tie()
+
     def _tie(self) -> None:
         gen_encoder, disc_encoder = encoder_of(self.generator), encoder_of(self.discriminator)
         if self.tie_all:

@@ -91,8 +91,23 @@ def load_run_config(out_dir: Path) -> RunConfig:
     return RunConfig.from_dict(json.loads(path.read_text()))
 
 
-def start_from(config: RunConfig, source: Path) -> RunConfig:
-    """Continued pre-training (``--init-from``): the source's model settings and tokenizer, the rest from ``config``."""
+def start_from(config: RunConfig, source: Path | str, gen_layers: int = 0) -> RunConfig:
+    """Continued pre-training (``--init-from``): the source's model settings and tokenizer, the rest from ``config``.
+
+    ``source``: our run or shipped model directory, or a published encoder (a folder or a short name such as
+    ``minilm``: training/encoders.py), whose shape, tokenizer and weights start the discriminator."""
+    from electra_detect.training import encoders
+
+    if not encoders.is_run_dir(Path(source)):
+        folder = encoders.resolve_encoder(source)
+        if encoders.is_run_dir(folder):
+            return start_from(config, folder)
+        config.model = encoders.encoder_model_config(folder, gen_layers)
+        config.data.lowercase = True  # ignored with a given tokenizer: its own normaliser decides
+        config.data.tokenizer = str(folder.resolve())
+        config.train.init_from = str(folder.resolve())
+        return config
+    source = Path(source)
     origin = load_run_config(source)
     for part in ("generator", "discriminator"):
         if not (source / part / "config.json").exists():

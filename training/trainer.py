@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from electra_detect.training import distributed, objectives
+from electra_detect.training import distributed, encoders, objectives
 from electra_detect.training.checkpoint import CheckpointError, latest_checkpoint
 from electra_detect.training.config import RunConfig
 from electra_detect.training.data import BlockSampler
@@ -99,7 +99,10 @@ class Trainer:
                                                     mlm_head=any(o.mlm_head for o in used))
         if tcfg.init_from and not self.resume:  # continued pre-training: weights only; fresh optimizer and warm-up
             try:
-                model.load_exported_weights(tcfg.init_from)
+                if encoders.is_run_dir(Path(tcfg.init_from)):
+                    model.load_exported_weights(tcfg.init_from)
+                else:  # a published encoder (training/encoders.py)
+                    model.load_encoder_weights(encoders.encoder_weights(Path(tcfg.init_from)))
             except (OSError, RuntimeError, ValueError) as exc:
                 raise CheckpointError(f"cannot start from {tcfg.init_from}: {str(exc).splitlines()[0]}") from exc
         model = model.to(device)

@@ -37,14 +37,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--zero-shot", action="store_true",
                    help="evaluate the pre-trained discriminator even when the model dir holds a fine-tuned ged/")
     e.add_argument("--data", required=True, help="labelled data file")
-    e.add_argument("--format", choices=["m2", "tsv", "parallel"], required=True, dest="fmt",
+    e.add_argument("--format", choices=["m2", "tsv", "parallel", "bea"], required=True, dest="fmt",
                    help="parallel: --data is the source file, --refs its corrections (ERRANT aligns them)")
     e.add_argument("--refs", nargs="+", default=[], help="correction file(s) for --format parallel")
     e.add_argument("--combine", choices=["first", "any", "majority"], default="first",
                    help="how several --refs make one label per token")
     e.add_argument("--threshold", type=float, help="fixed threshold (default: tuned, else the model's ged.json, "
                                                   "else 0.5)")
-    e.add_argument("--tune-on", help="tune the threshold for max F0.5 on this file (m2/tsv; same format)")
+    e.add_argument("--tune-on", help="tune the threshold for max F0.5 on this file (m2/tsv/bea; same format)")
     e.add_argument("--split", action="store_true", help="tune on half of --data, report on the other half")
     e.add_argument("--seed", type=int, default=13, help="seed of the --split")
     e.add_argument("--annotator", type=int, default=0, help="M2 annotator id whose edits are the labels")

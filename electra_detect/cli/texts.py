@@ -114,7 +114,7 @@ def read_text_files(paths: list[str]) -> list[str]:
 
 
 def read_labelled(args: argparse.Namespace, path: str):
-    """GED sentences of a labelled file in ``args.fmt`` (m2, tsv, or parallel with ``args.refs``)."""
+    """GED sentences of a labelled file in ``args.fmt`` (m2, tsv, bea JSON, or parallel with ``args.refs``)."""
     from electra_detect.tasks import ged
 
     if args.fmt == "parallel":
@@ -123,4 +123,6 @@ def read_labelled(args: argparse.Namespace, path: str):
         return ged.read_parallel(path, args.refs, args.combine)
     if args.fmt == "m2":
         return ged.read_m2(path, getattr(args, "annotator", 0))
+    if args.fmt == "bea":
+        return ged.read_bea_json(path, getattr(args, "annotator", 0))
     return ged.read_token_tsv(path)

@@ -7,7 +7,10 @@ same choice as the *word score* of the glossary). F0.5 over tokens is the standa
 
 from __future__ import annotations
 
+import bisect
+import json
 import random
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -93,6 +96,74 @@ def read_token_tsv(path: str | Path) -> list[GedSentence]:
             raise GedDataError(f"{path}:{number}: expected 'token<TAB>c|i', got {line[:80]!r}")
         tokens.append(parts[0])
         labels.append(int(parts[-1] == "i"))
+    return sentences
+
+
+def _sentence_splitter():
+    """spaCy's English tokenizer rules with its punctuation sentencizer: no statistical model needed."""
+    try:
+        import spacy
+    except ImportError as exc:
+        raise GedDataError("BEA JSON needs spaCy to split sentences: pip install 'electra-detect[analysis]'") from exc
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+def read_bea_json(path: str | Path, annotator: int = 0, nlp=None) -> list[GedSentence]:
+    """BEA-2019 JSON (the FCE and W&I release): one essay per line, ``{"text": ..., "edits": [[annotator,
+    [[char_start, char_end, correction(, type)], ...]], ...]}``.
+
+    Each paragraph is split into sentences and tokens with spaCy's English rules; a token is an error when an
+    edit's character span overlaps it; an insertion (empty span) labels the token after the gap, or the last
+    token of the sentence when the gap ends it, as :func:`read_m2` does. A ``None`` correction (the error was
+    marked, not corrected) still labels its tokens. The edit's type (FCE's own codes) is kept when given."""
+    path = Path(path)
+    nlp = nlp or _sentence_splitter()
+    sentences: list[GedSentence] = []
+    for number, line in enumerate(_open_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            essay = json.loads(line)
+            text = essay["text"]
+            edits = next((e for who, e in essay.get("edits", []) if who == annotator), [])
+            edits = [(int(e[0]), int(e[1]), str(e[3]) if len(e) > 3 and e[3] else "ERR") for e in edits]
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
+            raise GedDataError(f"{path}:{number}: not a BEA-2019 JSON essay ({type(exc).__name__}: {exc})") from None
+        if not isinstance(text, str):
+            raise GedDataError(f"{path}:{number}: 'text' must be a string")
+        # (sentence index, position in it, start, end) of every token, in text order
+        spans: list[tuple[int, int, int, int]] = []
+        for paragraph in re.finditer(r"[^\n]+", text):
+            for sent in nlp(paragraph.group()).sents:
+                words = [t for t in sent if not t.is_space]
+                if not words:
+                    continue
+                sentences.append(GedSentence([t.text for t in words], [0] * len(words), [[] for _ in words]))
+                base = paragraph.start()
+                spans += [(len(sentences) - 1, i, base + t.idx, base + t.idx + len(t.text))
+                          for i, t in enumerate(words)]
+        starts = [span[2] for span in spans]
+        for start, end, edit_type in edits:
+            if not 0 <= start <= end <= len(text):
+                raise GedDataError(f"{path}:{number}: edit span {start}-{end} outside the {len(text)}-character text")
+            if end > start:
+                hit = [i for i, (_, _, s, e) in enumerate(spans) if s < end and e > start]
+            else:
+                after = bisect.bisect_left(starts, start)
+                inside = after - 1 if after and spans[after - 1][3] > start else None
+                if inside is not None:
+                    hit = [inside]
+                elif after < len(spans) and (after == 0 or starts[after] == start
+                                             or spans[after][0] == spans[after - 1][0]):
+                    hit = [after]
+                else:  # the gap ends a sentence (or the text): its last token
+                    hit = [after - 1] if after else []
+            for i in hit:
+                target, position = sentences[spans[i][0]], spans[i][1]
+                target.labels[position] = 1
+                target.types[position].append(edit_type)
     return sentences
 
 
