@@ -110,15 +110,19 @@ def main() -> int:
     parser.add_argument("--synthetic", type=int, default=4000, help="synthetic training sentences per fine-tune")
     parser.add_argument("--corpus", nargs="*", default=[], help="text for the synthetic errors (default: embedded)")
     parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--mix", action="append", default=[], metavar="NAME=MIX",
+                        help="arm NAME's synthetic error mix (basic or learner; default basic)")
     parser.add_argument("--split-seed", type=int, default=13)
     parser.add_argument("--work-dir", default="runs/bench-warmstart")
     parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results" / "warmstart"))
     parser.add_argument("--skip-peers", action="store_true")
     args = parser.parse_args()
     arms = dict(arm.split("=", 1) for arm in args.arm)
+    mixes = {name: "basic" for name in arms} | dict(m.split("=", 1) for m in args.mix)
 
     from electra_detect.training.cli import _start_model
     from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
+    from electra_detect.training.synthetic_errors import ErrorConfig
 
     sets = load_sets(Path(args.fce), Path(args.jfleg), args.split_seed)
     work, out = Path(args.work_dir), Path(args.out_dir)
@@ -138,14 +142,14 @@ def main() -> int:
         for seed in args.seeds:
             model_dir = work / arm / f"seed{seed}"
             if not (model_dir / "ged.json").exists():
-                synthetic = synthetic_examples(args.corpus, args.synthetic, seed)
+                synthetic = synthetic_examples(args.corpus, args.synthetic, seed, ErrorConfig(mix=mixes[arm]))
                 with _start_model(source) as start:
                     finetune(start, model_dir, synthetic, None, FinetuneConfig(epochs=args.epochs, seed=seed),
                              show_progress=sys.stderr.isatty())
             for name, split in sets.items():
                 tune_scores, _ = token_scores(model_dir, split["tune"])
                 report_scores, rate = token_scores(model_dir, split["report"])
-                row = {"arm": arm, "set": name, "stage": "fine-tuned", "seed": seed, **compute,
+                row = {"arm": arm, "set": name, "stage": "fine-tuned", "seed": seed, "mix": mixes[arm], **compute,
                        "finetune": json.loads((model_dir / "ged.json").read_text()).get("minutes"),
                        "sentences_per_s": rate, **metrics(split, tune_scores, report_scores)}
                 rows.append(row)
@@ -187,7 +191,7 @@ def main() -> int:
                               "diff_f05": point[first] - point[second], "ci95": [float(low), float(high)],
                               "resolved": bool(low > 0 or high < 0)})
 
-    summary = {"benchmark": "warmstart", "arms": arms, "seeds": args.seeds, "synthetic": args.synthetic,
+    summary = {"benchmark": "warmstart", "arms": arms, "mixes": mixes, "seeds": args.seeds, "synthetic": args.synthetic,
                "epochs": args.epochs, "rows": rows, "pairs": pairs, "bootstrap": BOOTSTRAP,
                "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": " ".join(sys.argv)}
     atomic_write_json(out / "result.json", summary)

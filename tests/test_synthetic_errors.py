@@ -44,3 +44,18 @@ def test_homophones_come_from_cmudict_and_the_corpus() -> None:
     sets = homophone_sets(["there", "their", "they're", "two", "too", "cat"])
     assert "their" in sets["there"] and "too" in sets["two"]
     assert "cat" not in sets and "tew" not in sets.get("two", [])
+
+
+def test_learner_mix_makes_its_families_with_aligned_labels() -> None:
+    sentence = "I want to go to the market with my friends , because they are enjoying shopping there .".split()
+    maker = ErrorMaker(ErrorConfig(error_rate=1.0, max_errors=1, mix="learner"), seed=5)
+    seen: set[str] = set()
+    for _ in range(300):
+        example = maker.corrupt(sentence)
+        assert len(example.tokens) == len(example.labels) == len(example.types)
+        assert example.tokens != sentence and sum(example.labels) >= 1
+        assert all(bool(t) == bool(label) for t, label in zip(example.types, example.labels, strict=True))
+        seen |= {kind for kinds in example.types for kind in kinds}
+    assert {"M:PUNCT", "U:PUNCT", "R:PUNCT", "M:PREP", "U:PREP", "R:NOUN:NUM", "R:VERB:FORM", "R:WO"} <= seen
+    with pytest.raises(ValueError, match="unknown error mix"):
+        ErrorConfig(mix="typo")

@@ -224,6 +224,9 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
                    help="hold out this share of --data (fixed seed) to tune the threshold")
     t.add_argument("--synthetic", type=int, default=0, help="add N corpus sentences with synthetic errors")
     t.add_argument("--corpus", nargs="+", default=[], help="text for --synthetic (default: embedded SOTU corpus)")
+    t.add_argument("--error-mix", choices=["basic", "learner"], default="basic",
+                   help="synthetic error families: basic (6, equal chances) or learner (10, weighted by FCE train's "
+                        "error shares)")
     t.add_argument("--epochs", type=int, default=2)
     t.add_argument("--max-steps", type=int, default=0)
     t.add_argument("--batch-size", type=int, default=16)
@@ -236,6 +239,7 @@ def run_ged_train(args: argparse.Namespace) -> int:
     from electra_detect.cli.texts import read_labelled
     from electra_detect.tasks import ged
     from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
+    from electra_detect.training.synthetic_errors import ErrorConfig
 
     train: list[ged.GedSentence] = []
     dev: list[ged.GedSentence] = []
@@ -244,7 +248,7 @@ def run_ged_train(args: argparse.Namespace) -> int:
         if args.dev_split:
             dev, train = ged.split_sentences(train, args.dev_split, args.seed)
     if args.synthetic:
-        train += synthetic_examples(args.corpus, args.synthetic, args.seed)
+        train += synthetic_examples(args.corpus, args.synthetic, args.seed, ErrorConfig(mix=args.error_mix))
     if not train:
         raise ged.GedDataError("nothing to train on: give --data and/or --synthetic N")
     config = FinetuneConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,

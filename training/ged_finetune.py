@@ -58,6 +58,7 @@ def corpus_sentences(corpus: Sequence[str], limit: int, doc_split: str = "blank"
 
 def synthetic_examples(corpus: Sequence[str], count: int, seed: int = 0,
                        config: ErrorConfig | None = None) -> list[GedSentence]:
+    """``count`` corpus sentences, ``config.error_rate`` of them with errors (training/synthetic_errors.py)."""
     clean = corpus_sentences(corpus, count)
     maker = ErrorMaker.for_corpus(clean, config, seed)
     return [maker.corrupt(tokens) for tokens in clean]

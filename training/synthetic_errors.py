@@ -12,6 +12,17 @@ a replaced or inserted token is the error; a deleted token labels the token afte
 | R:VERB:TENSE | swap tense (went/go, regular -ed added or dropped) |
 | R:SPELL | a character-level typo (swap, drop, double or substitute a letter) |
 | R:ORTH:HOMOPHONE | swap a word for a CMUdict homophone that the corpus also uses |
+
+``mix="learner"`` adds the learner-error families the basic mix lacks and draws each edit family by its share of
+FCE train's edits (``LEARNER_WEIGHTS``):
+
+| type | edit |
+|---|---|
+| M:PUNCT / U:PUNCT / R:PUNCT | drop a comma or the final stop, insert a comma, swap a punctuation mark |
+| M:PREP / U:PREP | delete a preposition (the next token is the error) or insert one |
+| R:NOUN:NUM | add or drop a plural -s |
+| R:VERB:FORM | -ing / base / -ed forms after "to" and auxiliaries |
+| R:WO | swap two adjacent words (both are errors) |
 """
 
 from __future__ import annotations
@@ -35,11 +46,30 @@ IRREGULAR = {"go": "went", "went": "go", "take": "took", "took": "take", "make":
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
+PUNCTUATION = [",", ".", ";", ":", "!", "?"]
+AUXILIARIES = {"to", "will", "would", "can", "could", "should", "must", "may", "might", "did", "does", "do"}
+FUNCTION_WORDS = set(ARTICLES) | set(PREPOSITIONS) | set(AGREEMENT) | AUXILIARIES | {
+    "and", "or", "but", "i", "you", "he", "she", "it", "we", "they", "his", "her", "its", "our", "their", "that",
+    "which", "who", "not", "as", "so", "if", "than", "there", "this", "these", "those", "my", "your", "me", "him"}
+# Share of FCE train's 44,853 edits in each family the learner mix can make (FCE's own codes: S; RV RN RJ RY R as
+# spelling/homophone-like lexical swaps; RT/MT/UT; RP/MP/UP; MD/UD/RD; TV; AGV; FN AGN IN; FV IV; W), from
+# `python -c` counting data/fce/json/fce-train.json's edit types (docs/warmstart.md).
+LEARNER_WEIGHTS = {"spelling": 0.079, "homophone": 0.02, "preposition": 0.077, "punctuation": 0.140,
+                   "article": 0.088, "tense": 0.061, "agreement": 0.015, "noun_number": 0.038,
+                   "verb_form": 0.040, "word_order": 0.029}
+MIXES = ("basic", "learner")
+
+
 @dataclass
 class ErrorConfig:
     error_rate: float = 0.6  # share of sentences that receive at least one error
     max_errors: int = 3  # per corrupted sentence
     min_homophone_count: int = 3  # a homophone must occur this often in the corpus to be used
+    mix: str = "basic"  # "basic": the six families, tried in random order; "learner": LEARNER_WEIGHTS, more families
+
+    def __post_init__(self) -> None:
+        if self.mix not in MIXES:
+            raise ValueError(f"unknown error mix {self.mix!r}; choose one of {', '.join(MIXES)}")
 
 
 def homophone_sets(known_words: Iterable[str]) -> dict[str, list[str]]:
@@ -90,11 +120,32 @@ class ErrorMaker:
         return GedSentence(tokens, labels, types)
 
     def _one_edit(self, tokens: list[str], labels: list[int], types: list[list[str]]) -> None:
-        edits = [self._article, self._preposition, self._agreement, self._tense, self._spelling, self._homophone]
-        self.rng.shuffle(edits)
+        if self.config.mix == "learner":  # a family drawn by its FCE share; the rest, in random order, if it cannot
+            names = list(LEARNER_WEIGHTS)
+            first = self.rng.choices(names, weights=[LEARNER_WEIGHTS[n] for n in names])[0]
+            rest = [n for n in names if n != first]
+            self.rng.shuffle(rest)
+            edits = [getattr(self, f"_{name}") for name in [first, *rest]]
+        else:
+            edits = [self._article, self._preposition, self._agreement, self._tense, self._spelling, self._homophone]
+            self.rng.shuffle(edits)
         for edit in edits:
             if edit(tokens, labels, types):
                 return
+
+    # -- shared moves ----------------------------------------------------------------------------------------
+    def _delete(self, tokens, labels, types, i: int, kind: str) -> None:
+        """A missing word: delete token i; the token after the gap (the last at the end) is the error."""
+        del tokens[i], labels[i], types[i]
+        j = min(i, len(tokens) - 1)
+        labels[j] = 1
+        types[j].append(kind)
+
+    def _insert(self, tokens, labels, types, i: int, word: str, kind: str) -> None:
+        """An unnecessary word: the inserted token is the error."""
+        tokens.insert(i, word)
+        labels.insert(i, 1)
+        types.insert(i, [kind])
 
     def _replace_where(self, tokens, labels, types, table: dict[str, list[str]], kind: str) -> bool:
         positions = [i for i, t in enumerate(tokens) if t.lower() in table and not labels[i]]
@@ -113,24 +164,99 @@ class ErrorMaker:
             table = {a: [b for b in ARTICLES if b != a] for a in ARTICLES}
             return self._replace_where(tokens, labels, types, table, "R:DET")
         if positions and roll < 0.75 and len(tokens) > 1:  # missing article: label the token after the gap
-            i = self.rng.choice(positions)
-            del tokens[i], labels[i], types[i]
-            j = min(i, len(tokens) - 1)
-            labels[j] = 1
-            types[j].append("M:DET")
+            self._delete(tokens, labels, types, self.rng.choice(positions), "M:DET")
             return True
         candidates = [i for i, t in enumerate(tokens) if t.isalpha() and t.lower() not in ARTICLES and not labels[i]]
         if not candidates:
             return False
-        i = self.rng.choice(candidates)  # unnecessary article: the inserted token is the error
-        tokens.insert(i, self.rng.choice(ARTICLES))
-        labels.insert(i, 1)
-        types.insert(i, ["U:DET"])
+        self._insert(tokens, labels, types, self.rng.choice(candidates), self.rng.choice(ARTICLES), "U:DET")
         return True
 
     def _preposition(self, tokens, labels, types) -> bool:
         table = {p: [q for q in PREPOSITIONS if q != p] for p in PREPOSITIONS}
-        return self._replace_where(tokens, labels, types, table, "R:PREP")
+        if self.config.mix != "learner":
+            return self._replace_where(tokens, labels, types, table, "R:PREP")
+        roll = self.rng.random()  # FCE: RT 2,814, MT 1,206, UT 895
+        positions = [i for i, t in enumerate(tokens) if t.lower() in PREPOSITIONS and not labels[i]]
+        if positions and roll < 0.57:
+            return self._replace_where(tokens, labels, types, table, "R:PREP")
+        if positions and roll < 0.82 and len(tokens) > 1:
+            self._delete(tokens, labels, types, self.rng.choice(positions), "M:PREP")
+            return True
+        candidates = [i for i, t in enumerate(tokens) if t.isalpha() and i > 0 and not labels[i]]
+        if not candidates:
+            return False
+        self._insert(tokens, labels, types, self.rng.choice(candidates), self.rng.choice(PREPOSITIONS), "U:PREP")
+        return True
+
+    def _punctuation(self, tokens, labels, types) -> bool:
+        roll = self.rng.random()  # FCE: RP 2,752, MP 2,426, UP 1,142
+        marks = [i for i, t in enumerate(tokens) if t in PUNCTUATION and not labels[i]]
+        if marks and roll < 0.44:
+            i = self.rng.choice(marks)
+            tokens[i] = self.rng.choice([p for p in PUNCTUATION if p != tokens[i]])
+            labels[i] = 1
+            types[i].append("R:PUNCT")
+            return True
+        if marks and roll < 0.82 and len(tokens) > 1:
+            self._delete(tokens, labels, types, self.rng.choice(marks), "M:PUNCT")
+            return True
+        candidates = [i for i in range(1, len(tokens)) if tokens[i - 1].isalpha() and not labels[i]]
+        if not candidates:
+            return False
+        self._insert(tokens, labels, types, self.rng.choice(candidates), ",", "U:PUNCT")
+        return True
+
+    def _noun_number(self, tokens, labels, types) -> bool:
+        positions = [i for i, t in enumerate(tokens) if t.isalpha() and t.islower() and len(t) >= 4
+                     and t not in FUNCTION_WORDS and not t.endswith(("ss", "ing", "ed", "ly")) and not labels[i]]
+        if not positions:
+            return False
+        i = self.rng.choice(positions)
+        word = tokens[i]
+        tokens[i] = word[:-1] if word.endswith("s") else word + ("es" if word.endswith(("ch", "sh", "x")) else "s")
+        labels[i] = 1
+        types[i].append("R:NOUN:NUM")
+        return True
+
+    def _verb_form(self, tokens, labels, types) -> bool:
+        """The word after "to"/an auxiliary, or an -ing word, put in another form (to go -> to going / to went)."""
+        positions = [i for i, t in enumerate(tokens) if t.isalpha() and len(t) >= 3 and not labels[i]
+                     and ((i > 0 and tokens[i - 1].lower() in AUXILIARIES and t.lower() not in FUNCTION_WORDS)
+                          or (t.endswith("ing") and len(t) >= 6))]
+        if not positions:
+            return False
+        i = self.rng.choice(positions)
+        word = tokens[i]
+        if word.endswith("ing"):
+            stem = word[:-3]
+            forms = [stem, stem + "s", stem + "ed", "to " + stem]
+        else:
+            stem = word[:-1] if word.endswith("e") else word
+            forms = [stem + "ing", word + "s", stem + "ed"]
+        choice = self.rng.choice(forms)
+        if choice.startswith("to "):  # "enjoy swimming" -> "enjoy to swim": the inserted "to" and the verb
+            tokens[i] = choice[3:]
+            self._insert(tokens, labels, types, i, "to", "R:VERB:FORM")
+            labels[i + 1] = 1
+            types[i + 1].append("R:VERB:FORM")
+            return True
+        tokens[i] = choice
+        labels[i] = 1
+        types[i].append("R:VERB:FORM")
+        return True
+
+    def _word_order(self, tokens, labels, types) -> bool:
+        pairs = [i for i in range(len(tokens) - 1) if tokens[i].isalpha() and tokens[i + 1].isalpha()
+                 and tokens[i].lower() != tokens[i + 1].lower() and not labels[i] and not labels[i + 1]]
+        if not pairs:
+            return False
+        i = self.rng.choice(pairs)
+        tokens[i], tokens[i + 1] = tokens[i + 1], tokens[i]
+        for j in (i, i + 1):
+            labels[j] = 1
+            types[j].append("R:WO")
+        return True
 
     def _agreement(self, tokens, labels, types) -> bool:
         return self._replace_where(tokens, labels, types, {k: [v] for k, v in AGREEMENT.items()}, "R:VERB:SVA")
