@@ -76,11 +76,22 @@ def encode(tokenizer: Any, sentences: Sequence[GedSentence], max_length: int) ->
     return out
 
 
+# Batches are formed inside shuffled pools of this many batches, sorted by length (HF's group_by_length): padding
+# falls from ~half of every batch to a few tokens, while the batch order stays random.
+LENGTH_POOL = 50
+
+
 def _batches(examples: list[tuple[list[int], list[int]]], batch_size: int, pad_id: int, rng: random.Random):
     order = list(range(len(examples)))
     rng.shuffle(order)
-    for first in range(0, len(order), batch_size):
-        chunk = [examples[i] for i in order[first:first + batch_size]]
+    pool = batch_size * LENGTH_POOL
+    groups = []
+    for start in range(0, len(order), pool):
+        chunk = sorted(order[start:start + pool], key=lambda i: len(examples[i][0]))
+        groups += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    rng.shuffle(groups)
+    for group in groups:
+        chunk = [examples[i] for i in group]
         ids, attention = pad_ids([token_ids for token_ids, _ in chunk], pad_id)
         labels, _ = pad_ids([token_labels for _, token_labels in chunk], -1)  # -1: not a real token
         yield torch.from_numpy(ids), torch.from_numpy(attention), torch.from_numpy(labels)
