@@ -110,15 +110,19 @@ def main() -> int:
     parser.add_argument("--synthetic", type=int, default=4000, help="synthetic training sentences per fine-tune")
     parser.add_argument("--corpus", nargs="*", default=[], help="text for the synthetic errors (default: embedded)")
     parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--mix", action="append", default=[], metavar="NAME=MIX",
-                        help="arm NAME's synthetic error mix (basic or learner; default basic)")
+    parser.add_argument("--option", action="append", default=[], metavar="NAME.KEY=VALUE",
+                        help="one arm's own fine-tune setting: mix (basic or learner), synthetic, epochs")
     parser.add_argument("--split-seed", type=int, default=13)
     parser.add_argument("--work-dir", default="runs/bench-warmstart")
     parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results" / "warmstart"))
     parser.add_argument("--skip-peers", action="store_true")
     args = parser.parse_args()
     arms = dict(arm.split("=", 1) for arm in args.arm)
-    mixes = {name: "basic" for name in arms} | dict(m.split("=", 1) for m in args.mix)
+    recipes = {name: {"mix": "basic", "synthetic": args.synthetic, "epochs": args.epochs} for name in arms}
+    for option in args.option:
+        key, value = option.split("=", 1)
+        name, setting = key.split(".", 1)
+        recipes[name][setting] = value if setting == "mix" else int(value)
 
     from electra_detect.training.cli import _start_model
     from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
@@ -142,14 +146,15 @@ def main() -> int:
         for seed in args.seeds:
             model_dir = work / arm / f"seed{seed}"
             if not (model_dir / "ged.json").exists():
-                synthetic = synthetic_examples(args.corpus, args.synthetic, seed, ErrorConfig(mix=mixes[arm]))
+                recipe = recipes[arm]
+                synthetic = synthetic_examples(args.corpus, recipe["synthetic"], seed, ErrorConfig(mix=recipe["mix"]))
                 with _start_model(source) as start:
-                    finetune(start, model_dir, synthetic, None, FinetuneConfig(epochs=args.epochs, seed=seed),
+                    finetune(start, model_dir, synthetic, None, FinetuneConfig(epochs=recipe["epochs"], seed=seed),
                              show_progress=sys.stderr.isatty())
             for name, split in sets.items():
                 tune_scores, _ = token_scores(model_dir, split["tune"])
                 report_scores, rate = token_scores(model_dir, split["report"])
-                row = {"arm": arm, "set": name, "stage": "fine-tuned", "seed": seed, "mix": mixes[arm], **compute,
+                row = {"arm": arm, "set": name, "stage": "fine-tuned", "seed": seed, **recipes[arm], **compute,
                        "finetune": json.loads((model_dir / "ged.json").read_text()).get("minutes"),
                        "sentences_per_s": rate, **metrics(split, tune_scores, report_scores)}
                 rows.append(row)
@@ -191,9 +196,9 @@ def main() -> int:
                               "diff_f05": point[first] - point[second], "ci95": [float(low), float(high)],
                               "resolved": bool(low > 0 or high < 0)})
 
-    summary = {"benchmark": "warmstart", "arms": arms, "mixes": mixes, "seeds": args.seeds, "synthetic": args.synthetic,
-               "epochs": args.epochs, "rows": rows, "pairs": pairs, "bootstrap": BOOTSTRAP,
-               "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": " ".join(sys.argv)}
+    summary = {"benchmark": "warmstart", "arms": arms, "recipes": recipes, "seeds": args.seeds, "rows": rows,
+               "pairs": pairs, "bootstrap": BOOTSTRAP, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+               "command": " ".join(sys.argv)}
     atomic_write_json(out / "result.json", summary)
     atomic_write_text(out / "table.md", table(summary))
     plot(summary, out / "f05_vs_compute.png")
@@ -212,12 +217,13 @@ def aggregate(rows: list[dict], arm: str, set_name: str, stage: str) -> dict[str
 
 def table(summary: dict[str, Any]) -> str:
     lines = ["# Warm start: GED from a published encoder, with and without continued pre-training", "",
-             f"Command: `{summary['command']}` ({summary['date']}). Fine-tunes: {summary['synthetic']} synthetic "
-             f"sentences, {summary['epochs']} epochs, seeds {summary['seeds']}; thresholds tuned for F0.5 on the "
-             "tuning half of each set, metrics on its report half (mean over seeds, ± their std).", ""]
+             f"Command: `{summary['command']}` ({summary['date']}). Fine-tunes on synthetic errors only (corpus "
+             f"sentences × epochs, error mix), seeds {summary['seeds']}; thresholds tuned for F0.5 on the tuning "
+             "half of each set, metrics on its report half (mean over seeds, ± their std).", ""]
     for set_name in ("FCE dev", "JFLEG dev"):
-        lines += [f"## {set_name}", "", "| arm | stage | pre-training | F0.5 | precision | recall | AP |",
-                  "|---|---|---|---:|---:|---:|---:|"]
+        lines += [f"## {set_name}", "",
+                  "| arm | stage | pre-training | fine-tune data | F0.5 | precision | recall | AP |",
+                  "|---|---|---|---|---:|---:|---:|---:|"]
         for arm in [*summary["arms"], "harper-py"]:
             for stage in ("zero-shot", "fine-tuned", "rule-based"):
                 row = aggregate(summary["rows"], arm, set_name, stage)
@@ -227,9 +233,12 @@ def table(summary: dict[str, Any]) -> str:
                        f"{row['flops'] / 1e15:.1f} PFLOPs, {row['minutes']:.0f} min") if row.get("steps") else "–"
                 if arm == "harper-py":
                     pre = "rule-based"
+                recipe = summary["recipes"].get(arm)
+                fine_tuned = recipe and stage == "fine-tuned"
+                data = f"{recipe['synthetic']} × {recipe['epochs']}, {recipe['mix']}" if fine_tuned else "–"
                 ap = row["average_precision"]
                 spread = f" ± {row['f05_std']:.3f}" if row["n"] > 1 else ""
-                lines.append(f"| {arm} | {stage} | {pre} | {row['f05']:.3f}{spread} | {row['precision']:.3f} | "
+                lines.append(f"| {arm} | {stage} | {pre} | {data} | {row['f05']:.3f}{spread} | {row['precision']:.3f} | "
                              f"{row['recall']:.3f} | {'–' if ap != ap else f'{ap:.3f}'} |")
         zero = [r for r in summary["rows"] if r["set"] == set_name and r.get("stage") == "zero-shot"]
         for row in zero:
