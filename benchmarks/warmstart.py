@@ -238,8 +238,8 @@ def table(summary: dict[str, Any]) -> str:
                 data = f"{recipe['synthetic']} × {recipe['epochs']}, {recipe['mix']}" if fine_tuned else "–"
                 ap = row["average_precision"]
                 spread = f" ± {row['f05_std']:.3f}" if row["n"] > 1 else ""
-                lines.append(f"| {arm} | {stage} | {pre} | {data} | {row['f05']:.3f}{spread} | {row['precision']:.3f} | "
-                             f"{row['recall']:.3f} | {'–' if ap != ap else f'{ap:.3f}'} |")
+                lines.append(f"| {arm} | {stage} | {pre} | {data} | {row['f05']:.3f}{spread} | "
+                             f"{row['precision']:.3f} | {row['recall']:.3f} | {'–' if ap != ap else f'{ap:.3f}'} |")
         zero = [r for r in summary["rows"] if r["set"] == set_name and r.get("stage") == "zero-shot"]
         for row in zero:
             lines.append(f"\nZero-shot AP of `{row['arm']}` on all of {set_name}: {row['ap_all']:.3f} = "
