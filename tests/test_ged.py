@@ -156,12 +156,23 @@ def test_bea_json_reader_splits_sentences_and_labels_char_edits(tmp_path: Path) 
     path.write_text(json.dumps({"id": "e1", "text": text, "edits": edits}) + "\n\n", encoding="utf-8")
     first, second, third = ged.read_bea_json(path)
     assert first.tokens == ["I", "has", "a", "cat", "."] and first.labels == [0, 1, 0, 0, 0]
-    assert first.types[1] == ["AGV"]
+    assert first.types[1] == ["R:VERB:SVA"]  # FCE's AGV, as ERRANT names it
     assert second.tokens == ["She", "like", "fish"] and second.labels == [0, 1, 1]
-    assert second.types[1] == ["ERR"] and second.types[2] == ["MP"]
+    assert second.types[1] == ["R:OTHER"] and second.types[2] == ["M:PUNCT"]
     assert third.tokens == ["We", "goes", "home", "."] and third.labels == [1, 1, 0, 0]
+    assert third.types[0] == ["M:OTHER"] and third.types[1] == ["R:OTHER"]
     other = ged.read_bea_json(path, annotator=1)
     assert [s.labels for s in other] == [[0, 0, 1, 0, 0], [0, 0, 0], [0, 0, 0, 0]]
+
+
+@pytest.mark.parametrize("start, end, correction, code, expected", [
+    (2, 5, "have", "AGV", "R:VERB:SVA"), (3, 3, "a", "MD", "M:DET"), (3, 6, "", "UT", "U:PREP"),
+    (3, 6, "", "RT", "U:PREP"),  # the operation comes from the edit, not from the code's letter
+    (0, 4, "beautiful", "DJ", "R:MORPH"), (0, 4, "received", "S", "R:SPELL"), (0, 4, "x", "FV", "R:VERB:FORM"),
+    (0, 4, "x", "ID", "R:OTHER"), (0, 4, "x", "ZZ", "R:OTHER"), (0, 4, "x", "R:NOUN:NUM", "R:NOUN:NUM")])
+def test_bea_edit_types_follow_errant(start: int, end: int, correction: str, code: str, expected: str) -> None:
+    assert ged.bea_edit_type(start, end, correction, code) == expected
+    assert ged.split_type(expected)[0] == expected[0]
 
 
 @pytest.mark.parametrize("line, fragment", [("{not json", "not a BEA-2019 JSON essay"),

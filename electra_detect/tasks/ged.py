@@ -110,6 +110,48 @@ def _sentence_splitter():
     return nlp
 
 
+# FCE's error codes (Nicholls 2003) are a kind (M/R/U missing/replace/unnecessary, F form, I inflection,
+# D derivation, AG agreement, C countability) and a part-of-speech letter; ERRANT names the same errors by
+# operation and main type. This table maps the codes onto ERRANT's main types; the operation comes from the edit.
+FCE_POS = {"V": "VERB", "T": "PREP", "P": "PUNCT", "D": "DET", "N": "NOUN", "J": "ADJ", "Y": "ADV", "A": "PRON",
+           "C": "CONJ", "Q": "DET"}
+FCE_CODES = {"S": "SPELL", "SA": "SPELL", "SX": "SPELL", "W": "WO", "TV": "VERB:TENSE", "AGV": "VERB:SVA",
+             "FV": "VERB:FORM", "IV": "VERB:INFL", "IN": "NOUN:INFL", "FN": "NOUN:NUM", "AGN": "NOUN:NUM",
+             "CN": "NOUN:NUM", "CE": "OTHER", "CL": "OTHER", "ID": "OTHER", "L": "OTHER", "X": "OTHER"}
+
+
+def fce_main_type(code: str) -> str:
+    """ERRANT main type of an FCE error code: ``RT`` -> ``PREP``, ``AGV`` -> ``VERB:SVA``, ``DN`` -> ``MORPH``."""
+    if code in FCE_CODES:
+        return FCE_CODES[code]
+    kind, pos = code[:-1], FCE_POS.get(code[-1:])
+    if pos is None or kind not in ("M", "R", "U", "F", "I", "D", "AG", "C"):
+        return "OTHER"
+    return "MORPH" if kind in ("D", "F", "I") else pos
+
+
+def edit_operation(start: int, end: int, correction: str | None) -> str:
+    """ERRANT's operation: M (missing: an insertion), U (unnecessary: deleted), R (replaced)."""
+    if start == end:
+        return "M"
+    return "U" if correction == "" else "R"
+
+
+def bea_edit_type(start: int, end: int, correction: str | None, code: object) -> str:
+    """``OP:MAIN`` for a BEA-2019 JSON edit: an ERRANT type is kept as given (W&I), an FCE code is mapped
+    (:func:`fce_main_type`), a missing one is ``OP:OTHER``."""
+    code = str(code) if code else ""
+    if code[:2] in ("M:", "R:", "U:"):
+        return code
+    return f"{edit_operation(start, end, correction)}:{fce_main_type(code) if code else 'OTHER'}"
+
+
+def split_type(edit_type: str) -> tuple[str, str]:
+    """(operation, main type) of an ERRANT type: ``R:VERB:SVA`` -> (``R``, ``VERB:SVA``); ``UNK`` -> (``R``, ``OTHER``)."""
+    op, _, main = edit_type.partition(":")
+    return (op, main) if op in ("M", "R", "U") and main else ("R", "OTHER")
+
+
 def read_bea_json(path: str | Path, annotator: int = 0, nlp=None) -> list[GedSentence]:
     """BEA-2019 JSON (the FCE and W&I release): one essay per line, ``{"text": ..., "edits": [[annotator,
     [[char_start, char_end, correction(, type)], ...]], ...]}``.
@@ -117,7 +159,7 @@ def read_bea_json(path: str | Path, annotator: int = 0, nlp=None) -> list[GedSen
     Each paragraph is split into sentences and tokens with spaCy's English rules; a token is an error when an
     edit's character span overlaps it; an insertion (empty span) labels the token after the gap, or the last
     token of the sentence when the gap ends it, as :func:`read_m2` does. A ``None`` correction (the error was
-    marked, not corrected) still labels its tokens. The edit's type (FCE's own codes) is kept when given."""
+    marked, not corrected) still labels its tokens. Each edit's type is ERRANT-style (:func:`bea_edit_type`)."""
     path = Path(path)
     nlp = nlp or _sentence_splitter()
     sentences: list[GedSentence] = []
@@ -128,7 +170,8 @@ def read_bea_json(path: str | Path, annotator: int = 0, nlp=None) -> list[GedSen
             essay = json.loads(line)
             text = essay["text"]
             edits = next((e for who, e in essay.get("edits", []) if who == annotator), [])
-            edits = [(int(e[0]), int(e[1]), str(e[3]) if len(e) > 3 and e[3] else "ERR") for e in edits]
+            edits = [(int(e[0]), int(e[1]), bea_edit_type(int(e[0]), int(e[1]), e[2], e[3] if len(e) > 3 else None))
+                     for e in edits]
         except (json.JSONDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
             raise GedDataError(f"{path}:{number}: not a BEA-2019 JSON essay ({type(exc).__name__}: {exc})") from None
         if not isinstance(text, str):
