@@ -43,3 +43,43 @@ def test_ged_train_cli_needs_data(tmp_path: Path, micro_run: Path) -> None:
                              "--out", str(tmp_path / "x")], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "nothing to train on" in result.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_packed_type_labels_round_trip() -> None:
+    import torch
+
+    from electra_detect.training.ged_finetune import type_channels, type_targets, unpack_labels
+
+    sentence = GedSentence(["a", "b", "c", "d"], [0, 1, 1, 1], [[], ["U:DET"], ["R:VERB:SVA", "M:DET"], ["R:ODD"]])
+    common = GedSentence(["a", "b"], [1, 1], [["U:DET"], ["R:VERB:SVA"]])
+    channels = type_channels([sentence] + [common] * 25)
+    assert channels == ["error", "op:M", "op:R", "op:U", "type:DET", "type:VERB:SVA", "type:OTHER"]
+    targets = type_targets(sentence, channels)
+    assert targets == [(-100, -100), (2, 0), (1, 1), (1, 2)]  # the first edit decides; rare ODD trains as OTHER
+    packed = torch.tensor([-1, 0] + [1 + 2 * (1 + op + 3 * (1 + main)) for op, main in targets[1:]])
+    label, op, main = unpack_labels(packed)
+    assert label.tolist() == [-1, 0, 1, 1, 1]
+    assert op.tolist() == [-100, -100, 2, 1, 1] and main.tolist() == [-100, -100, 0, 1, 2]
+
+
+def test_typed_finetune_learns_operations(tmp_path: Path, micro_run: Path) -> None:
+    import torch
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    sentences = [s.split() for s in synthetic_text(160, seed=5).replace(".", " .").split(" .") if s.strip()]
+    kinds = {"house": "R:NOUN:NUM", "red": "U:ADJ"}
+    train = [GedSentence(tokens, [int(t in kinds) for t in tokens], [[kinds[t]] if t in kinds else [] for t in tokens])
+             for tokens in sentences]
+    assert sum(t == "house" for s in sentences for t in s) >= 20 and sum(t == "red" for s in sentences for t in s) >= 20
+    summary = finetune(micro_run, tmp_path / "ged", train, config=FinetuneConfig(epochs=4, batch_size=16, lr=3e-3,
+                                                                                  types=True), show_progress=False)
+    assert summary["types"] == ["error", "op:M", "op:R", "op:U", "type:ADJ", "type:NOUN:NUM", "type:OTHER"]
+    assert Detector.load(tmp_path / "ged").score("A red house.")[0].words  # the binary path reads channel 0
+    model = AutoModelForTokenClassification.from_pretrained(str(tmp_path / "ged")).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(tmp_path / "ged"))
+    encoded = tokenizer(["red", "house"], is_split_into_words=True, return_tensors="pt", return_token_type_ids=False)
+    with torch.no_grad():
+        logits = model(**encoded).logits[0]
+    positions = [encoded.word_ids(0).index(w) for w in (0, 1)]  # first subword of each word
+    ops = [model.config.id2label[1 + int(logits[i, 1:4].argmax())] for i in positions]
+    assert ops == ["op:U", "op:R"], ops

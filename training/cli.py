@@ -222,6 +222,10 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--combine", choices=["first", "any", "majority"], default="first")
     t.add_argument("--dev-split", type=float, default=0.0,
                    help="hold out this share of --data (fixed seed) to tune the threshold")
+    t.add_argument("--dev", help="labelled data (same --format) to tune the threshold on, e.g. FCE dev")
+    t.add_argument("--types", action="store_true",
+                   help="also learn ERRANT error types (operation M/R/U and main type) from the data's edit types: "
+                        "a token classifier with named channels, one encoder pass for both")
     t.add_argument("--synthetic", type=int, default=0, help="add N corpus sentences with synthetic errors")
     t.add_argument("--corpus", nargs="+", default=[], help="text for --synthetic (default: embedded SOTU corpus)")
     t.add_argument("--error-mix", choices=["basic", "learner"], default="basic",
@@ -247,12 +251,17 @@ def run_ged_train(args: argparse.Namespace) -> int:
         train = read_labelled(args, args.data)
         if args.dev_split:
             dev, train = ged.split_sentences(train, args.dev_split, args.seed)
+    if args.dev:
+        if args.fmt == "parallel":
+            raise ged.GedDataError("--dev does not take parallel data (its --refs are the training file's): "
+                                   "use --dev-split")
+        dev = read_labelled(args, args.dev)
     if args.synthetic:
         train += synthetic_examples(args.corpus, args.synthetic, args.seed, ErrorConfig(mix=args.error_mix))
     if not train:
         raise ged.GedDataError("nothing to train on: give --data and/or --synthetic N")
     config = FinetuneConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-                            max_steps=args.max_steps)
+                            max_steps=args.max_steps, types=args.types)
     with _start_model(args.model) as start:
         summary = finetune(start, args.out, train, dev or None, config, show_progress=not args.no_progress)
     print(json.dumps(summary))

@@ -4,6 +4,11 @@ The model keeps its discriminator class (``load_discriminator``): its replaced-t
 answers "is this token wrong here?", so it *is* the initial error head, and the fine-tuned directory is still a
 discriminator that ``Detector`` loads unchanged (p_replaced becomes p(error)). Every subword of
 a labelled whitespace token takes that token's label; the loss is BCE over real subwords.
+
+With ``types`` the model is the encoder's stock token classifier (``ElectraForTokenClassification``, ...) with
+named channels: ``error`` (the binary logit the Detector reads), ``op:M|R|U`` (ERRANT's operation) and
+``type:<main>`` (ERRANT's main types seen often enough in the training data). One encoder pass serves both heads;
+the type channels are trained with cross-entropy on the error tokens only.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import random
 import re
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +29,7 @@ from tqdm.auto import tqdm
 
 from electra_detect.detector import Detector, load_discriminator, pad_ids, replaced_logits, resolve_model_dir
 from electra_detect.fileio import atomic_write_dir, atomic_write_json
-from electra_detect.tasks.ged import GedSentence, flatten, score_tokens, token_metrics, tune_threshold
+from electra_detect.tasks.ged import GedSentence, flatten, score_tokens, split_type, token_metrics, tune_threshold
 from electra_detect.training.data import iter_documents, resolve_corpus
 from electra_detect.training.optim import build_optimizer, warmup_linear_decay
 from electra_detect.training.synthetic_errors import ErrorConfig, ErrorMaker
@@ -41,6 +47,32 @@ class FinetuneConfig:
     max_length: int = 128
     seed: int = 0
     max_steps: int = 0  # 0 = epochs decide
+    types: bool = False  # add ERRANT operation and main-type channels (a token classifier)
+
+
+OPERATIONS = ("M", "R", "U")
+MIN_TYPE_TOKENS = 20  # a rarer main type trains as OTHER: too few tokens to learn a class of its own
+
+
+def type_channels(sentences: Sequence[GedSentence]) -> list[str]:
+    """The typed model's channel names: ``error``, ``op:M``, ``op:R``, ``op:U``, then ``type:<main>`` for each
+    main type with at least MIN_TYPE_TOKENS training tokens, and ``type:OTHER`` last."""
+    counts = Counter(split_type(types[0])[1] for s in sentences for types in s.types if types)
+    mains = sorted(m for m, n in counts.items() if n >= MIN_TYPE_TOKENS and m != "OTHER")
+    return ["error", *(f"op:{op}" for op in OPERATIONS), *(f"type:{m}" for m in mains), "type:OTHER"]
+
+
+def type_targets(sentence: GedSentence, channels: Sequence[str]) -> list[tuple[int, int]]:
+    """Per token: (operation index, main-type index) of its first edit, (-100, -100) where it has none."""
+    mains = {name[5:]: i for i, name in enumerate(c for c in channels if c.startswith("type:"))}
+    out = []
+    for types in sentence.types or [[] for _ in sentence.tokens]:
+        if not types:
+            out.append((-100, -100))
+            continue
+        op, main = split_type(types[0])
+        out.append((OPERATIONS.index(op), mains.get(main, mains["OTHER"])))
+    return out
 
 
 def corpus_sentences(corpus: Sequence[str], limit: int, doc_split: str = "blank") -> list[list[str]]:
@@ -64,16 +96,48 @@ def synthetic_examples(corpus: Sequence[str], count: int, seed: int = 0,
     return [maker.corrupt(tokens) for tokens in clean]
 
 
-def encode(tokenizer: Any, sentences: Sequence[GedSentence], max_length: int) -> list[tuple[list[int], list[int]]]:
-    """Subword ids with [CLS]/[SEP] and per-subword labels (-1 on specials)."""
+def encode(tokenizer: Any, sentences: Sequence[GedSentence], max_length: int,
+           channels: Sequence[str] = ()) -> list[tuple[list[int], list[int]]]:
+    """Subword ids with [CLS]/[SEP] and per-subword labels (-1 on specials). With type ``channels`` each label
+    is packed as ``label + 2 * (1 + op + 3 * (1 + main))`` (-1 on specials): one int per subword, so the batching
+    stays the binary one; :func:`unpack_labels` reverses it."""
     encoded = tokenizer([s.tokens for s in sentences], is_split_into_words=True, truncation=True,
                         max_length=max_length)
     out = []
     for index, sentence in enumerate(sentences):
         word_ids = encoded.word_ids(index)
-        labels = [-1 if w is None else sentence.labels[w] for w in word_ids]
+        targets = type_targets(sentence, channels) if channels else None
+        labels = []
+        for w in word_ids:
+            if w is None:
+                labels.append(-1)
+            elif targets is None or targets[w][0] < 0 or not sentence.labels[w]:  # types only on errors
+                labels.append(sentence.labels[w])
+            else:
+                op, main = targets[w]
+                labels.append(sentence.labels[w] + 2 * (1 + op + 3 * (1 + main)))
         out.append((encoded["input_ids"][index], labels))
     return out
+
+
+def unpack_labels(packed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(binary label (-1 on specials), operation (-100: none), main type (-100: none)) from :func:`encode`'s ints."""
+    real = packed >= 0
+    label = torch.where(real, packed % 2, -1)
+    rest = torch.where(real, packed // 2, 0)  # 0: no type; else 1 + op + 3 * (1 + main)
+    typed = real & (rest > 0)
+    op = torch.where(typed, (rest - 1) % 3, -100)
+    main = torch.where(typed, (rest - 1) // 3 - 1, -100)
+    return label, op, main
+
+
+def typed_model(source: Path, channels: Sequence[str]) -> Any:
+    """The source encoder under its stock token-classification class with the named channels (a fresh head)."""
+    from transformers import AutoModelForTokenClassification
+
+    return AutoModelForTokenClassification.from_pretrained(
+        str(source), num_labels=len(channels), id2label=dict(enumerate(channels)),
+        label2id={c: i for i, c in enumerate(channels)}, ignore_mismatched_sizes=True, use_safetensors=True)
 
 
 # Batches are formed inside shuffled pools of this many batches, sorted by length (HF's group_by_length): padding
@@ -109,11 +173,12 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     source = resolve_model_dir(model_path)
     torch.manual_seed(config.seed)
     tokenizer = AutoTokenizer.from_pretrained(str(source))
-    model = load_discriminator(source)
+    channels = type_channels(train) if config.types else []
+    model = typed_model(source, channels) if channels else load_discriminator(source)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # a GPU makes this minutes -> seconds
     model.to(device)
     limit = min(config.max_length, model.config.max_position_embeddings)
-    examples = encode(tokenizer, train, limit)
+    examples = encode(tokenizer, train, limit, channels)
     steps_per_epoch = -(-len(examples) // config.batch_size)
     total = config.max_steps or steps_per_epoch * config.epochs
     optimizer = build_optimizer(model, config.lr, 0.01)
@@ -126,9 +191,14 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     while step < total:
         for ids, attention, labels in _batches(examples, config.batch_size, tokenizer.pad_token_id, rng):
             ids, attention, labels = ids.to(device), attention.to(device), labels.to(device)
-            logits = replaced_logits(model(input_ids=ids, attention_mask=attention).logits)
+            output = model(input_ids=ids, attention_mask=attention).logits
+            logits = replaced_logits(output)
+            labels, ops, mains = unpack_labels(labels)
             real = labels >= 0
             loss = F.binary_cross_entropy_with_logits(logits[real], labels[real].float())
+            if channels and (ops >= 0).any():  # the type channels learn on error tokens only
+                loss = loss + F.cross_entropy(output[..., 1:4][ops >= 0], ops[ops >= 0]) \
+                    + F.cross_entropy(output[..., 4:][mains >= 0], mains[mains >= 0])
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
@@ -152,6 +222,8 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
                                "minutes": round((time.monotonic() - started) / 60, 3),
                                "first_loss": losses[0], "last_loss": float(np.mean(losses[-20:])),
                                "threshold": 0.5, "space": "raw"}  # tuned on this model's raw probabilities
+    if channels:
+        summary["types"] = channels
     if dev:
         detector = Detector.load(out_dir)
         labels, scores = flatten(dev, score_tokens(detector, dev))

@@ -34,13 +34,15 @@ class TorchEngine:
 def load_discriminator(model_dir: str | Path) -> Any:
     """The stock ``transformers`` class of a discriminator directory: ``ElectraForPreTraining`` (ours with
     ``--paper-recipe``, and Google's released ELECTRA discriminators), or a one-label token classifier
-    (``AutoModelForTokenClassification``: ``ModernBertForTokenClassification`` for our default recipe)."""
+    (``AutoModelForTokenClassification``: ``ModernBertForTokenClassification`` for our default recipe), or a typed
+    GED model: a token classifier whose channel 0 is named ``error`` (training/ged_finetune.py)."""
     from transformers import AutoConfig, AutoModelForTokenClassification, ElectraForPreTraining
 
     config = AutoConfig.from_pretrained(str(model_dir))
-    if config.model_type == "electra":
+    typed = config.num_labels > 1 and config.id2label.get(0) == "error"
+    if config.model_type == "electra" and not typed:
         return ElectraForPreTraining.from_pretrained(str(model_dir), use_safetensors=True)
-    if config.num_labels != 1:
+    if config.num_labels != 1 and not typed:
         raise DetectorError(f"{model_dir}: a {config.model_type} discriminator needs one label (replaced-token "
                             f"logit), this one has {config.num_labels}")
     return AutoModelForTokenClassification.from_pretrained(str(model_dir), use_safetensors=True)

@@ -147,7 +147,7 @@ def bea_edit_type(start: int, end: int, correction: str | None, code: object) ->
 
 
 def split_type(edit_type: str) -> tuple[str, str]:
-    """(operation, main type) of an ERRANT type: ``R:VERB:SVA`` -> (``R``, ``VERB:SVA``); ``UNK`` -> (``R``, ``OTHER``)."""
+    """(operation, main type) of an ERRANT type: ``R:VERB:SVA`` -> (``R``, ``VERB:SVA``); ``UNK`` -> R, OTHER."""
     op, _, main = edit_type.partition(":")
     return (op, main) if op in ("M", "R", "U") and main else ("R", "OTHER")
 
