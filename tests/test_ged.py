@@ -184,3 +184,15 @@ def test_bea_json_errors_name_file_and_line(tmp_path: Path, line: str, fragment:
     path.write_text('{"text": "Fine.", "edits": []}\n' + line + "\n", encoding="utf-8")
     with pytest.raises(ged.GedDataError, match=rf"bad.json:2: .*{fragment}"):
         ged.read_bea_json(path)
+
+
+def test_type_metrics_score_operations_on_detected_tokens() -> None:
+    sentences = [ged.GedSentence(["He", "go", "to", "school"], [0, 1, 1, 0], [[], ["R:VERB:SVA"], ["U:PREP"], []]),
+                 ged.GedSentence(["a", "apple"], [1, 0], [["R:DET"], []])]
+    predicted = [ged.TypedTokens(np.array([0.1, 0.9, 0.8, 0.2]), ["R"] * 4, ["DET", "VERB:SVA", "PREP", "X"]),
+                 ged.TypedTokens(np.array([0.3, 0.1]), ["R", "R"], ["DET", "DET"])]
+    result = ged.type_metrics(sentences, predicted, threshold=0.5)
+    assert result["detected"] == 2  # "a" is missed at 0.3
+    assert result["operation_accuracy"] == 0.5 and result["type_accuracy"] == 1.0  # "to" is U, predicted R
+    assert result["per_type"]["DET"] == {"tokens": 1, "recall": 0.0, "type_accuracy": 0.0}
+    assert result["per_type"]["PREP"] == {"tokens": 1, "recall": 1.0, "type_accuracy": 1.0}

@@ -13,6 +13,7 @@ the type channels are trained with cross-entropy on the error tokens only.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import time
@@ -48,6 +49,7 @@ class FinetuneConfig:
     seed: int = 0
     max_steps: int = 0  # 0 = epochs decide
     types: bool = False  # add ERRANT operation and main-type channels (a token classifier)
+    channels: tuple[str, ...] = ()  # the typed channels to use (default: the start model's, else the data's)
 
 
 OPERATIONS = ("M", "R", "U")
@@ -60,6 +62,13 @@ def type_channels(sentences: Sequence[GedSentence]) -> list[str]:
     counts = Counter(split_type(types[0])[1] for s in sentences for types in s.types if types)
     mains = sorted(m for m, n in counts.items() if n >= MIN_TYPE_TOKENS and m != "OTHER")
     return ["error", *(f"op:{op}" for op in OPERATIONS), *(f"type:{m}" for m in mains), "type:OTHER"]
+
+
+def model_channels(model_dir: Path) -> list[str]:
+    """The named channels of a typed GED model directory (a second typed stage keeps its head), else []."""
+    labels = json.loads((Path(model_dir) / "config.json").read_text()).get("id2label") or {}
+    names = [labels[k] for k in sorted(labels, key=int)]
+    return names if names[:1] == ["error"] and len(names) > 1 else []
 
 
 def type_targets(sentence: GedSentence, channels: Sequence[str]) -> list[tuple[int, int]]:
@@ -173,7 +182,7 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     source = resolve_model_dir(model_path)
     torch.manual_seed(config.seed)
     tokenizer = AutoTokenizer.from_pretrained(str(source))
-    channels = type_channels(train) if config.types else []
+    channels = list(config.channels) or (model_channels(source) or type_channels(train) if config.types else [])
     model = typed_model(source, channels) if channels else load_discriminator(source)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # a GPU makes this minutes -> seconds
     model.to(device)

@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sklearn.metrics import average_precision_score, precision_recall_curve
@@ -362,6 +363,41 @@ def per_type_recall(sentences: Iterable[GedSentence], scores: Sequence[np.ndarra
                 hits[edit_type][0] += int(value >= threshold)
                 hits[edit_type][1] += 1
     return {t: {"recall": found / total, "tokens": total} for t, (found, total) in sorted(hits.items())}
+
+
+@dataclass
+class TypedTokens:
+    """A typed detector's view of one sentence: per token p(error), and the operation and main type it names."""
+
+    scores: np.ndarray
+    operations: list[str]
+    types: list[str]
+
+
+def type_metrics(sentences: Sequence[GedSentence], predictions: Sequence[TypedTokens],
+                 threshold: float) -> dict[str, Any]:
+    """Operation (M/R/U) and main-type accuracy on the error tokens the detector flags (``>= threshold``), and per
+    gold main type its detection recall and type accuracy. A token's gold type is its first edit's."""
+    detected = op_right = type_right = 0
+    per_type: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # tokens, found, found and typed right
+    for sentence, predicted in zip(sentences, predictions, strict=True):
+        for position, edit_types in enumerate(sentence.types):
+            if not sentence.labels[position] or not edit_types:
+                continue
+            op, main = split_type(edit_types[0])
+            found = bool(predicted.scores[position] >= threshold)
+            counts = per_type[main]
+            counts[0] += 1
+            counts[1] += found
+            if found:
+                detected += 1
+                op_right += predicted.operations[position] == op
+                type_right += predicted.types[position] == main
+                counts[2] += predicted.types[position] == main
+    return {"detected": detected, "operation_accuracy": op_right / max(detected, 1),
+            "type_accuracy": type_right / max(detected, 1),
+            "per_type": {name: {"tokens": n, "recall": found / n, "type_accuracy": right / max(found, 1)}
+                         for name, (n, found, right) in sorted(per_type.items())}}
 
 
 def flatten(sentences: Sequence[GedSentence], scores: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
