@@ -36,13 +36,24 @@ class TokenScore:
 
 @dataclass
 class WordScore:
-    """A pre-tokenizer word (whitespace/punctuation split); score = max over its subwords."""
+    """A pre-tokenizer word (whitespace/punctuation split); score = max over its subwords. A typed GED model also
+    names the error its highest-scoring subword shows: ERRANT operation (M/R/U) and main type, with the type's
+    probability; they are None for other models."""
 
     word: str
     start: int
     end: int
     score: float
     tokens: list[int] = field(default_factory=list)  # indices into TextScores.tokens
+    operation: str | None = None
+    error_type: str | None = None
+    type_score: float | None = None
+
+    def typed(self) -> dict[str, Any]:
+        """The type fields as JSON (empty for an untyped model)."""
+        if self.error_type is None:
+            return {}
+        return {"operation": self.operation, "type": self.error_type, "type_score": self.type_score}
 
 
 @dataclass
@@ -60,7 +71,7 @@ class TextScores:
         """The words with score >= threshold as JSON objects (word, start, end, score): the one shape the CLI,
         the server and the demo give flagged words in. ``digits`` rounds the scores."""
         return [{"word": w.word, "start": w.start, "end": w.end,
-                 "score": w.score if digits is None else round(w.score, digits)}
+                 "score": w.score if digits is None else round(w.score, digits), **w.typed()}
                 for w in self.words if w.score >= threshold]
 
 
@@ -306,14 +317,29 @@ class Detector:
         """[CLS] chunk [SEP], right-padded: (input_ids, attention_mask), both int64 [batch, width]."""
         return pad_ids(chunks, self.tokenizer.pad_token_id, self.tokenizer.cls_token_id, self.tokenizer.sep_token_id)
 
-    def _probabilities(self, chunks: list[list[int]], calibrated: bool = True) -> np.ndarray:
+    @property
+    def channels(self) -> list[str]:
+        """A typed GED model's channels after ``error`` (``op:M``, ..., ``type:DET``, ...); [] otherwise."""
+        return list(getattr(self.engine, "channels", []))
+
+    def _probabilities(self, chunks: list[list[int]], calibrated: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """p(error) [batch, seq] and, for a typed model, [batch, seq, 3]: operation index, main-type index and the
+        main type's softmax probability (one engine pass gives both)."""
         from electra_detect.calibrators import sigmoid
 
         input_ids, attention = self.pad_batch(chunks)
-        logits = self.engine.logits(input_ids, attention)
-        return self.calibrator.transform(logits) if calibrated and self.calibrator is not None else sigmoid(logits)
+        outputs = getattr(self.engine, "outputs", None)  # an engine with logits() only is an untyped one
+        logits, type_logits = outputs(input_ids, attention) if outputs else (self.engine.logits(input_ids, attention),
+                                                                             None)
+        probs = self.calibrator.transform(logits) if calibrated and self.calibrator is not None else sigmoid(logits)
+        if type_logits is None:
+            return probs, None
+        ops, mains = type_logits[..., :3], type_logits[..., 3:]
+        main_p = np.exp(mains - mains.max(-1, keepdims=True))
+        main_p /= main_p.sum(-1, keepdims=True)
+        return probs, np.stack([ops.argmax(-1), main_p.argmax(-1), main_p.max(-1)], axis=-1)
 
-    def _assemble(self, text: str, encoding: Any, probs: np.ndarray) -> TextScores:
+    def _assemble(self, text: str, encoding: Any, probs: np.ndarray, types: np.ndarray | None = None) -> TextScores:
         tokens = [TokenScore(tok, int(s), int(e), float(p))
                   for tok, (s, e), p in zip(encoding.tokens, encoding.offsets, probs, strict=False)]
         words: list[WordScore] = []
@@ -327,8 +353,15 @@ class Detector:
                 word.tokens.append(index)
             else:
                 words.append(WordScore("", tokens[index].start, tokens[index].end, tokens[index].p_replaced, [index]))
+        channels = self.channels
         for word in words:
             word.word = text[word.start:word.end]
+            if types is not None and channels:  # the type its most suspicious subword names
+                best = max(word.tokens, key=lambda i: tokens[i].p_replaced)
+                op, main, p = types[best]
+                word.operation = channels[int(op)][3:]
+                word.error_type = channels[3 + int(main)][5:]
+                word.type_score = float(p)
         log_fluency = [math.log1p(-min(t.p_replaced, 1 - 1e-12)) for t in tokens]
         total = float(sum(log_fluency))
         mean = total / len(log_fluency) if log_fluency else 0.0
@@ -359,6 +392,8 @@ class ScoringJob:
         self.position = 0  # windows scored so far
         self.probs = [np.full(len(e.ids), np.nan) for e in encodings]
         self.margin = [np.full(len(e.ids), -1) for e in encodings]
+        typed = bool(detector.channels)  # operation, main type, its probability per token
+        self.types = [np.zeros((len(e.ids), 3)) for e in encodings] if typed else None
 
     @classmethod
     def merge(cls, jobs: Sequence[ScoringJob]) -> ScoringJob:
@@ -405,7 +440,7 @@ class ScoringJob:
         return ran
 
     def _run(self, batch: list[tuple[int, int, list[int]]]) -> None:
-        p = self.detector._probabilities([chunk for _, _, chunk in batch], self.calibrated)
+        p, types = self.detector._probabilities([chunk for _, _, chunk in batch], self.calibrated)
         for row, (index, start, chunk) in enumerate(batch):
             n = len(chunk)
             positions = np.arange(n)
@@ -413,6 +448,8 @@ class ScoringJob:
             target = slice(start, start + n)
             better = edge > self.margin[index][target]
             self.probs[index][target] = np.where(better, p[row, 1:n + 1], self.probs[index][target])
+            if types is not None and self.types is not None:
+                self.types[index][target] = np.where(better[:, None], types[row, 1:n + 1], self.types[index][target])
             self.margin[index][target] = np.maximum(edge, self.margin[index][target])
 
     def results(self, start: int = 0, stop: int | None = None) -> list[TextScores]:
@@ -420,4 +457,5 @@ class ScoringJob:
         if not self.done:
             raise DetectorError("the job is not finished")
         stop = len(self.texts) if stop is None else stop
-        return [self.detector._assemble(self.texts[i], self.encodings[i], self.probs[i]) for i in range(start, stop)]
+        return [self.detector._assemble(self.texts[i], self.encodings[i], self.probs[i],
+                                        None if self.types is None else self.types[i]) for i in range(start, stop)]

@@ -38,6 +38,7 @@ from electra_detect.detector import (
     resolve_model_dir,
     tuned_threshold,
 )
+from electra_detect.engines import typed_channels
 from electra_detect.engines.onnx_engine import MANIFEST, VARIANT_FILES, OnnxEngine
 from electra_detect.errors import ExportError
 from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text, sha256_file
@@ -83,7 +84,8 @@ class ExportResult:
 
 
 class _LogitsOnly:
-    """Wraps a discriminator so torch.onnx.export sees tensors in and one [batch, seq] tensor out."""
+    """Wraps a discriminator so torch.onnx.export sees tensors in and one [batch, seq] tensor out (a typed GED
+    model: that and its type channels' logits [batch, seq, channels], named ``type_logits``)."""
 
     def __new__(cls, model: Any) -> Any:
         import torch
@@ -95,7 +97,10 @@ class _LogitsOnly:
 
             def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
                 extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
-                return replaced_logits(self.inner(input_ids=input_ids, attention_mask=attention_mask, **extra).logits)
+                logits = self.inner(input_ids=input_ids, attention_mask=attention_mask, **extra).logits
+                if typed_channels(self.inner.config.to_dict()):
+                    return logits[..., 0], logits[..., 1:]
+                return replaced_logits(logits)
 
         return Wrapper(model).eval()
 
@@ -111,9 +116,10 @@ def export_fp32(model_dir: Path, target: Path, exporter: str = "auto", opset: in
 
     model = load_discriminator(model_dir).eval()
     names = input_names(model.config.to_dict())
+    outputs = ["logits", "type_logits"] if typed_channels(model.config.to_dict()) else ["logits"]
     errors = []
     # optimum's token-classification export gives ELECTRA's [batch, seq] logits; other heads go through the wrapper.
-    if exporter in ("auto", "optimum") and model.config.model_type == "electra":
+    if exporter in ("auto", "optimum") and model.config.model_type == "electra" and len(outputs) == 1:
         try:
             from optimum.exporters.onnx import onnx_export_from_model
 
@@ -125,13 +131,13 @@ def export_fp32(model_dir: Path, target: Path, exporter: str = "auto", opset: in
             if exporter == "optimum":
                 raise ExportError(f"optimum export failed: {exc}") from exc
             errors.append(f"optimum: {exc}")
-    axes = {name: {0: "batch_size", 1: "sequence_length"} for name in (*names, "logits")}
+    axes = {name: {0: "batch_size", 1: "sequence_length"} for name in (*names, *outputs)}
     example = torch.full((2, 8), 5, dtype=torch.long)
     inputs = (example, torch.ones_like(example), torch.zeros_like(example))[:len(names)]
     for dynamo in (False, True):  # the TorchScript exporter first: faster, and dynamic_axes is native to it
         try:
             torch.onnx.export(_LogitsOnly(model), inputs, str(target), input_names=list(names),
-                              output_names=["logits"], dynamic_axes=axes, opset_version=opset, dynamo=dynamo,
+                              output_names=outputs, dynamic_axes=axes, opset_version=opset, dynamo=dynamo,
                               external_data=False)
             return "torch.onnx" + (" (dynamo)" if dynamo else "")
         except Exception as exc:

@@ -74,12 +74,15 @@ def test_typed_finetune_learns_operations(tmp_path: Path, micro_run: Path) -> No
     summary = finetune(micro_run, tmp_path / "ged", train, config=FinetuneConfig(epochs=4, batch_size=16, lr=3e-3,
                                                                                   types=True), show_progress=False)
     assert summary["types"] == ["error", "op:M", "op:R", "op:U", "type:ADJ", "type:NOUN:NUM", "type:OTHER"]
-    assert Detector.load(tmp_path / "ged").score("A red house.")[0].words  # the binary path reads channel 0
-    model = AutoModelForTokenClassification.from_pretrained(str(tmp_path / "ged")).eval()
-    tokenizer = AutoTokenizer.from_pretrained(str(tmp_path / "ged"))
-    encoded = tokenizer(["red", "house"], is_split_into_words=True, return_tensors="pt", return_token_type_ids=False)
-    with torch.no_grad():
-        logits = model(**encoded).logits[0]
-    positions = [encoded.word_ids(0).index(w) for w in (0, 1)]  # first subword of each word
-    ops = [model.config.id2label[1 + int(logits[i, 1:4].argmax())] for i in positions]
-    assert ops == ["op:U", "op:R"], ops
+    words = {w.word: w for w in Detector.load(tmp_path / "ged").score("My sister painted a red house.")[0].words}
+    assert (words["red"].operation, words["house"].operation) == ("U", "R")  # one pass gives both heads
+    assert words["house"].error_type == "NOUN:NUM" and 0 < words["house"].type_score <= 1
+    assert words["house"].score > words["sister"].score
+
+    from electra_detect.export import export_model
+
+    export_model(tmp_path / "ged", variants=["fp32"], progress=False)
+    onnx_words = {w.word: w for w in Detector.load(tmp_path / "ged", engine="onnx").score(
+        "My sister painted a red house.")[0].words}
+    assert [(w.operation, w.error_type) for w in onnx_words.values()] == \
+        [(w.operation, w.error_type) for w in words.values()]

@@ -104,7 +104,8 @@ def run_eval(args: argparse.Namespace) -> int:
         threshold = ged.tune_threshold(*ged.flatten(tuning, tune_scores))
     threshold = detector.threshold() if threshold is None else threshold
     started = time.perf_counter()
-    scores = ged.score_tokens(detector, sentences)
+    typed = ged.score_typed_tokens(detector, sentences) if detector.channels else None  # the same pass, with types
+    scores = [t.scores for t in typed] if typed else ged.score_tokens(detector, sentences)
     seconds = time.perf_counter() - started
     report = ged.token_metrics(*ged.flatten(sentences, scores), threshold)
     report.update(sentences=len(sentences), seconds=round(seconds, 3),
@@ -112,6 +113,8 @@ def run_eval(args: argparse.Namespace) -> int:
                   threshold_source="given" if args.threshold is not None else ("tuned" if tuning else "model"),
                   per_type=ged.per_type_recall(sentences, scores, threshold), calibration=detector.calibration,
                   model_dir=str(detector.model_dir))
+    if typed:  # operation / main-type accuracy on the detected error tokens, per main type
+        report["types"] = ged.type_metrics(sentences, typed, threshold)
     if args.per_pos_thresholds:
         report = _with_pos_thresholds(report, detector, tuning, tune_scores, sentences, scores, args.seed)
     print(json.dumps(report))

@@ -7,7 +7,7 @@ export under onnxruntime (CUDA first, loud CPU fallback). Which one runs is deci
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -15,10 +15,21 @@ ENGINES = ("auto", "torch", "onnx")
 
 
 class Engine(Protocol):
-    """Maps padded input ids to discriminator logits [batch, seq]."""
+    """Maps padded input ids to discriminator logits [batch, seq]; a typed GED model's engine also gives its type
+    channels' logits [batch, seq, len(channels)] from the same pass (``outputs``)."""
 
     name: str
     provider: str  # where it actually runs: "cpu", "cuda:0", "CUDAExecutionProvider", ...
     max_positions: int
+    channels: list[str]  # a typed model's channels after "error" ("op:M", ..., "type:DET", ...); [] otherwise
 
     def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray: ...
+
+    def outputs(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]: ...
+
+
+def typed_channels(config: dict[str, Any]) -> list[str]:
+    """A typed GED model's channel names after ``error`` (``op:M``, ..., ``type:DET``, ...) from its config, else []."""
+    labels = config.get("id2label") or {}
+    names = [labels[k] for k in sorted(labels, key=int)]
+    return names[1:] if len(names) > 1 and names[0] == "error" else []

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from electra_detect.engines import typed_channels
 from electra_detect.errors import DetectorError
 
 MANIFEST = "export.json"
@@ -202,6 +203,7 @@ class OnnxEngine:
         self.input_names = [i.name for i in self.session.get_inputs()]
         config = json.loads((self.export_dir / "config.json").read_text())
         self.max_positions = int(config["max_position_embeddings"])
+        self.channels = typed_channels(config)
 
     @staticmethod
     def _no_gpu(message: str, require_gpu: bool) -> None:
@@ -243,12 +245,18 @@ class OnnxEngine:
         engine.provider = engine.session.get_providers()[0]
         engine.input_names = [i.name for i in engine.session.get_inputs()]
         engine.max_positions = max_positions
+        engine.channels = []  # the parity check compares the error logits only
         return engine
 
     def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        return self.outputs(input_ids, attention_mask)[0]
+
+    def outputs(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         feed = {"input_ids": input_ids.astype(np.int64, copy=False),
                 "attention_mask": attention_mask.astype(np.int64, copy=False)}
         if "token_type_ids" in self.input_names:
             feed["token_type_ids"] = np.zeros_like(feed["input_ids"])
-        logits = np.asarray(self.session.run(["logits"], feed)[0], dtype=np.float32)
-        return logits[..., 0] if logits.ndim == 3 else logits  # a token classifier's one label
+        names = ["logits", "type_logits"] if self.channels else ["logits"]
+        results = [np.asarray(out, dtype=np.float32) for out in self.session.run(names, feed)]
+        logits = results[0][..., 0] if results[0].ndim == 3 else results[0]  # a token classifier's one label
+        return logits, results[1] if self.channels else None

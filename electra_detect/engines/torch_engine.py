@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from electra_detect.engines import typed_channels
 from electra_detect.errors import DetectorError
 
 
@@ -22,13 +23,21 @@ class TorchEngine:
         self.model.eval()
         self.max_positions = int(self.model.config.max_position_embeddings)
         self.provider = str(self.device)
+        self.channels = typed_channels(self.model.config.to_dict())
 
     def logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        return self.outputs(input_ids, attention_mask)[0]
+
+    def outputs(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         torch = self._torch
         with torch.inference_mode():
             out = self.model(input_ids=torch.from_numpy(input_ids).to(self.device),
                              attention_mask=torch.from_numpy(attention_mask).to(self.device))
-        return replaced_logits(out.logits).float().cpu().numpy()
+        logits = out.logits.float().cpu().numpy()
+        if self.channels:
+            return logits[..., 0], logits[..., 1:]
+        return replaced_logits(logits), None
+
 
 
 def load_discriminator(model_dir: str | Path) -> Any:
@@ -39,7 +48,7 @@ def load_discriminator(model_dir: str | Path) -> Any:
     from transformers import AutoConfig, AutoModelForTokenClassification, ElectraForPreTraining
 
     config = AutoConfig.from_pretrained(str(model_dir))
-    typed = config.num_labels > 1 and config.id2label.get(0) == "error"
+    typed = bool(typed_channels(config.to_dict()))
     if config.model_type == "electra" and not typed:
         return ElectraForPreTraining.from_pretrained(str(model_dir), use_safetensors=True)
     if config.num_labels != 1 and not typed:

@@ -323,6 +323,25 @@ def score_tokens(detector: Detector, sentences: Sequence[GedSentence], batch_siz
             for sentence, result in zip(sentences, results, strict=True)]
 
 
+def score_typed_tokens(detector: Detector, sentences: Sequence[GedSentence], batch_size: int = 32) -> list[TypedTokens]:
+    """A typed detector's per-token view: p(error) as :func:`score_tokens`, and the operation and main type of
+    the detector word (inside the token) with the highest score."""
+    if not detector.channels:
+        raise GedDataError(f"{detector.model_dir} has no error-type channels (train it with `ged train --types`)")
+    results = detector.score([s.text for s in sentences], batch_size=batch_size)
+    out = []
+    for sentence, result in zip(sentences, results, strict=True):
+        scores = to_token_scores(sentence.tokens, ((t.start, t.p_replaced) for t in result.tokens))
+        best: list[tuple[float, str, str]] = [(-1.0, "R", "OTHER")] * len(sentence.tokens)
+        spans = token_spans(sentence.tokens)
+        for word in result.words:
+            index = bisect.bisect_right([start for start, _ in spans], word.start) - 1
+            if 0 <= index < len(spans) and word.score > best[index][0]:
+                best[index] = (word.score, word.operation or "R", word.error_type or "OTHER")
+        out.append(TypedTokens(scores, [b[1] for b in best], [b[2] for b in best]))
+    return out
+
+
 def f_beta(precision: float, recall: float, beta: float = 0.5) -> float:
     if precision + recall == 0:
         return 0.0
