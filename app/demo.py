@@ -249,7 +249,9 @@ class DemoApp:
             previous = index
         rows = [[text[group[0].start:group[-1].end], group[0].start, group[-1].end,
                  round(max(w.score for w in group), 4),
-                 ", ".join(f"{w.word} {w.score:.3f}" for w in group)] for group in spans]
+                 ", ".join(f"{w.word} {w.score:.3f}" for w in group),
+                 ", ".join(f"{w.operation}:{w.error_type} {w.type_score:.2f}" for w in group if w.error_type)
+                 or "– (untyped model)"] for group in spans]
         rows.sort(key=lambda row: -row[3])
         if not rows:
             return [], f"No word reaches the threshold {threshold:.2f}; lower it to see weaker suspicions."
@@ -325,8 +327,9 @@ class DemoApp:
                 with gr.Tab("GED spans", id="ged"):
                     ged_text = gr.Textbox(label="Text", lines=3, max_lines=12, elem_id="ged-input")
                     ged_button = gr.Button("Find errors", variant="primary", elem_id="ged-button")
-                    ged_table = gr.Dataframe(headers=["span", "start", "end", "max p", "words (p)"],
-                                             datatype=["str", "number", "number", "number", "str"],
+                    ged_table = gr.Dataframe(headers=["span", "start", "end", "max p", "words (p)",
+                                                      "error type (p), typed models"],
+                                             datatype=["str", "number", "number", "number", "str", "str"],
                                              interactive=False, elem_id="ged-table", label="Flagged spans")
                     ged_status = gr.Markdown(elem_id="status-ged")
                     gr.Examples(EXAMPLES, inputs=[ged_text], label="Examples")

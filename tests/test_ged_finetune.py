@@ -63,8 +63,6 @@ def test_packed_type_labels_round_trip() -> None:
 
 
 def test_typed_finetune_learns_operations(tmp_path: Path, micro_run: Path) -> None:
-    import torch
-    from transformers import AutoModelForTokenClassification, AutoTokenizer
 
     sentences = [s.split() for s in synthetic_text(160, seed=5).replace(".", " .").split(" .") if s.strip()]
     kinds = {"house": "R:NOUN:NUM", "red": "U:ADJ"}
