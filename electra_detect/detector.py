@@ -49,11 +49,12 @@ class WordScore:
     error_type: str | None = None
     type_score: float | None = None
 
-    def typed(self) -> dict[str, Any]:
-        """The type fields as JSON (empty for an untyped model)."""
-        if self.error_type is None:
+    def typed(self, digits: int | None = None) -> dict[str, Any]:
+        """The type fields as JSON (empty for an untyped model); ``digits`` rounds the type's probability."""
+        if self.error_type is None or self.type_score is None:
             return {}
-        return {"operation": self.operation, "type": self.error_type, "type_score": self.type_score}
+        score = self.type_score if digits is None else round(self.type_score, digits)
+        return {"operation": self.operation, "type": self.error_type, "type_score": score}
 
 
 @dataclass
@@ -71,7 +72,7 @@ class TextScores:
         """The words with score >= threshold as JSON objects (word, start, end, score): the one shape the CLI,
         the server and the demo give flagged words in. ``digits`` rounds the scores."""
         return [{"word": w.word, "start": w.start, "end": w.end,
-                 "score": w.score if digits is None else round(w.score, digits), **w.typed()}
+                 "score": w.score if digits is None else round(w.score, digits), **w.typed(digits)}
                 for w in self.words if w.score >= threshold]
 
 
