@@ -84,3 +84,13 @@ def test_typed_finetune_learns_operations(tmp_path: Path, micro_run: Path) -> No
         "My sister painted a red house.")[0].words}
     assert [(w.operation, w.error_type) for w in onnx_words.values()] == \
         [(w.operation, w.error_type) for w in words.values()]
+    data = tmp_path / "typed.m2"
+    data.write_text("S My sister painted a red house .\nA 4 5|||U:ADJ|||-NONE-|||REQUIRED|||-NONE-|||0\n"
+                    "A 5 6|||R:NOUN:NUM|||houses|||REQUIRED|||-NONE-|||0\n\n", encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "electra_detect.cli", "ged", "eval", "--model",
+                             str(tmp_path / "ged"), "--data", str(data), "--format", "m2", "--threshold", "0.0"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    types = json.loads(result.stdout)["types"]
+    assert types["detected"] == 2 and types["operation_accuracy"] == 1.0
+    assert set(types["per_type"]) == {"ADJ", "NOUN:NUM"}
