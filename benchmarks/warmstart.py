@@ -111,7 +111,8 @@ def main() -> int:
     parser.add_argument("--corpus", nargs="*", default=[], help="text for the synthetic errors (default: embedded)")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--option", action="append", default=[], metavar="NAME.KEY=VALUE",
-                        help="one arm's own fine-tune setting: mix (basic or learner), synthetic, epochs")
+                        help="one arm's own fine-tune setting: mix (basic or learner), synthetic, epochs, "
+                             "seeds (comma-separated: a one-change probe may run fewer seeds)")
     parser.add_argument("--split-seed", type=int, default=13)
     parser.add_argument("--work-dir", default="runs/bench-warmstart")
     parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results" / "warmstart"))
@@ -122,7 +123,10 @@ def main() -> int:
     for option in args.option:
         key, value = option.split("=", 1)
         name, setting = key.split(".", 1)
-        recipes[name][setting] = value if setting == "mix" else int(value)
+        if setting == "seeds":
+            recipes[name]["seeds"] = [int(seed) for seed in value.split(",")]
+        else:
+            recipes[name][setting] = value if setting == "mix" else int(value)
 
     from electra_detect.training.cli import _start_model
     from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
@@ -143,7 +147,7 @@ def main() -> int:
                              "ap_all": ged.token_metrics(labels, values, 0.5)["average_precision"],
                              "error_rate_all": float(labels.mean()), "sentences_per_s": rate,
                              **metrics(split, tune_scores, report_scores)})
-        for seed in args.seeds:
+        for seed in recipes[arm].get("seeds", args.seeds):
             model_dir = work / arm / f"seed{seed}"
             if not (model_dir / "ged.json").exists():
                 recipe = recipes[arm]
@@ -237,7 +241,7 @@ def table(summary: dict[str, Any]) -> str:
                 fine_tuned = recipe and stage == "fine-tuned"
                 data = f"{recipe['synthetic']} × {recipe['epochs']}, {recipe['mix']}" if fine_tuned else "–"
                 ap = row["average_precision"]
-                spread = f" ± {row['f05_std']:.3f}" if row["n"] > 1 else ""
+                spread = f" ± {row['f05_std']:.3f}" if row["n"] > 1 else (" (1 seed)" if fine_tuned else "")
                 lines.append(f"| {arm} | {stage} | {pre} | {data} | {row['f05']:.3f}{spread} | "
                              f"{row['precision']:.3f} | {row['recall']:.3f} | {'–' if ap != ap else f'{ap:.3f}'} |")
         zero = [r for r in summary["rows"] if r["set"] == set_name and r.get("stage") == "zero-shot"]
