@@ -117,6 +117,7 @@ def main() -> int:
     parser.add_argument("--work-dir", default="runs/bench-warmstart")
     parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results" / "warmstart"))
     parser.add_argument("--skip-peers", action="store_true")
+    parser.add_argument("--no-zero-shot", action="store_true", help="skip the zero-shot rows (fine-tunes only)")
     args = parser.parse_args()
     arms = dict(arm.split("=", 1) for arm in args.arm)
     recipes = {name: {"mix": "basic", "synthetic": args.synthetic, "epochs": args.epochs} for name in arms}
@@ -136,9 +137,12 @@ def main() -> int:
     work, out = Path(args.work_dir), Path(args.out_dir)
     rows: list[dict[str, Any]] = []
     kept: dict[tuple[str, str], list[tuple[list[np.ndarray], float]]] = {}  # (arm, set) -> per seed
+    scored_sources: set[str] = set()
     for arm, source in arms.items():
         compute = pretraining(source)
-        if compute["objective"] in ("electra", "electra15"):  # the replaced-token head was trained: zero-shot
+        zero_shot = compute["objective"] in ("electra", "electra15") and source not in scored_sources
+        if zero_shot and not args.no_zero_shot:  # the replaced-token head was trained: zero-shot, once per source
+            scored_sources.add(source)
             for name, split in sets.items():
                 all_scores, rate = token_scores(source, split["all"])
                 labels, values = ged.flatten(split["all"], all_scores)
