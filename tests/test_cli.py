@@ -285,3 +285,21 @@ def test_score_threshold_defaults_to_the_models_tuned_one(tmp_path: Path, micro_
     assert "[[" not in outputs[1.0]  # none reaches 1
     assert main(["score", "--model", str(model), "--threshold", "0", text]) == 0
     assert capsys.readouterr().out.splitlines()[0] == outputs[0.0]  # a given threshold still wins
+
+
+@pytest.mark.parametrize("fmt, content, fragment", [
+    ("m2", "S Fine .\nX not an edit line\n", "bad.txt:2: expected an 'S ' or 'A ' line"),
+    ("tsv", "Fine\tc\nbroken line\n", "bad.txt:2: expected 'token<TAB>c|i'"),
+    ("bea", '{"text": "Fine.", "edits": []}\n{not json\n', "bad.txt:2: not a BEA-2019 JSON essay"),
+    ("parallel", "one\ntwo\n", "has 1 lines but"),
+    ("m2", "A 0 1|||R:DET|||a|||REQUIRED|||-NONE-|||0\n", "bad.txt:1: edit line before any sentence line")])
+def test_malformed_labelled_data_is_one_error_line(tmp_path: Path, fmt: str, content: str, fragment: str) -> None:
+    verb = ["ged", "train"] if content.startswith("A ") else ["ged", "eval"]  # train reads through the same readers
+    data = tmp_path / "bad.txt"
+    data.write_text(content, encoding="utf-8")
+    (tmp_path / "ref.txt").write_text("one\n", encoding="utf-8")
+    extra = ["--refs", str(tmp_path / "ref.txt")] if fmt == "parallel" else []
+    out = ["--out", str(tmp_path / "out")] if verb[1] == "train" else []
+    result = run_cli(*verb, "--data", str(data), "--format", fmt, *extra, *out)
+    assert_clean_error(result, fragment)
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
