@@ -57,7 +57,7 @@ def pretraining(source: str) -> dict[str, Any]:
     """Steps, tokens, minutes and training FLOPs a run dir spent; zeros for an encoder with no pre-training."""
     run = Path(source)
     if not (run / "run_config.json").exists():
-        return {"kind": "encoder", "objective": None, "steps": 0, "tokens": 0, "minutes": 0.0, "flops": 0.0}
+        return {"kind": "encoder", "objective": None, "steps": 0, "pretrain_tokens": 0, "minutes": 0.0, "flops": 0.0}
     from ablation import train_flops_per_step
 
     from electra_detect.training.rundir import load_run_config
@@ -69,7 +69,8 @@ def pretraining(source: str) -> dict[str, Any]:
     per_step = train_flops_per_step(config.model, config.train.objective, "", vocab, tokens_per_step,
                                     config.data.seq_len, config.train.mask_prob)
     return {"kind": "run", "objective": config.train.objective, "steps": summary["steps"],
-            "tokens": summary["tokens_seen"], "minutes": summary["minutes"], "flops": per_step * summary["steps"]}
+            "pretrain_tokens": summary["tokens_seen"], "minutes": summary["minutes"],
+            "flops": per_step * summary["steps"]}
 
 
 # -- scoring -------------------------------------------------------------------------------------------
@@ -237,7 +238,7 @@ def table(summary: dict[str, Any]) -> str:
                 row = aggregate(summary["rows"], arm, set_name, stage)
                 if row is None:
                     continue
-                pre = (f"{row['objective']}, {row['steps']} updates, {row['tokens'] / 1e6:.2f}M tokens, "
+                pre = (f"{row['objective']}, {row['steps']} updates, {row['pretrain_tokens'] / 1e6:.2f}M tokens, "
                        f"{row['flops'] / 1e15:.1f} PFLOPs, {row['minutes']:.0f} min") if row.get("steps") else "–"
                 if arm == "harper-py":
                     pre = "rule-based"
