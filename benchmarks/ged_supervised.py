@@ -7,7 +7,8 @@ data, and ERRANT error types, beside the published FCE systems.
 
 Each ``--arm NAME=STAGE[,STAGE...]`` is a chain of GED fine-tunes from ``--model``, each stage starting from the
 last: ``synthetic:N[xE]`` (N corpus sentences with synthetic errors, ``--error-mix``), ``fce:N[xE]`` (N sentences
-of FCE train, drawn by the seed; ``all`` = every one), E epochs (default 1). With ``--types`` the FCE stages train
+of FCE train, drawn by the seed; ``all`` = every one), E epochs (default 1), ``wW`` the
+weight of the type losses (default 1). With ``--types`` the FCE stages train
 the typed head (ERRANT operation + main type, channels from FCE train; ``--binary-arm NAME`` leaves an arm binary, the
 control for what the type loss costs) and the report gives the operation accuracy on correctly detected tokens and
 per-type recall; synthetic stages always train the binary head (their few error families are not FCE's types).
@@ -41,15 +42,17 @@ PUBLISHED = [("Rei & Yannakoudakis 2016", "BiLSTM, FCE train", 0.41),
              ("Bell et al. 2019", "BERT-base contextual features, FCE train", 0.57)]
 
 
-def parse_stages(spec: str) -> list[tuple[str, int | None, int]]:
-    """``synthetic:4000x2,fce:all`` -> [("synthetic", 4000, 2), ("fce", None, 1)]."""
+def parse_stages(spec: str) -> list[tuple[str, int | None, int, float]]:
+    """``synthetic:4000x2,fce:allx1w0.2`` -> [("synthetic", 4000, 2, 1.0), ("fce", None, 1, 0.2)]: kind, sentences
+    (None = all), epochs, and the weight of the type losses (``w``; default 1)."""
     stages = []
     for part in spec.split(","):
         kind, _, amount = part.partition(":")
+        amount, _, weight = amount.partition("w")
         count, _, epochs = amount.partition("x")
         if kind not in ("synthetic", "fce") or not count:
-            raise SystemExit(f"error: bad stage {part!r}: want synthetic:N[xE] or fce:N|all[xE]")
-        stages.append((kind, None if count == "all" else int(count), int(epochs or 1)))
+            raise SystemExit(f"error: bad stage {part!r}: want synthetic:N[xE] or fce:N|all[xE][wW]")
+        stages.append((kind, None if count == "all" else int(count), int(epochs or 1), float(weight or 1)))
     return stages
 
 
@@ -89,7 +92,7 @@ def main() -> int:
     for arm, stages in arms.items():
         for seed in args.seeds:
             source, minutes = args.model, 0.0
-            for index, (kind, count, epochs) in enumerate(stages):
+            for index, (kind, count, epochs, type_weight) in enumerate(stages):
                 stage_dir = work / arm / f"seed{seed}" / f"stage{index}"
                 if not (stage_dir / "ged.json").exists():
                     if kind == "synthetic":
@@ -98,7 +101,7 @@ def main() -> int:
                         data = random.Random(seed).sample(fce_train, count) if count else list(fce_train)
                     typed = kind == "fce" and arm not in args.binary_arm
                     config = FinetuneConfig(epochs=epochs, seed=seed, types=typed and bool(channels),
-                                            channels=channels if typed else ())
+                                            channels=channels if typed else (), type_weight=type_weight)
                     with _start_model(source) as start:
                         finetune(start, stage_dir, data, None, config, show_progress=sys.stderr.isatty())
                 minutes += json.loads((stage_dir / "ged.json").read_text())["minutes"]

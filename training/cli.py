@@ -226,6 +226,8 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--types", action="store_true",
                    help="also learn ERRANT error types (operation M/R/U and main type) from the data's edit types: "
                         "a token classifier with named channels, one encoder pass for both")
+    t.add_argument("--type-weight", type=float, default=1.0,
+                   help="weight of the type losses beside the detection loss (with --types)")
     t.add_argument("--synthetic", type=int, default=0, help="add N corpus sentences with synthetic errors")
     t.add_argument("--corpus", nargs="+", default=[], help="text for --synthetic (default: embedded SOTU corpus)")
     t.add_argument("--error-mix", choices=["basic", "learner"], default="basic",
@@ -261,7 +263,7 @@ def run_ged_train(args: argparse.Namespace) -> int:
     if not train:
         raise ged.GedDataError("nothing to train on: give --data and/or --synthetic N")
     config = FinetuneConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-                            max_steps=args.max_steps, types=args.types)
+                            max_steps=args.max_steps, types=args.types, type_weight=args.type_weight)
     with _start_model(args.model) as start:
         summary = finetune(start, args.out, train, dev or None, config, show_progress=not args.no_progress)
     print(json.dumps(summary))

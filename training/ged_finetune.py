@@ -50,6 +50,7 @@ class FinetuneConfig:
     max_steps: int = 0  # 0 = epochs decide
     types: bool = False  # add ERRANT operation and main-type channels (a token classifier)
     channels: tuple[str, ...] = ()  # the typed channels to use (default: the start model's, else the data's)
+    type_weight: float = 1.0  # weight of the operation and main-type losses beside the detection loss
 
 
 OPERATIONS = ("M", "R", "U")
@@ -206,8 +207,8 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
             real = labels >= 0
             loss = F.binary_cross_entropy_with_logits(logits[real], labels[real].float())
             if channels and (ops >= 0).any():  # the type channels learn on error tokens only
-                loss = loss + F.cross_entropy(output[..., 1:4][ops >= 0], ops[ops >= 0]) \
-                    + F.cross_entropy(output[..., 4:][mains >= 0], mains[mains >= 0])
+                loss = loss + config.type_weight * (F.cross_entropy(output[..., 1:4][ops >= 0], ops[ops >= 0])
+                                                    + F.cross_entropy(output[..., 4:][mains >= 0], mains[mains >= 0]))
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
