@@ -8,7 +8,7 @@ data, and ERRANT error types, beside the published FCE systems.
 Each ``--arm NAME=STAGE[,STAGE...]`` is a chain of GED fine-tunes from ``--model``, each stage starting from the
 last: ``synthetic:N[xE]`` (N corpus sentences with synthetic errors, ``--error-mix``), ``fce:N[xE]`` (N sentences
 of FCE train, drawn by the seed; ``all`` = every one), E epochs (default 1), ``wW`` the
-weight of the type losses (default 1). With ``--types`` the FCE stages train
+weight of the type losses (default: ``ged train``'s). With ``--types`` the FCE stages train
 the typed head (ERRANT operation + main type, channels from FCE train; ``--binary-arm NAME`` leaves an arm binary, the
 control for what the type loss costs) and the report gives the operation accuracy on correctly detected tokens and
 per-type recall; synthetic stages always train the binary head (their few error families are not FCE's types).
@@ -43,8 +43,10 @@ PUBLISHED = [("Rei & Yannakoudakis 2016", "BiLSTM, FCE train", 0.41),
 
 
 def parse_stages(spec: str) -> list[tuple[str, int | None, int, float]]:
-    """``synthetic:4000x2,fce:allx1w0.2`` -> [("synthetic", 4000, 2, 1.0), ("fce", None, 1, 0.2)]: kind, sentences
-    (None = all), epochs, and the weight of the type losses (``w``; default 1)."""
+    """``synthetic:4000x2,fce:allx1w0.2`` -> [("synthetic", 4000, 2, 0.1), ("fce", None, 1, 0.2)]: kind, sentences
+    (None = all), epochs, and the weight of the type losses (``w``; default ``FinetuneConfig.type_weight``)."""
+    from electra_detect.training.ged_finetune import FinetuneConfig
+
     stages = []
     for part in spec.split(","):
         kind, _, amount = part.partition(":")
@@ -52,7 +54,8 @@ def parse_stages(spec: str) -> list[tuple[str, int | None, int, float]]:
         count, _, epochs = amount.partition("x")
         if kind not in ("synthetic", "fce") or not count:
             raise SystemExit(f"error: bad stage {part!r}: want synthetic:N[xE] or fce:N|all[xE][wW]")
-        stages.append((kind, None if count == "all" else int(count), int(epochs or 1), float(weight or 1)))
+        stages.append((kind, None if count == "all" else int(count), int(epochs or 1),
+                       float(weight) if weight else FinetuneConfig.type_weight))
     return stages
 
 

@@ -226,8 +226,8 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--types", action="store_true",
                    help="also learn ERRANT error types (operation M/R/U and main type) from the data's edit types: "
                         "a token classifier with named channels, one encoder pass for both")
-    t.add_argument("--type-weight", type=float, default=1.0,
-                   help="weight of the type losses beside the detection loss (with --types)")
+    t.add_argument("--type-weight", type=float, default=0.1,
+                   help="weight of the type losses beside the detection loss (with --types; docs/ged_training.md)")
     t.add_argument("--synthetic", type=int, default=0, help="add N corpus sentences with synthetic errors")
     t.add_argument("--corpus", nargs="+", default=[], help="text for --synthetic (default: embedded SOTU corpus)")
     t.add_argument("--error-mix", choices=["basic", "learner"], default="basic",

@@ -50,7 +50,7 @@ class FinetuneConfig:
     max_steps: int = 0  # 0 = epochs decide
     types: bool = False  # add ERRANT operation and main-type channels (a token classifier)
     channels: tuple[str, ...] = ()  # the typed channels to use (default: the start model's, else the data's)
-    type_weight: float = 1.0  # weight of the operation and main-type losses beside the detection loss
+    type_weight: float = 0.1  # of the type losses beside detection: at 1 they cost 0.065 FCE dev F0.5, at 0.1 nothing
 
 
 OPERATIONS = ("M", "R", "U")
