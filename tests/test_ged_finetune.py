@@ -69,8 +69,8 @@ def test_typed_finetune_learns_operations(tmp_path: Path, micro_run: Path) -> No
     train = [GedSentence(tokens, [int(t in kinds) for t in tokens], [[kinds[t]] if t in kinds else [] for t in tokens])
              for tokens in sentences]
     assert sum(t == "house" for s in sentences for t in s) >= 20 and sum(t == "red" for s in sentences for t in s) >= 20
-    summary = finetune(micro_run, tmp_path / "ged", train, config=FinetuneConfig(epochs=4, batch_size=16, lr=3e-3,
-                                                                                  types=True), show_progress=False)
+    config = FinetuneConfig(epochs=4, batch_size=16, lr=3e-3, types=True, type_weight=1.0)  # a tiny model: full weight
+    summary = finetune(micro_run, tmp_path / "ged", train, config=config, show_progress=False)
     assert summary["types"] == ["error", "op:M", "op:R", "op:U", "type:ADJ", "type:NOUN:NUM", "type:OTHER"]
     words = {w.word: w for w in Detector.load(tmp_path / "ged").score("My sister painted a red house.")[0].words}
     assert (words["red"].operation, words["house"].operation) == ("U", "R")  # one pass gives both heads
