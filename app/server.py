@@ -364,14 +364,15 @@ AsrScore = Annotated[Number, _finite(SCORE_LIMIT)]
 
 class ScoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    texts: list[StrictStr] = Field(description="texts to score (1 to max_texts, each 1 to max_chars characters, "
+    texts: list[StrictStr] = Field(min_length=1,
+                                   description="texts to score (1 to max_texts, each 1 to max_chars characters, "
                                                "together at most max_tokens model tokens)")
     tokens: StrictBool = Field(True, description="include per-subword scores (true or false; not 1 or \"yes\")")
 
 
 class GedRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    texts: list[StrictStr] = Field(description="texts to check (limits as for /v1/score)")
+    texts: list[StrictStr] = Field(min_length=1, description="texts to check (limits as for /v1/score)")
     threshold: Threshold | None = Field(None, description="in [0, 1]; default: the model's ged.json, else 0.5")
 
 
@@ -384,6 +385,7 @@ class Hypothesis(BaseModel):
 class RerankRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     lists: list[list[Hypothesis | StrictStr] | StrictStr] = Field(
+        min_length=1,
         description="n-best lists: each a list of hypotheses ({text, score} or plain text), or one string "
                     "with a hypothesis per line and an optional score after a TAB. All hypotheses together "
                     "count against max_texts and max_tokens")
@@ -674,7 +676,9 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
             kind, message = _json_error(exc.__cause__)
             return error_response(400, kind, message)
         kind = "not_found" if exc.status_code == 404 else "http_error"
-        return error_response(exc.status_code, kind, str(exc.detail))
+        response = error_response(exc.status_code, kind, str(exc.detail))
+        response.headers.update(exc.headers or {})  # a 405 must say which methods are allowed (Allow)
+        return response
 
     @app.exception_handler(Exception)
     async def _crash(_, exc: Exception) -> JSONResponse:
@@ -684,7 +688,9 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
     async def healthz() -> dict[str, Any]:
         return {"status": "ok", **info}
 
-    @app.get("/metrics", summary="Prometheus metrics (text format)")
+    @app.get("/metrics", summary="Prometheus metrics (text format)", response_class=Response,
+             responses={200: {"description": "Prometheus text exposition format",
+                              "content": {"text/plain": {"schema": {"type": "string"}}}}})
     async def prometheus() -> Response:
         from prometheus_client import CONTENT_TYPE_LATEST
 

@@ -94,6 +94,11 @@ def test_health_docs_and_openapi(server: Server) -> None:
     assert health["batching"] == "True"
     spec = httpx.get(f"{server.url}/openapi.json").json()
     assert {"/v1/score", "/v1/ged", "/v1/rerank", "/healthz", "/metrics"} <= set(spec["paths"])
+    assert list(spec["paths"]["/metrics"]["get"]["responses"]["200"]["content"]) == ["text/plain"]
+    schemas = spec["components"]["schemas"]
+    assert schemas["ScoreRequest"]["properties"]["texts"]["minItems"] == 1  # the schema says what the server takes
+    assert schemas["GedRequest"]["properties"]["texts"]["minItems"] == 1
+    assert schemas["RerankRequest"]["properties"]["lists"]["minItems"] == 1
     assert "swagger" in httpx.get(f"{server.url}/docs").text.lower()
 
 
@@ -173,6 +178,8 @@ def test_bad_raw_bodies(server: Server) -> None:
     for response, status, kind in cases:
         assert response.status_code == status, response.text
         assert response.json()["error"]["type"] == kind, response.text
+        if status == 405:
+            assert response.headers["allow"] == "POST", response.headers
     assert httpx.get(f"{server.url}/healthz").status_code == 200  # still up
 
 
