@@ -23,6 +23,7 @@ import hmac
 import json
 import logging
 import math
+import re
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -357,6 +358,11 @@ def _finite(limit: float, low: float | None = None) -> AfterValidator:
 
 
 Number = StrictFloat | StrictInt  # bool is not a number here: StrictInt rejects true/false
+# A text with a character outside Python's str.isspace() set, spelled out so that the server's check, pydantic's
+# (Rust) regex and a client's JSON-schema regex all agree on what "blank" means.
+NOT_BLANK = r"[^\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+Text = Annotated[StrictStr, Field(json_schema_extra={"pattern": NOT_BLANK})]  # checked in _check_texts, after
+# pydantic: a lone surrogate must still reach the text check and its invalid_text answer
 Weight = Annotated[Number, _finite(WEIGHT_LIMIT)]
 Threshold = Annotated[Number, _finite(1.0, 0.0)]
 AsrScore = Annotated[Number, _finite(SCORE_LIMIT)]
@@ -364,27 +370,27 @@ AsrScore = Annotated[Number, _finite(SCORE_LIMIT)]
 
 class ScoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    texts: list[StrictStr] = Field(min_length=1,
-                                   description="texts to score (1 to max_texts, each 1 to max_chars characters, "
-                                               "together at most max_tokens model tokens)")
+    texts: list[Text] = Field(min_length=1,
+                              description="texts to score (1 to max_texts, each 1 to max_chars characters, "
+                                          "together at most max_tokens model tokens)")
     tokens: StrictBool = Field(True, description="include per-subword scores (true or false; not 1 or \"yes\")")
 
 
 class GedRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    texts: list[StrictStr] = Field(min_length=1, description="texts to check (limits as for /v1/score)")
+    texts: list[Text] = Field(min_length=1, description="texts to check (limits as for /v1/score)")
     threshold: Threshold | None = Field(None, description="in [0, 1]; default: the model's ged.json, else 0.5")
 
 
 class Hypothesis(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    text: StrictStr
+    text: Text
     score: AsrScore | None = Field(None, description=f"recogniser (ASR) log score, |score| <= {SCORE_LIMIT:g}")
 
 
 class RerankRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    lists: list[list[Hypothesis | StrictStr] | StrictStr] = Field(
+    lists: list[list[Hypothesis | Text] | Text] = Field(
         min_length=1,
         description="n-best lists: each a list of hypotheses ({text, score} or plain text), or one string "
                     "with a hypothesis per line and an optional score after a TAB. All hypotheses together "
@@ -401,7 +407,7 @@ def _check_texts(texts: list[str], settings: ServerSettings, what: str = "texts"
     if len(texts) > settings.max_texts:
         raise ApiError(413, "too_many_texts", f"{len(texts)} {what} in one request; the limit is {settings.max_texts}")
     for index, text in enumerate(texts):
-        if not text.strip():
+        if not re.search(NOT_BLANK, text):
             raise ApiError(422, "invalid_request", f"{what}[{index}] is empty")
         if len(text) > settings.max_chars:
             raise ApiError(413, "text_too_long", f"{what}[{index}] has {len(text)} characters; "

@@ -99,6 +99,10 @@ def test_health_docs_and_openapi(server: Server) -> None:
     assert schemas["ScoreRequest"]["properties"]["texts"]["minItems"] == 1  # the schema says what the server takes
     assert schemas["GedRequest"]["properties"]["texts"]["minItems"] == 1
     assert schemas["RerankRequest"]["properties"]["lists"]["minItems"] == 1
+    from electra_detect.app.server import NOT_BLANK  # a blank text is declared invalid, as the server treats it
+
+    assert schemas["ScoreRequest"]["properties"]["texts"]["items"]["pattern"] == NOT_BLANK
+    assert [bool(re.search(NOT_BLANK, t)) for t in ["", " \u3000\x1c\t", "a", " b "]] == [False, False, True, True]
     assert "swagger" in httpx.get(f"{server.url}/docs").text.lower()
 
 
