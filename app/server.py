@@ -390,7 +390,7 @@ class Hypothesis(BaseModel):
 
 class RerankRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    lists: list[list[Hypothesis | Text] | Text] = Field(
+    lists: list[Annotated[list[Hypothesis | Text], Field(min_length=1)] | Text] = Field(
         min_length=1,
         description="n-best lists: each a list of hypotheses ({text, score} or plain text), or one string "
                     "with a hypothesis per line and an optional score after a TAB. All hypotheses together "
@@ -605,7 +605,8 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
                   description="Per-token replaced probabilities from an ELECTRA discriminator: scores, "
                               "grammatical error flags and n-best reranking. Errors are JSON: "
                               '{"error": {"type", "message"}}. ' + LIMITS_DOC + " " + limits)
-    errors = {413: {"description": "too_many_texts, text_too_long, too_many_tokens or body_too_large"},
+    errors = {400: {"description": "malformed_json or bad_request: the body is not JSON (or not UTF-8)"},
+              413: {"description": "too_many_texts, text_too_long, too_many_tokens or body_too_large"},
               415: {"description": "unsupported_media_type: send Content-Type: application/json"},
               422: {"description": "invalid_request: a field is missing, of the wrong type or out of range"},
               503: {"description": "overloaded: a long request that could not finish before its deadline"},
