@@ -363,9 +363,16 @@ Number = StrictFloat | StrictInt  # bool is not a number here: StrictInt rejects
 NOT_BLANK = r"[^\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 Text = Annotated[StrictStr, Field(json_schema_extra={"pattern": NOT_BLANK})]  # checked in _check_texts, after
 # pydantic: a lone surrogate must still reach the text check and its invalid_text answer
-Weight = Annotated[Number, _finite(WEIGHT_LIMIT)]
-Threshold = Annotated[Number, _finite(1.0, 0.0)]
-AsrScore = Annotated[Number, _finite(SCORE_LIMIT)]
+
+
+def _bounds(limit: float, low: float | None = None) -> Any:
+    """The same bounds as :func:`_finite`, declared in the OpenAPI schema (the check itself stays _finite's)."""
+    return Field(json_schema_extra={"minimum": -limit if low is None else low, "maximum": limit})
+
+
+Weight = Annotated[Number, _finite(WEIGHT_LIMIT), _bounds(WEIGHT_LIMIT)]
+Threshold = Annotated[Number, _finite(1.0, 0.0), _bounds(1.0, 0.0)]
+AsrScore = Annotated[Number, _finite(SCORE_LIMIT), _bounds(SCORE_LIMIT)]
 
 
 class ScoreRequest(BaseModel):

@@ -102,6 +102,8 @@ def test_health_docs_and_openapi(server: Server) -> None:
     from electra_detect.app.server import NOT_BLANK  # a blank text is declared invalid, as the server treats it
 
     assert schemas["ScoreRequest"]["properties"]["texts"]["items"]["pattern"] == NOT_BLANK
+    threshold = schemas["GedRequest"]["properties"]["threshold"]["anyOf"]
+    assert {"minimum": 0.0, "maximum": 1.0}.items() <= next(t for t in threshold if "minimum" in t).items()
     assert [bool(re.search(NOT_BLANK, t)) for t in ["", " \u3000\x1c\t", "a", " b "]] == [False, False, True, True]
     assert "swagger" in httpx.get(f"{server.url}/docs").text.lower()
 
