@@ -474,8 +474,12 @@ def test_long_requests_take_turns_two_at_a_time_in_arrival_order(export_dir: Pat
         jobs = [detector.job(["The farmer saw a red house yesterday and a doctor bought three apples. " * 4] * 4,
                              settings.model_batch) for _ in range(LONG_SLOTS + 1)]
         futures = [batcher.submit(job) for job in jobs]
-        await futures[0]
-        assert jobs[1].position > 0 and jobs[-1].position == 0  # a finished one frees a slot; the last waits its turn
+        while not all(f.done() for f in futures):  # sampled: a step may start between a job's end and its future's
+            started = [j for j in jobs if j.position]
+            assert len([j for j in started if not j.done]) <= LONG_SLOTS
+            assert jobs[-1].position == 0 or any(j.done for j in jobs[:-1])  # the last waits for a freed slot
+            assert not jobs[-1].position or jobs[1].position  # in arrival order
+            await asyncio.sleep(0.001)
         await asyncio.gather(*futures)
         assert batcher.backlog == batcher.long_backlog == 0
         await batcher.stop()
