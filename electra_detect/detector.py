@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -292,6 +292,15 @@ class Detector:
             job.step()
         return job.results()
 
+    def stream(self, batches: Iterable[Sequence[str]], batch_size: int = 32, calibrated: bool = True,
+               workers: int | None = None) -> Iterator[list[TextScores]]:
+        """``score`` over a stream of text batches, yielding each batch's scores in input order while later
+        batches are tokenised and run on other cores (``electra_detect.pipeline``); memory stays bounded by a
+        few batches in flight, whatever the stream's length."""
+        from electra_detect.pipeline import score_stream
+
+        return score_stream(self, batches, batch_size, calibrated, workers)
+
     def job(self, texts: str | Sequence[str], batch_size: int = 32, calibrated: bool = True) -> ScoringJob:
         """``score`` as a job run in steps (the server interleaves requests' steps and can drop a job
         between two of them); ``score`` is this job run to the end."""
@@ -333,24 +342,24 @@ class Detector:
         return self.calibrator.transform(logits) if calibrated and self.calibrator is not None else sigmoid(logits)
 
     def _assemble(self, text: str, encoding: Any, probs: np.ndarray) -> TextScores:
-        tokens = [TokenScore(tok, int(s), int(e), float(p))
-                  for tok, (s, e), p in zip(encoding.tokens, encoding.offsets, probs, strict=False)]
+        # vectorised: this runs once per text and was the largest Python cost of scoring a file after the model
+        values = probs.tolist()
+        offsets = encoding.offsets
+        tokens = [TokenScore(tok, s, e, p) for tok, (s, e), p in zip(encoding.tokens, offsets, values, strict=False)]
         words: list[WordScore] = []
-        for index, word_id in enumerate(encoding.word_ids):
-            if word_id is None:
-                continue
-            if words and words[-1].tokens and encoding.word_ids[words[-1].tokens[-1]] == word_id:
-                word = words[-1]
-                word.end = tokens[index].end
-                word.score = max(word.score, tokens[index].p_replaced)
-                word.tokens.append(index)
-            else:
-                words.append(WordScore("", tokens[index].start, tokens[index].end, tokens[index].p_replaced, [index]))
-        for word in words:
-            word.word = text[word.start:word.end]
-        log_fluency = [math.log1p(-min(t.p_replaced, 1 - 1e-12)) for t in tokens]
-        total = float(sum(log_fluency))
-        mean = total / len(log_fluency) if log_fluency else 0.0
+        if values:
+            word_ids = np.array([-1 if w is None else w for w in encoding.word_ids])
+            firsts = np.flatnonzero(np.r_[True, word_ids[1:] != word_ids[:-1]])  # a word = a run of one word id
+            lasts = np.r_[firsts[1:], len(values)] - 1
+            maxima = np.maximum.reduceat(probs, firsts).tolist()
+            for first, last, score in zip(firsts.tolist(), lasts.tolist(), maxima, strict=True):
+                if word_ids[first] < 0:  # a token outside any word (a special token) is in no word
+                    continue
+                start, end = offsets[first][0], offsets[last][1]
+                words.append(WordScore(text[start:end], start, end, score, list(range(first, last + 1))))
+        log_fluency = np.log1p(-np.minimum(probs, 1 - 1e-12))
+        total = float(log_fluency.sum())
+        mean = total / len(values) if values else 0.0
         return TextScores(text, tokens, words, mean, total)
 
 
