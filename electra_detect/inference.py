@@ -107,7 +107,8 @@ def export_to_cache(model_dir: Path, target: Path, log: Callable[[str], None]) -
     except ExportError as exc:
         if "parity check failed" not in str(exc):
             raise DetectorError(f"ONNX export of {model_dir} failed: {exc}") from exc
-        log(f"a reduced-precision variant failed the parity gate ({exc}); caching the fp32 export only")
+        reason = str(exc).split(" (report:")[0]  # the report beside the target goes once the retry succeeds
+        log(f"a reduced-precision variant failed the parity gate ({reason}); caching the fp32 export only")
         try:
             with _quiet():
                 export_model(model_dir, target, variants=["fp32"], progress=False)
