@@ -9,24 +9,26 @@ from typing import Any
 VARIANTS = ("fp32", "optimized", "fp16", "int8")
 
 
-def add_engine_args(p: argparse.ArgumentParser) -> None:
+def add_engine_args(p: argparse.ArgumentParser, workers: bool = True) -> None:
     p.add_argument("--engine", choices=("auto", "onnx", "torch"), default="auto",
                    help="auto (default): onnxruntime whenever it can serve the model (its shipped export, else one "
                         "exported once and cached under $XDG_CACHE_HOME/electra-detect/onnx), else torch")
     p.add_argument("--variant", choices=VARIANTS,
                    help="ONNX variant (default: int8 on CPU when it passed the export's parity gate, else fp32)")
-    p.add_argument("--workers", type=int, default=0,
-                   help="scoring threads for --file (default: one per core with onnxruntime, 1 with torch)")
+    if workers:
+        p.add_argument("--workers", type=int, default=0,
+                       help="scoring threads for --file (default: one per core with onnxruntime, 1 with torch)")
 
 
-def load_detector(args: argparse.Namespace, task: str, **options: Any) -> Any:
-    """``Detector.load`` as the flags say, then the engine line on stderr. onnxruntime runs one thread per call:
-    the stream's workers give the parallelism (electra_detect.pipeline)."""
+def load_detector(args: argparse.Namespace, task: str, threads: int | None = 1, **options: Any) -> Any:
+    """``Detector.load`` as the flags say, then the engine line on stderr. ``threads=1``: one onnxruntime thread
+    per call, for verbs whose stream workers give the parallelism (electra_detect.pipeline)."""
     from electra_detect.detector import Detector
     from electra_detect.errors import CliError
 
-    if args.workers < 0:
+    if getattr(args, "workers", 0) < 0:
         raise CliError("--workers must be >= 0 (0 = one per core)")
-    detector = Detector.load(args.model, task=task, engine=args.engine, variant=args.variant, threads=1, **options)
+    detector = Detector.load(args.model, task=task, engine=args.engine, variant=args.variant, threads=threads,
+                             **options)
     print(detector.describe(), file=sys.stderr, flush=True)
     return detector
