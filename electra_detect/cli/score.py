@@ -38,7 +38,7 @@ def score(args: argparse.Namespace, texts: list[str], file: str | None = None, t
 
     check_unit_interval(threshold, "--threshold")
     source = argparse.Namespace(text=texts, file=file, verb=args.verb)
-    batches = text_batches(source, open_texts(source), size=STREAM_BIG)
+    batches = text_batches(source, open_texts(source), per_batch=STREAM_BIG)
     first = next(batches)  # "no text" and an unreadable first line are reported before the model loads
     detector = load_detector(args, task="score")
     threshold = detector.threshold() if threshold is None else threshold

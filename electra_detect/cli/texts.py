@@ -47,8 +47,8 @@ def open_texts(args: argparse.Namespace) -> Any:
         raise SystemExit(fail(f"cannot read {args.file}: {exc.strerror}")) from None
 
 
-def text_batches(args: argparse.Namespace, handle: Any, size: int = STREAM_TEXTS) -> Iterator[list[str]]:
-    """The text arguments, then --file's non-empty lines, in batches of up to ``size`` texts and about
+def text_batches(args: argparse.Namespace, handle: Any, per_batch: int = STREAM_TEXTS) -> Iterator[list[str]]:
+    """The text arguments, then --file's non-empty lines, in batches of up to ``per_batch`` texts and about
     STREAM_CHARS characters (the first batch smaller, so that results show soon); read as they are needed,
     with a progress bar (bytes read) when stderr is a terminal. Fails with one ``error:`` line when there
     is no text at all."""
@@ -82,7 +82,7 @@ def text_batches(args: argparse.Namespace, handle: Any, size: int = STREAM_TEXTS
                     if len(batch) >= limit or chars >= STREAM_CHARS:
                         sent += len(batch)
                         yield batch
-                        batch, chars, limit = [], 0, size
+                        batch, chars, limit = [], 0, per_batch
     except UnicodeDecodeError:
         error = f"input file is not UTF-8 text: {args.file}"
     except OSError as exc:
