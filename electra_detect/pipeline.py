@@ -1,10 +1,11 @@
 """Scoring a stream of texts with every core at work and memory flat.
 
-Reading → tokenising → the model → assembling and writing, with a bound on the batches between them: a reader
-thread takes the input batches, worker threads tokenise (``tokenizers`` releases the GIL) and run the engine
-(onnxruntime releases it too), and the caller's thread assembles and writes finished batches, in order. Each worker runs whole batches through a
-single-threaded onnxruntime call: on the shared 2-core CPU this beat one call spread over two threads, which
-wait on each other at every operator (benchmarks/results/cli_speed). Results come back in input order.
+Reading → tokenising → the model → assembling and writing, with a bound on the batches between them: a
+reader thread takes the input batches, worker threads tokenise (``tokenizers`` releases the GIL) and run
+the engine (onnxruntime releases it too), and the caller's thread assembles and writes finished batches,
+in input order. Each worker runs whole batches through a single-threaded onnxruntime call: on the shared
+2-core CPU this beat one call spread over two threads, which wait on each other at every operator
+(benchmarks/results/cli_speed).
 """
 
 from __future__ import annotations
