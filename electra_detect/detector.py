@@ -194,7 +194,7 @@ class Detector:
         now and cached (``electra_detect.inference``); ``variant`` picks fp32 / optimized / fp16 / int8 (default:
         int8 on CPU when it passed the parity gate), ``device`` "cpu" or "cuda" (default: CUDA when onnxruntime
         has it, else CPU, with a warning when CUDA was there but could not be used); ``require_gpu`` turns that
-        fallback into an error. ``threads`` caps onnxruntime's intra-op pool.
+        fallback into an error. ``threads`` caps onnxruntime's intra-op pool (torch's: process-wide).
         ``engine="auto"``: onnx whenever it can serve the model, else torch; the fallback is said in ``note``.
         """
         if engine not in ENGINES:
@@ -260,7 +260,7 @@ class Detector:
                 calibrator = load_calibration(model_dir)
             except ValueError as exc:
                 raise DetectorError(str(exc)) from exc
-        runner = TorchEngine(model_dir, device=device)
+        runner = TorchEngine(model_dir, device=device, threads=threads)
         if require_gpu and runner.device.type != "cuda":
             raise DetectorError("a GPU was required but torch runs on the CPU here (no CUDA device)")
         return cls._finish(model_dir, runner, AutoTokenizer.from_pretrained(str(model_dir)), max_length, calibrator)

@@ -27,8 +27,8 @@ def cores() -> int:
 
 
 def default_workers(detector: Any) -> int:
-    """One worker per core for onnxruntime; one for torch, whose own thread pool already spans the cores."""
-    return cores() if detector.engine.name == "onnx" else 1
+    """One worker per core (either engine releases the GIL while it computes)."""
+    return cores()
 
 
 def score_stream(detector: Any, batches: Iterable[Sequence[str]], batch_size: int = 32, calibrated: bool = True,

@@ -17,7 +17,7 @@ def add_engine_args(p: argparse.ArgumentParser, workers: bool = True) -> None:
                    help="ONNX variant (default: int8 on CPU when it passed the export's parity gate, else fp32)")
     if workers:
         p.add_argument("--workers", type=int, default=0,
-                       help="scoring threads for --file (default: one per core with onnxruntime, 1 with torch)")
+                       help="scoring threads for --file (default: one per core; each model call runs on one thread)")
 
 
 def load_detector(args: argparse.Namespace, task: str, threads: int | None = 1, **options: Any) -> Any:
