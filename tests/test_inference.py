@@ -109,7 +109,9 @@ def test_the_onnx_path_imports_neither_torch_nor_transformers(micro_run: Path) -
 
 
 def test_stream_keeps_input_order_and_equals_score(micro_run: Path) -> None:
-    detector = Detector.load(micro_run, engine="auto", threads=1)
+    # fp32: int8's dynamic quantisation scales activations per model call, so its scores move slightly with the
+    # batch a text shares; exact numerics make the comparison exact
+    detector = Detector.load(micro_run, engine="auto", variant="fp32", threads=1)
     texts = [f"{TEXTS[i % 4]} {'again ' * (i % 7)}".strip() for i in range(60)]  # lengths mixed across batches
     batches = [texts[i:i + 7] for i in range(0, len(texts), 7)]
     expected = [s.to_dict() for s in detector.score(texts)]
