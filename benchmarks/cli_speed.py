@@ -129,7 +129,7 @@ def table(result: dict) -> str:
              "|---|---|---:|---:|---:|---:|---|"]
     for model, rows in result["models"].items():
         torch_row = rows["torch"]
-        for name, row in rows.items():
+        for name, row in ((name, rows[name]) for name, _, _ in CONFIGS):
             big, small = row["big"], row["small"]
             ratio_first = torch_row["small"]["first_output_s"] / small["first_output_s"]
             ratio_speed = (big["sentences_per_s"] or 0) / (torch_row["big"]["sentences_per_s"] or 1)
@@ -152,15 +152,16 @@ def plot(result: dict, path: Path) -> None:
 
     from electra_detect.fileio import atomic_save_figure
 
-    labels, speeds = [], []
+    labels, speeds, colours = [], [], []
     for model, rows in result["models"].items():
-        for name, row in rows.items():
-            labels.append(f"{model}\n{name}")
-            speeds.append(row["big"]["sentences_per_s"] or 0)
+        for (name, _, _), colour in zip(CONFIGS, ("#999", "#69c", "#36a"), strict=True):  # CONFIGS order: json sorts
+            labels.append(f"{model.split(' (')[0]}\n{name.replace('onnxruntime ', 'ORT ')}")
+            speeds.append(rows[name]["big"]["sentences_per_s"] or 0)
+            colours.append(colour)
     labels.append("harper-py")
     speeds.append(result["harper"]["sentences_per_s"])
     fig, ax = plt.subplots(figsize=(9, 4))
-    ax.bar(range(len(speeds)), speeds, color=["#999", "#69c", "#36a"] * len(result["models"]) + ["#c63"])
+    ax.bar(range(len(speeds)), speeds, color=[*colours, "#c63"])
     ax.set_xticks(range(len(speeds)), labels, fontsize=7)
     ax.set_yscale("log")
     ax.set_ylabel("sentences / s (log)")
