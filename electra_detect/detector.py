@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -194,107 +194,88 @@ class Detector:
     @classmethod
     def load(cls, path: str | Path, device: str | None = None, max_length: int | None = None,
              calibrated: bool = True, engine: str = "torch", variant: str | None = None,
-             require_gpu: bool = False, threads: int | None = None, task: str = "score",
-             export: bool = True) -> Detector:
+             require_gpu: bool = False, threads: int | None = None, task: str = "score") -> Detector:
         """``calibrated``: load the model dir's calibration.json when there is one (the default); ``score``
         applies it unless called with ``calibrated=False``.
 
         ``task="ged"`` loads the model directory's fine-tuned GED model (``ged/``) when it has one.
 
-        ``engine="onnx"`` runs onnxruntime over an ONNX export: the one shipped with the model (``path`` is an
-        export dir, or holds one in ``onnx/``), else the one cached for its weights, else (``export``) one made
-        now and cached (``electra_detect.inference``); ``variant`` picks fp32 / optimized / fp16 / int8 (default:
-        int8 on CPU when it passed the parity gate), ``device`` "cpu" or "cuda" (default: CUDA when onnxruntime
-        has it, else CPU, with a warning when CUDA was there but could not be used); ``require_gpu`` turns that
-        fallback into an error. ``threads`` caps onnxruntime's intra-op pool (torch's: process-wide).
-        ``engine="auto"``: onnx whenever it can serve the model, else torch; the fallback is said in ``note``.
+        ``engine="onnx"`` runs onnxruntime over the export written by ``electra-detect export``
+        (``path`` may be the export dir, or a run/discriminator dir holding one in ``onnx/``);
+        ``variant`` picks fp32 / optimized / fp16 / int8, ``device`` "cpu" or "cuda" (default: CUDA
+        when onnxruntime has it, else CPU, with a warning when CUDA was there but could not be used);
+        ``require_gpu`` turns that fallback into an error. ``threads`` caps onnxruntime's intra-op pool.
+        ``engine="auto"``: the ONNX export when the model dir holds a usable one, else torch; a fallback
+        from an unusable export is said in ``note``.
         """
         if engine not in ENGINES:
             raise DetectorError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
         path = task_model_path(path, task)
         options = dict(device=device, max_length=max_length, calibrated=calibrated, require_gpu=require_gpu,
                        threads=threads)
-        if engine == "torch":
-            if variant is not None:
-                raise DetectorError("--variant picks an ONNX export variant; it applies to engine 'onnx' only")
-            return cls._load_torch(path, **options)
-        from electra_detect.inference import locate
+        if engine != "auto":
+            return cls._load(path, engine=engine, variant=variant, **options)
+        from electra_detect.engines.onnx_engine import find_export_dir
 
-        resolve_model_dir(path)  # a bad path fails here, before onnxruntime (or torch) is imported
+        resolve_model_dir(path)  # a bad path fails here, before transformers or onnxruntime is imported
         try:
-            return cls._load_onnx(locate(path, make=export), variant=variant, **options)
+            find_export_dir(path)
+        except DetectorError:
+            if variant is not None:
+                raise DetectorError("--variant picks an ONNX export variant; it needs an export and engine "
+                                    "auto or onnx") from None
+            return cls._load(path, engine="torch", **options)
+        try:
+            return cls._load(path, engine="onnx", variant=variant, **options)
         except (DetectorError, ImportError, RuntimeError, ValueError) as exc:
-            if engine == "onnx" or variant is not None:
+            if variant is not None:
                 raise DetectorError(f"the ONNX engine failed: {exc}") from exc
-            detector = cls._load_torch(path, **options)
-            detector.note = f"⚠️ the ONNX engine cannot serve this model ({exc}); running on the torch engine."
+            detector = cls._load(path, engine="torch", **options)
+            detector.note = f"⚠️ ONNX export found but not usable ({exc}); running on the torch engine."
             return detector
 
     @classmethod
-    def _load_onnx(cls, source: Any, device: str | None, max_length: int | None, calibrated: bool,
-                   variant: str | None = None, require_gpu: bool = False, threads: int | None = None) -> Detector:
-        """A Detector over an ``inference.ExportSource``; a cached export takes calibration.json and ged.json from
-        the weights it was made from (``calibrate`` after the export writes there), checked by their hash."""
-        from electra_detect.engines.onnx_engine import OnnxEngine, load_export_calibration, load_tokenizer
+    def _load(cls, path: Path, engine: str, device: str | None, max_length: int | None, calibrated: bool,
+              variant: str | None = None, require_gpu: bool = False, threads: int | None = None) -> Detector:
+        if engine == "onnx":
+            from electra_detect.engines.onnx_engine import (
+                OnnxEngine,
+                find_export_dir,
+                load_export_calibration,
+                load_tokenizer,
+            )
 
-        export_dir = source.export_dir
-        if source.weights_dir is None:
-            calibrator = load_export_calibration(export_dir) if calibrated else None
+            model_dir = find_export_dir(path)
+            calibrator = load_export_calibration(model_dir) if calibrated else None
+            runner: Engine = OnnxEngine(model_dir, variant=variant, device=device, require_gpu=require_gpu,
+                                        threads=threads)
+            tokenizer = load_tokenizer(model_dir)  # without transformers (and so torch) when it can
         else:
-            from electra_detect.calibrators import CALIBRATION_FILE, read_calibration
+            from transformers import AutoTokenizer
 
-            path = source.weights_dir / CALIBRATION_FILE
+            from electra_detect.calibrators import load_calibration
+
+            if variant is not None:
+                raise DetectorError("--variant picks an ONNX export variant; it applies to engine 'onnx' only")
+            model_dir = resolve_model_dir(path)
+            if not any(model_dir.glob("*.safetensors")):
+                raise DetectorError(f"{model_dir} holds an ONNX export only (no safetensors weights); "
+                                    f"load it with engine='onnx' (CLI: `serve`/`demo` --engine onnx)")
             calibrator = None
-            if calibrated and path.exists():
+            if calibrated:
                 try:
-                    calibrator = read_calibration(path, source.weights_sha256,
-                                                  "refit it with `electra-detect calibrate`")
+                    calibrator = load_calibration(model_dir)
                 except ValueError as exc:
                     raise DetectorError(str(exc)) from exc
-        runner = OnnxEngine(export_dir, variant=variant, device=device, require_gpu=require_gpu, threads=threads)
-        tokenizer = load_tokenizer(export_dir)  # without transformers (and so torch) when it can
-        return cls._finish(source.weights_dir or export_dir, runner, tokenizer, max_length, calibrator)
-
-    @classmethod
-    def _load_torch(cls, path: Path, device: str | None, max_length: int | None, calibrated: bool,
-                    require_gpu: bool = False, threads: int | None = None) -> Detector:
-        from transformers import AutoTokenizer
-
-        from electra_detect.calibrators import load_calibration
-
-        model_dir = resolve_model_dir(path)
-        if not any(model_dir.glob("*.safetensors")):
-            raise DetectorError(f"{model_dir} holds an ONNX export only (no safetensors weights); "
-                                f"load it with engine='onnx' (CLI: --engine onnx)")
-        calibrator = None
-        if calibrated:
-            try:
-                calibrator = load_calibration(model_dir)
-            except ValueError as exc:
-                raise DetectorError(str(exc)) from exc
-        runner = TorchEngine(model_dir, device=device, threads=threads)
-        if require_gpu and runner.device.type != "cuda":
-            raise DetectorError("a GPU was required but torch runs on the CPU here (no CUDA device)")
-        return cls._finish(model_dir, runner, AutoTokenizer.from_pretrained(str(model_dir)), max_length, calibrator)
-
-    @classmethod
-    def _finish(cls, model_dir: Path, runner: Engine, tokenizer: Any, max_length: int | None,
-                calibrator: Any) -> Detector:
+            runner = TorchEngine(model_dir, device=device)
+            if require_gpu and runner.device.type != "cuda":
+                raise DetectorError("a GPU was required but torch runs on the CPU here (no CUDA device)")
+            tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
         tokenizer.model_max_length = 1 << 30  # long texts are windowed by score(), not truncated
         if not tokenizer.is_fast:
             raise DetectorError(f"{model_dir}: a fast tokenizer is needed for character offsets")
         limit = min(runner.max_positions, max_length or runner.max_positions)
         return cls(model_dir, runner, tokenizer, limit, calibrator)
-
-    def describe(self) -> str:
-        """One line for stderr: which engine runs, on what, from where (and why, after a fallback)."""
-        engine = self.engine
-        if engine.name == "onnx":
-            where = "CUDA" if "CUDA" in str(engine.provider) else "CPU"
-            line = f"engine: onnxruntime {engine.variant} ({where}) from {engine.export_dir}"
-        else:
-            line = f"engine: torch ({engine.provider}) from {self.model_dir}"
-        return f"{line}\n{self.note}" if self.note else line
 
     def score(self, texts: str | Sequence[str], batch_size: int = 32, calibrated: bool = True) -> list[TextScores]:
         """Scores of each text; ``calibrated=False`` gives raw sigmoid probabilities even when the Detector
@@ -303,15 +284,6 @@ class Detector:
         while not job.done:
             job.step()
         return job.results()
-
-    def stream(self, batches: Iterable[Sequence[str]], batch_size: int = 32, calibrated: bool = True,
-               workers: int | None = None) -> Iterator[list[TextScores]]:
-        """``score`` over a stream of text batches, yielding each batch's scores in input order while later
-        batches are tokenised and run on other cores (``electra_detect.pipeline``); memory stays bounded by a
-        few batches in flight, whatever the stream's length."""
-        from electra_detect.pipeline import score_stream
-
-        return score_stream(self, batches, batch_size, calibrated, workers)
 
     def job(self, texts: str | Sequence[str], batch_size: int = 32, calibrated: bool = True) -> ScoringJob:
         """``score`` as a job run in steps (the server interleaves requests' steps and can drop a job
@@ -369,32 +341,31 @@ class Detector:
         return probs, np.stack([ops.argmax(-1), main_p.argmax(-1), main_p.max(-1)], axis=-1)
 
     def _assemble(self, text: str, encoding: Any, probs: np.ndarray, types: np.ndarray | None = None) -> TextScores:
-        # vectorised: this runs once per text and was the largest Python cost of scoring a file after the model
-        values = probs.tolist()
-        offsets = encoding.offsets
-        tokens = [TokenScore(tok, s, e, p) for tok, (s, e), p in zip(encoding.tokens, offsets, values, strict=False)]
+        tokens = [TokenScore(tok, int(s), int(e), float(p))
+                  for tok, (s, e), p in zip(encoding.tokens, encoding.offsets, probs, strict=False)]
         words: list[WordScore] = []
-        if values:
-            word_ids = np.array([-1 if w is None else w for w in encoding.word_ids])
-            firsts = np.flatnonzero(np.r_[True, word_ids[1:] != word_ids[:-1]])  # a word = a run of one word id
-            lasts = np.r_[firsts[1:], len(values)] - 1
-            maxima = np.maximum.reduceat(probs, firsts).tolist()
-            for first, last, score in zip(firsts.tolist(), lasts.tolist(), maxima, strict=True):
-                if word_ids[first] < 0:  # a token outside any word (a special token) is in no word
-                    continue
-                start, end = offsets[first][0], offsets[last][1]
-                words.append(WordScore(text[start:end], start, end, score, list(range(first, last + 1))))
+        for index, word_id in enumerate(encoding.word_ids):
+            if word_id is None:
+                continue
+            if words and words[-1].tokens and encoding.word_ids[words[-1].tokens[-1]] == word_id:
+                word = words[-1]
+                word.end = tokens[index].end
+                word.score = max(word.score, tokens[index].p_replaced)
+                word.tokens.append(index)
+            else:
+                words.append(WordScore("", tokens[index].start, tokens[index].end, tokens[index].p_replaced, [index]))
         channels = self.channels
-        if types is not None and channels:
-            for word in words:  # the type its most suspicious subword names
-                best = max(word.tokens, key=lambda i: values[i])
+        for word in words:
+            word.word = text[word.start:word.end]
+            if types is not None and channels:  # the type its most suspicious subword names
+                best = max(word.tokens, key=lambda i: tokens[i].p_replaced)
                 op, main, p = types[best]
                 word.operation = channels[int(op)][3:]
                 word.error_type = channels[3 + int(main)][5:]
                 word.type_score = float(p)
-        log_fluency = np.log1p(-np.minimum(probs, 1 - 1e-12))
-        total = float(log_fluency.sum())
-        mean = total / len(values) if values else 0.0
+        log_fluency = [math.log1p(-min(t.p_replaced, 1 - 1e-12)) for t in tokens]
+        total = float(sum(log_fluency))
+        mean = total / len(log_fluency) if log_fluency else 0.0
         return TextScores(text, tokens, words, mean, total)
 
 

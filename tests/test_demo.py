@@ -158,19 +158,14 @@ def test_model_info_names_model_engine_and_provider(app: DemoApp, micro_run: Pat
     assert info.engine in text and info.provider in text and "raw" in text
 
 
-def test_engine_choice_without_an_onnx_export(micro_run: Path, tmp_path: Path, monkeypatch) -> None:
-    from electra_detect import inference
-    from electra_detect.errors import DetectorError
-
+def test_engine_choice_without_an_onnx_export(micro_run: Path) -> None:
     assert find_export(micro_run) is None
-    detector, note = load_detector(micro_run, engine="auto")  # exported once into the (test session's) cache
-    assert detector.engine.name == "onnx" and note == ""
-    assert detector.engine.export_dir.parent == inference.cache_root()
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty"))
-    with pytest.raises(DetectorError, match="no ONNX export"):  # and none to be made: strict onnx refuses
-        Detector.load(micro_run, engine="onnx", export=False)
+    detector, note = load_detector(micro_run, engine="auto")
+    assert detector.engine.name == "torch" and note == ""
+    with pytest.raises(DemoError, match="no ONNX export"):
+        load_detector(micro_run, engine="onnx")
     with pytest.raises(DemoError, match="--variant"):
-        load_detector(micro_run, engine="torch", variant="int8")
+        load_detector(micro_run, variant="int8")
     with pytest.raises(DemoError, match="unknown engine"):
         load_detector(micro_run, engine="tpu")
 

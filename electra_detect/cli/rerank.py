@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 
 from electra_detect.cli import DEFAULT_MODEL, verb
-from electra_detect.cli.engine import add_engine_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -42,8 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scorer", choices=["electra", "pll"], default="electra",
                    help="pll: pseudo-log-likelihood of the run's own generator (baseline, one pass per token)")
     p.add_argument("--raw", action="store_true", help="ignore the model's calibration.json")
-    p.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available)")
-    add_engine_args(p, workers=False)
+    p.add_argument("--device", help="torch device (default: cuda if available)")
     p.add_argument("--batch-size", type=int, default=64, help="texts per model pass")
     p.add_argument("--chunk", type=int, default=256, help="utterances read and scored at a time (streaming)")
     p.add_argument("--no-progress", action="store_true")
@@ -129,9 +127,9 @@ def _scorer(args: argparse.Namespace):
         from electra_detect.tasks.pll import GeneratorScorer
 
         return rerank.pll_scorer(GeneratorScorer.load(args.model), args.batch_size), "pll_score"
-    from electra_detect.cli.engine import load_detector
+    from electra_detect.detector import Detector
 
-    detector = load_detector(args, "score", threads=None, device=args.device, calibrated=not args.raw)
+    detector = Detector.load(args.model, device=args.device, calibrated=not args.raw)
     return rerank.detector_scorer(detector, args.score, args.batch_size), "electra_score"
 
 
