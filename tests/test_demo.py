@@ -20,6 +20,7 @@ from electra_detect.app.demo import (
     DemoError,
     band,
     build_app,
+    engine_label,
     find_export,
     launch,
     load_detector,
@@ -152,7 +153,7 @@ def test_raw_toggle_shares_the_engine_and_undoes_calibration(tmp_path: Path, mic
 def test_model_info_names_model_engine_and_provider(app: DemoApp, micro_run: Path) -> None:
     info = app.info
     assert info.name.startswith(micro_run.name) and "preset micro" in info.name
-    assert info.engine == app.detector.engine.name and info.provider
+    assert info.engine == engine_label(app.detector.engine) and info.provider  # "onnx (int8)": auto is onnx now
     assert info.calibration == "raw"
     text = info.markdown()
     assert info.engine in text and info.provider in text and "raw" in text
