@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from electra_detect.detector import Detector, load_discriminator, pad_ids, replaced_logits, resolve_model_dir
+from electra_detect.engines import typed_channels
 from electra_detect.fileio import atomic_write_dir, atomic_write_json
 from electra_detect.tasks.ged import GedSentence, flatten, score_tokens, split_type, token_metrics, tune_threshold
 from electra_detect.training.data import iter_documents, resolve_corpus
@@ -67,9 +68,8 @@ def type_channels(sentences: Sequence[GedSentence]) -> list[str]:
 
 def model_channels(model_dir: Path) -> list[str]:
     """The named channels of a typed GED model directory (a second typed stage keeps its head), else []."""
-    labels = json.loads((Path(model_dir) / "config.json").read_text()).get("id2label") or {}
-    names = [labels[k] for k in sorted(labels, key=int)]
-    return names if names[:1] == ["error"] and len(names) > 1 else []
+    rest = typed_channels(json.loads((Path(model_dir) / "config.json").read_text()))
+    return ["error", *rest] if rest else []
 
 
 def type_targets(sentence: GedSentence, channels: Sequence[str]) -> list[tuple[int, int]]:

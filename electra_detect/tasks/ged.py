@@ -333,10 +333,10 @@ def score_typed_tokens(detector: Detector, sentences: Sequence[GedSentence], bat
     for sentence, result in zip(sentences, results, strict=True):
         scores = to_token_scores(sentence.tokens, ((t.start, t.p_replaced) for t in result.tokens))
         best: list[tuple[float, str, str]] = [(-1.0, "R", "OTHER")] * len(sentence.tokens)
-        spans = token_spans(sentence.tokens)
+        starts = [start for start, _ in token_spans(sentence.tokens)]
         for word in result.words:
-            index = bisect.bisect_right([start for start, _ in spans], word.start) - 1
-            if 0 <= index < len(spans) and word.score > best[index][0]:
+            index = bisect.bisect_right(starts, word.start) - 1
+            if 0 <= index < len(starts) and word.score > best[index][0]:
                 best[index] = (word.score, word.operation or "R", word.error_type or "OTHER")
         out.append(TypedTokens(scores, [b[1] for b in best], [b[2] for b in best]))
     return out
