@@ -29,15 +29,17 @@ def _serve_errors() -> tuple[type[BaseException], ...]:
 def add_serve(sub: argparse._SubParsersAction) -> None:
     p = verb(sub, "serve", run_serve, errors=_serve_errors,
              help="HTTP server: /v1/score, /v1/ged, /v1/rerank, /healthz, /metrics, /docs",
-             description="Serve a model over HTTP with micro-batching. Runs the ONNX export (make it with "
-                         "`electra-detect export`); --engine torch serves the PyTorch weights instead. "
+             description="Serve a model over HTTP with micro-batching. Runs onnxruntime (the model's ONNX export, or "
+                         "one made once and cached); --engine torch serves the PyTorch weights instead. "
                          "Binds 127.0.0.1 unless --host says otherwise; set an API key (read from the "
                          "environment variable named by --api-key-env) before binding elsewhere.")
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help="export dir, or a run/discriminator dir holding one in onnx/")
-    p.add_argument("--engine", choices=("onnx", "torch"), default="onnx")
+    p.add_argument("--engine", choices=("auto", "onnx", "torch"), default="auto",
+                   help="auto (default): onnxruntime whenever it can serve the model (its export, else one made once "
+                        "and cached under $XDG_CACHE_HOME/electra-detect/onnx), else torch")
     p.add_argument("--variant", choices=("fp32", "optimized", "fp16", "int8"),
-                   help="ONNX variant (default: fp32 on CPU, fp16 on CUDA; int8 is fastest on CPU)")
+                   help="ONNX variant (default: int8 on CPU when it passed the parity gate, else fp32; fp16 on CUDA)")
     p.add_argument("--device", help="cpu, cuda or cuda:N (default: CUDA if onnxruntime has it, else CPU)")
     p.add_argument("--require-gpu", action="store_true", help="fail instead of falling back to CPU")
     p.add_argument("--threads", type=int, help="onnxruntime intra-op threads (default: all cores)")
@@ -97,8 +99,9 @@ def run_serve(args: argparse.Namespace) -> int:
     from electra_detect.app.server import ServerSettings, serve
 
     detector = Detector.load(args.model, task="ged", device=args.device, calibrated=not args.no_calibration,
-                             engine=args.engine, variant=args.variant if args.engine == "onnx" else None,
+                             engine=args.engine, variant=args.variant if args.engine != "torch" else None,
                              require_gpu=args.require_gpu, threads=args.threads)
+    print(detector.describe(), file=sys.stderr, flush=True)
     threshold = args.ged_threshold  # None: the Detector's tuned one
     on_gpu = "cuda" in str(detector.engine.provider).lower()
     batching = False if args.no_batching else on_gpu if args.batching == "auto" else args.batching == "on"
@@ -154,6 +157,7 @@ def run_demo(args: argparse.Namespace) -> int:
     port = args.port or _free_port(args.host)
     app = build_app(args.model, engine=args.engine, device=args.device, variant=args.variant,
                     threshold=args.threshold)
+    print(app.detector.describe(), file=sys.stderr, flush=True)
     launch(app, host=args.host, port=port, block=True, started=started)
     return 0
 

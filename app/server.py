@@ -364,6 +364,19 @@ NOT_BLANK = r"[^\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u
 Text = Annotated[StrictStr, Field(json_schema_extra={"pattern": NOT_BLANK})]  # checked in _check_texts, after
 # pydantic: a lone surrogate must still reach the text check and its invalid_text answer
 
+# The one-string n-best form as the rerank reader parses it (str.splitlines, then an optional score after the first
+# TAB or " ||| "), spelled as a regex so the schema and the server's check agree: a hypothesis per line, blank lines
+# skipped, a score a plain decimal below 1e9. Every line ends at one terminator character (a CRLF is a line and a
+# blank one), so the regex has one parse and no catastrophic backtracking.
+_END = r"\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029"
+_INLINE_BLANK = r"\x1f \xa0\u1680\u2000-\u200a\u202f\u205f\u3000"
+_NO_SEP = r"(?! \|\|\| )"
+_HYPOTHESIS_LINE = (rf"(?:{_NO_SEP}[{_INLINE_BLANK}])*{NOT_BLANK}(?:{_NO_SEP}[^\t{_END}])*"
+                    rf"(?:(?:\t| \|\|\| )[\t{_INLINE_BLANK}]*-?[0-9]{{1,9}}(?:\.[0-9]{{1,9}})?[\t{_INLINE_BLANK}]*)?")
+NBEST_LINES = rf"^(?=[\s\S]*{NOT_BLANK})(?:(?:{_HYPOTHESIS_LINE}|[\t{_INLINE_BLANK}]*)[{_END}])*" \
+              rf"(?:{_HYPOTHESIS_LINE}|[\t{_INLINE_BLANK}]*)$"
+NbestLines = Annotated[StrictStr, Field(json_schema_extra={"pattern": NBEST_LINES})]  # checked in the handler
+
 
 def _bounds(limit: float, low: float | None = None) -> Any:
     """The same bounds as :func:`_finite`, declared in the OpenAPI schema (the check itself stays _finite's)."""
@@ -397,13 +410,16 @@ class Hypothesis(BaseModel):
 
 class RerankRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    lists: list[Annotated[list[Hypothesis | Text], Field(min_length=1)] | Text] = Field(
+    lists: list[Annotated[list[Hypothesis | Text], Field(min_length=1)] | NbestLines] = Field(
         min_length=1,
         description="n-best lists: each a list of hypotheses ({text, score} or plain text), or one string "
-                    "with a hypothesis per line and an optional score after a TAB. All hypotheses together "
-                    "count against max_texts and max_tokens")
+                    "with a hypothesis per line and an optional score after a TAB or ' ||| ' (a plain decimal, "
+                    "at most 9 digits before the point). All hypotheses together count against max_texts and "
+                    "max_tokens")
     lm_weight: Weight = Field(1.0, description=f"weight of the ELECTRA score, |lm_weight| <= {WEIGHT_LIMIT:g}")
     length_weight: Weight = Field(0.0, description=f"weight per word, |length_weight| <= {WEIGHT_LIMIT:g}")
+    confidence: StrictBool = Field(False, description="add each word of the top hypothesis with its probability of "
+                                                      "being wrong (word confidence for the recogniser)")
 
 
 # ------------------------------------------------------------------------------------------ the app
@@ -583,7 +599,13 @@ LIMITS_DOC = (
 
 def create_app(detector: Detector, settings: ServerSettings | None = None) -> FastAPI:
     """The FastAPI app over ``detector``; the batcher lives from startup to the end of shutdown."""
-    from electra_detect.tasks.rerank import RerankError, parse_hypothesis_lines, rank_hypotheses, sentence_score
+    from electra_detect.tasks.rerank import (
+        RerankError,
+        parse_hypothesis_lines,
+        rank_hypotheses,
+        sentence_score,
+        word_confidence,
+    )
 
     settings = settings or ServerSettings()
     metrics = Metrics()
@@ -741,8 +763,11 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
                 hyps = parse_hypothesis_lines(nbest) if isinstance(nbest, str) else [
                     (h, None) if isinstance(h, str) else (h.text, None if h.score is None else float(h.score))
                     for h in nbest]
-            except RerankError as exc:
+            except RerankError as exc:  # the reader names the line
                 raise ApiError(422, "invalid_request", f"lists[{index}]: {exc}") from None
+            if isinstance(nbest, str) and not re.search(NBEST_LINES, nbest):  # what the schema's pattern refuses
+                raise ApiError(422, "invalid_request", f"lists[{index}]: a score in the one-string form is a plain "
+                                                       f"decimal with at most 9 digits before the point")
             if not hyps:
                 raise ApiError(422, "invalid_request", f"lists[{index}] holds no hypotheses")
             if any(s is not None and not (math.isfinite(s) and abs(s) <= SCORE_LIMIT) for _, s in hyps):
@@ -752,7 +777,8 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
         texts = [text for hyps in parsed for text, _ in hyps]
         _check_texts(texts, settings, "hypotheses")
         unique = list(dict.fromkeys(texts))
-        lm = {text: sentence_score(result) for text, result in zip(unique, await scored(request, unique), strict=True)}
+        results = dict(zip(unique, await scored(request, unique), strict=True))
+        lm = {text: sentence_score(result) for text, result in results.items()}
         try:
             rows = [rank_hypotheses(hyps, [lm[text] for text, _ in hyps], float(body.lm_weight),
                                     float(body.length_weight)) for hyps in parsed]
@@ -760,12 +786,43 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
             raise ApiError(422, "invalid_request", str(exc)) from None
         if not all(math.isfinite(h["total"]) for row in rows for h in row):  # bounded inputs keep it finite
             raise ApiError(422, "invalid_request", "the weights and scores give a total that is not finite")
+
+        def result(ranked: list[dict[str, Any]]) -> dict[str, Any]:
+            top = {"confidence": word_confidence(results[ranked[0]["text"]])} if body.confidence else {}
+            return {"hypotheses": ranked, **top}
+
         return await reply(lambda: {"lm_weight": float(body.lm_weight), "length_weight": float(body.length_weight),
-                                    "results": [{"hypotheses": r} for r in rows]})
+                                    "results": [result(r) for r in rows]})
 
     app.state.settings, app.state.metrics = settings, metrics
     app.add_middleware(_Guard, settings=settings, metrics=metrics)
+    generate = app.openapi
+    app.openapi = lambda: app.openapi_schema or declare_limits(generate(), settings)  # cached by FastAPI
     return app
+
+
+def declare_limits(schema: dict[str, Any], settings: ServerSettings) -> dict[str, Any]:
+    """This server's limits in its OpenAPI schema, where JSON Schema can state them: texts and n-best lists per
+    request and hypotheses per list (maxItems), characters per text (maxLength). Model tokens and body bytes
+    per request cannot be stated there: they are answered 413, as the description says."""
+    models = schema.get("components", {}).get("schemas", {})
+    for name in ("ScoreRequest", "GedRequest"):
+        texts = models.get(name, {}).get("properties", {}).get("texts", {})
+        texts["maxItems"] = settings.max_texts
+        texts.get("items", {})["maxLength"] = settings.max_chars
+    models.get("Hypothesis", {}).get("properties", {}).get("text", {})["maxLength"] = settings.max_chars
+    lists = models.get("RerankRequest", {}).get("properties", {}).get("lists", {})
+    lists["maxItems"] = settings.max_texts
+    for form in lists.get("items", {}).get("anyOf", []):
+        if form.get("type") == "array":
+            form["maxItems"] = settings.max_texts
+            for item in form.get("items", {}).get("anyOf", []):
+                if item.get("type") == "string":
+                    item["maxLength"] = settings.max_chars
+    schema.setdefault("info", {})["x-limits"] = {"max_texts": settings.max_texts, "max_chars": settings.max_chars,
+                                                "max_tokens": settings.max_tokens,
+                                                "max_body_bytes": settings.max_body_bytes}
+    return schema
 
 
 def slow_client_protocol(read_timeout_s: float) -> type:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 from electra_detect.errors import DetectorError  # a calibration file the model cannot use
 
@@ -34,6 +33,8 @@ class TemperatureScaling:
     temperature: float = 1.0
 
     def fit(self, logits: np.ndarray, labels: np.ndarray) -> TemperatureScaling:
+        from scipy.optimize import minimize_scalar  # fitting only: scoring never pays scipy's import
+
         y = np.asarray(labels, dtype=np.float64)
         result = minimize_scalar(lambda log_t: _bce(logits / np.exp(log_t), y), bounds=(-5, 5), method="bounded",
                                  options={"xatol": 1e-6})

@@ -8,9 +8,7 @@ was tuned in) and whether scores are calibrated (a per-call option); fronts only
 
 from __future__ import annotations
 
-import json
-import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,16 @@ import numpy as np
 from electra_detect.engines import ENGINES, Engine
 from electra_detect.engines.torch_engine import TorchEngine, load_discriminator, replaced_logits  # noqa: F401
 from electra_detect.errors import DetectorError
+from electra_detect.model_dir import (  # noqa: F401  (public names of the detector module)
+    GED_DIR,
+    GED_FILE,
+    TASKS,
+    check_threshold,
+    resolve_model_dir,
+    task_model_path,
+    tuned_threshold,
+)
+from electra_detect.windows import pad_ids, split_windows
 
 __all__ = ["Detector", "DetectorError", "ScoringJob", "TextScores", "TokenScore", "WordScore", "Engine",
            "TorchEngine", "load_discriminator", "replaced_logits", "resolve_model_dir", "task_model_path",
@@ -76,95 +84,6 @@ class TextScores:
                 for w in self.words if w.score >= threshold]
 
 
-def pad_ids(rows: Sequence[Sequence[int]], pad_id: int, cls_id: int | None = None,
-            sep_id: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of token ids, each wrapped in ``cls_id`` ... ``sep_id`` when given, right-padded with ``pad_id``:
-    (input_ids, attention_mask), both int64 [batch, width]. The one padding helper of the project."""
-    head = [] if cls_id is None else [cls_id]
-    tail = [] if sep_id is None else [sep_id]
-    width = max((len(r) for r in rows), default=0) + len(head) + len(tail)
-    input_ids = np.full((len(rows), width), pad_id, dtype=np.int64)
-    attention = np.zeros((len(rows), width), dtype=np.int64)
-    for index, row in enumerate(rows):
-        seq = [*head, *row, *tail]
-        input_ids[index, :len(seq)] = seq
-        attention[index, :len(seq)] = 1
-    return input_ids, attention
-
-
-def resolve_model_dir(path: str | Path) -> Path:
-    """Accept a run dir (uses its ``discriminator/``), any HF ELECTRA discriminator dir, or an ONNX
-    export dir (``export.json`` in place of safetensors weights; only the onnx engine runs it)."""
-    path = Path(path)
-    if not path.exists():
-        raise DetectorError(f"model path not found: {path}")
-    if (path / "discriminator").is_dir():
-        path = path / "discriminator"
-    if not (path / "config.json").exists():
-        raise DetectorError(f"{path} is not a model directory (no config.json); train one with "
-                            f"`electra-detect pretrain` or pass an ELECTRA discriminator directory")
-    if not any((path / name).exists() for name in ("tokenizer.json", "vocab.txt")):
-        raise DetectorError(f"{path} has no tokenizer (tokenizer.json or vocab.txt)")
-    if not any(path.glob("*.safetensors")) and not (path / "export.json").exists():
-        raise DetectorError(f"{path} has no safetensors weights (pickled weights are not loaded)")
-    return path
-
-
-GED_FILE = "ged.json"
-GED_DIR = "ged"  # a model directory's fine-tuned GED discriminator (`ged train --out MODEL/ged`)
-TASKS = ("score", "ged")
-SPACES = ("raw", "calibrated")  # the probability space a ged.json threshold was tuned in
-
-
-def task_model_path(path: str | Path, task: str = "score") -> Path:
-    """The directory a task runs on: ``ged`` takes a model directory's fine-tuned ``ged/`` when it holds one;
-    ``score`` (and any explicit discriminator or ``ged/`` path) takes what it is given."""
-    if task not in TASKS:
-        raise DetectorError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
-    path = Path(path)
-    if task == "ged" and (path / GED_DIR / "config.json").exists():
-        return path / GED_DIR
-    return path
-
-
-def check_threshold(value: float, name: str = "threshold") -> float:
-    """A flag threshold someone gave: a finite probability in [0, 1] (nan and 5 are refused)."""
-    if not (isinstance(value, int | float) and math.isfinite(value) and 0 <= value <= 1):
-        raise DetectorError(f"{name} must be a number in [0, 1], got {value:g}")
-    return float(value)
-
-
-def tuned_threshold(model_dir: str | Path, calibrator: Any = None, calibrated: bool = True) -> float:
-    """The flag threshold for scores of ``model_dir`` (its ``ged.json``, written by ``ged train``, else 0.5),
-    in the probability space the scores are in: calibrated when ``calibrated`` and there is a ``calibrator``,
-    else raw. ``ged.json`` says which space its threshold was tuned in (``"space"``; files without it: raw);
-    the threshold is carried across by the calibrator's monotone map, so a word is flagged alike in both."""
-    path = Path(model_dir) / GED_FILE
-    if not path.exists():
-        return 0.5
-    try:
-        spec = json.loads(path.read_text())
-        threshold, space = float(spec["threshold"]), spec.get("space", "raw")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise DetectorError(f"{path} is unreadable: {exc}") from exc
-    if space not in SPACES:
-        raise DetectorError(f"{path}: unknown probability space {space!r}; expected raw or calibrated")
-    wanted = "calibrated" if calibrated and calibrator is not None else "raw"
-    if space == wanted or calibrator is None:
-        return threshold
-    p = min(max(threshold, 1e-12), 1 - 1e-12)
-    if wanted == "calibrated":  # raw p -> its logit -> the calibrated probability of that logit
-        return float(np.asarray(calibrator.transform(np.array([math.log(p / (1 - p))])))[0])
-    low, high = -60.0, 60.0  # calibrated -> raw: the smallest logit whose calibrated probability reaches p
-    for _ in range(80):
-        middle = (low + high) / 2
-        if float(np.asarray(calibrator.transform(np.array([middle])))[0]) >= p:
-            high = middle
-        else:
-            low = middle
-    return float(1 / (1 + math.exp(-high)))
-
-
 class Detector:
     """Scores texts with an ELECTRA discriminator.
 
@@ -194,88 +113,107 @@ class Detector:
     @classmethod
     def load(cls, path: str | Path, device: str | None = None, max_length: int | None = None,
              calibrated: bool = True, engine: str = "torch", variant: str | None = None,
-             require_gpu: bool = False, threads: int | None = None, task: str = "score") -> Detector:
+             require_gpu: bool = False, threads: int | None = None, task: str = "score",
+             export: bool = True) -> Detector:
         """``calibrated``: load the model dir's calibration.json when there is one (the default); ``score``
         applies it unless called with ``calibrated=False``.
 
         ``task="ged"`` loads the model directory's fine-tuned GED model (``ged/``) when it has one.
 
-        ``engine="onnx"`` runs onnxruntime over the export written by ``electra-detect export``
-        (``path`` may be the export dir, or a run/discriminator dir holding one in ``onnx/``);
-        ``variant`` picks fp32 / optimized / fp16 / int8, ``device`` "cpu" or "cuda" (default: CUDA
-        when onnxruntime has it, else CPU, with a warning when CUDA was there but could not be used);
-        ``require_gpu`` turns that fallback into an error. ``threads`` caps onnxruntime's intra-op pool.
-        ``engine="auto"``: the ONNX export when the model dir holds a usable one, else torch; a fallback
-        from an unusable export is said in ``note``.
+        ``engine="onnx"`` runs onnxruntime over an ONNX export: the one shipped with the model (``path`` is an
+        export dir, or holds one in ``onnx/``), else the one cached for its weights, else (``export``) one made
+        now and cached (``electra_detect.inference``); ``variant`` picks fp32 / optimized / fp16 / int8 (default:
+        int8 on CPU when it passed the parity gate), ``device`` "cpu" or "cuda" (default: CUDA when onnxruntime
+        has it, else CPU, with a warning when CUDA was there but could not be used); ``require_gpu`` turns that
+        fallback into an error. ``threads`` caps onnxruntime's intra-op pool (torch's: process-wide).
+        ``engine="auto"``: onnx whenever it can serve the model, else torch; the fallback is said in ``note``.
         """
         if engine not in ENGINES:
             raise DetectorError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
         path = task_model_path(path, task)
         options = dict(device=device, max_length=max_length, calibrated=calibrated, require_gpu=require_gpu,
                        threads=threads)
-        if engine != "auto":
-            return cls._load(path, engine=engine, variant=variant, **options)
-        from electra_detect.engines.onnx_engine import find_export_dir
+        if engine == "torch":
+            if variant is not None:
+                raise DetectorError("--variant picks an ONNX export variant; it applies to engine 'onnx' only")
+            return cls._load_torch(path, **options)
+        from electra_detect.inference import locate
 
-        resolve_model_dir(path)  # a bad path fails here, before transformers or onnxruntime is imported
+        resolve_model_dir(path)  # a bad path fails here, before onnxruntime (or torch) is imported
         try:
-            find_export_dir(path)
-        except DetectorError:
-            if variant is not None:
-                raise DetectorError("--variant picks an ONNX export variant; it needs an export and engine "
-                                    "auto or onnx") from None
-            return cls._load(path, engine="torch", **options)
-        try:
-            return cls._load(path, engine="onnx", variant=variant, **options)
+            return cls._load_onnx(locate(path, make=export), variant=variant, **options)
         except (DetectorError, ImportError, RuntimeError, ValueError) as exc:
-            if variant is not None:
+            if engine == "onnx" or variant is not None:
                 raise DetectorError(f"the ONNX engine failed: {exc}") from exc
-            detector = cls._load(path, engine="torch", **options)
-            detector.note = f"⚠️ ONNX export found but not usable ({exc}); running on the torch engine."
+            detector = cls._load_torch(path, **options)
+            detector.note = f"⚠️ the ONNX engine cannot serve this model ({exc}); running on the torch engine."
             return detector
 
     @classmethod
-    def _load(cls, path: Path, engine: str, device: str | None, max_length: int | None, calibrated: bool,
-              variant: str | None = None, require_gpu: bool = False, threads: int | None = None) -> Detector:
-        if engine == "onnx":
-            from electra_detect.engines.onnx_engine import (
-                OnnxEngine,
-                find_export_dir,
-                load_export_calibration,
-                load_tokenizer,
-            )
+    def _load_onnx(cls, source: Any, device: str | None, max_length: int | None, calibrated: bool,
+                   variant: str | None = None, require_gpu: bool = False, threads: int | None = None) -> Detector:
+        """A Detector over an ``inference.ExportSource``; a cached export takes calibration.json and ged.json from
+        the weights it was made from (``calibrate`` after the export writes there), checked by their hash."""
+        from electra_detect.engines.onnx_engine import OnnxEngine, load_export_calibration, load_tokenizer
 
-            model_dir = find_export_dir(path)
-            calibrator = load_export_calibration(model_dir) if calibrated else None
-            runner: Engine = OnnxEngine(model_dir, variant=variant, device=device, require_gpu=require_gpu,
-                                        threads=threads)
-            tokenizer = load_tokenizer(model_dir)  # without transformers (and so torch) when it can
+        export_dir = source.export_dir
+        if source.weights_dir is None:
+            calibrator = load_export_calibration(export_dir) if calibrated else None
         else:
-            from transformers import AutoTokenizer
+            from electra_detect.calibrators import CALIBRATION_FILE, read_calibration
 
-            from electra_detect.calibrators import load_calibration
-
-            if variant is not None:
-                raise DetectorError("--variant picks an ONNX export variant; it applies to engine 'onnx' only")
-            model_dir = resolve_model_dir(path)
-            if not any(model_dir.glob("*.safetensors")):
-                raise DetectorError(f"{model_dir} holds an ONNX export only (no safetensors weights); "
-                                    f"load it with engine='onnx' (CLI: `serve`/`demo` --engine onnx)")
+            path = source.weights_dir / CALIBRATION_FILE
             calibrator = None
-            if calibrated:
+            if calibrated and path.exists():
                 try:
-                    calibrator = load_calibration(model_dir)
+                    calibrator = read_calibration(path, source.weights_sha256,
+                                                  "refit it with `electra-detect calibrate`")
                 except ValueError as exc:
                     raise DetectorError(str(exc)) from exc
-            runner = TorchEngine(model_dir, device=device)
-            if require_gpu and runner.device.type != "cuda":
-                raise DetectorError("a GPU was required but torch runs on the CPU here (no CUDA device)")
-            tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+        runner = OnnxEngine(export_dir, variant=variant, device=device, require_gpu=require_gpu, threads=threads)
+        tokenizer = load_tokenizer(export_dir)  # without transformers (and so torch) when it can
+        return cls._finish(source.weights_dir or export_dir, runner, tokenizer, max_length, calibrator)
+
+    @classmethod
+    def _load_torch(cls, path: Path, device: str | None, max_length: int | None, calibrated: bool,
+                    require_gpu: bool = False, threads: int | None = None) -> Detector:
+        from transformers import AutoTokenizer
+
+        from electra_detect.calibrators import load_calibration
+
+        model_dir = resolve_model_dir(path)
+        if not any(model_dir.glob("*.safetensors")):
+            raise DetectorError(f"{model_dir} holds an ONNX export only (no safetensors weights); "
+                                f"load it with engine='onnx' (CLI: --engine onnx)")
+        calibrator = None
+        if calibrated:
+            try:
+                calibrator = load_calibration(model_dir)
+            except ValueError as exc:
+                raise DetectorError(str(exc)) from exc
+        runner = TorchEngine(model_dir, device=device, threads=threads)
+        if require_gpu and runner.device.type != "cuda":
+            raise DetectorError("a GPU was required but torch runs on the CPU here (no CUDA device)")
+        return cls._finish(model_dir, runner, AutoTokenizer.from_pretrained(str(model_dir)), max_length, calibrator)
+
+    @classmethod
+    def _finish(cls, model_dir: Path, runner: Engine, tokenizer: Any, max_length: int | None,
+                calibrator: Any) -> Detector:
         tokenizer.model_max_length = 1 << 30  # long texts are windowed by score(), not truncated
         if not tokenizer.is_fast:
             raise DetectorError(f"{model_dir}: a fast tokenizer is needed for character offsets")
         limit = min(runner.max_positions, max_length or runner.max_positions)
         return cls(model_dir, runner, tokenizer, limit, calibrator)
+
+    def describe(self) -> str:
+        """One line for stderr: which engine runs, on what, from where (and why, after a fallback)."""
+        engine = self.engine
+        if engine.name == "onnx":
+            where = "CUDA" if "CUDA" in str(engine.provider) else "CPU"
+            line = f"engine: onnxruntime {engine.variant} ({where}) from {engine.export_dir}"
+        else:
+            line = f"engine: torch ({engine.provider}) from {self.model_dir}"
+        return f"{line}\n{self.note}" if self.note else line
 
     def score(self, texts: str | Sequence[str], batch_size: int = 32, calibrated: bool = True) -> list[TextScores]:
         """Scores of each text; ``calibrated=False`` gives raw sigmoid probabilities even when the Detector
@@ -285,6 +223,15 @@ class Detector:
             job.step()
         return job.results()
 
+    def stream(self, batches: Iterable[Sequence[str]], batch_size: int = 32, calibrated: bool = True,
+               workers: int | None = None) -> Iterator[list[TextScores]]:
+        """``score`` over a stream of text batches, yielding each batch's scores in input order while later
+        batches are tokenised and run on other cores (``electra_detect.pipeline``); memory stays bounded by a
+        few batches in flight, whatever the stream's length."""
+        from electra_detect.pipeline import score_stream
+
+        return score_stream(self, batches, batch_size, calibrated, workers)
+
     def job(self, texts: str | Sequence[str], batch_size: int = 32, calibrated: bool = True) -> ScoringJob:
         """``score`` as a job run in steps (the server interleaves requests' steps and can drop a job
         between two of them); ``score`` is this job run to the end."""
@@ -293,6 +240,12 @@ class Detector:
         if not isinstance(texts, Sequence) or not all(isinstance(t, str) for t in texts):
             raise DetectorError("score() takes a string or a list of strings")
         texts = list(texts)
+        for index, text in enumerate(texts):
+            try:
+                text.encode("utf-8")  # the tokenizer (Rust) takes valid Unicode only
+            except UnicodeEncodeError as exc:
+                raise DetectorError(f"text {index} is not valid Unicode (a lone surrogate at character "
+                                    f"{exc.start})") from None
         encodings = self.tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True) if texts else []
         return ScoringJob(self, texts, [encodings[i] for i in range(len(texts))], batch_size, calibrated)
 
@@ -300,19 +253,11 @@ class Detector:
         """Uncalibrated logits for already-tokenised ids (calibration fitting needs them)."""
         return self.engine.logits(np.asarray(input_ids, dtype=np.int64), np.asarray(attention_mask, dtype=np.int64))
 
-    def _windows(self, ids: list[int]) -> list[tuple[int, list[int]]]:
-        body = self.max_length - 2
-        if len(ids) <= body:
-            return [(0, ids)]
-        stride = max(1, body // 2)
-        starts = list(range(0, len(ids) - body, stride)) + [len(ids) - body]
-        return [(s, ids[s:s + body]) for s in starts]
-
     def windows(self, texts: Sequence[str]) -> list[list[int]]:
         """Every model window (ids without [CLS]/[SEP]) of the texts, as ``score`` runs them; export
         parity checks and benchmarks feed the engines exactly these."""
         encodings = self.tokenizer(list(texts), add_special_tokens=False)
-        return [chunk for ids in encodings["input_ids"] for _, chunk in self._windows(ids)]
+        return [chunk for ids in encodings["input_ids"] for _, chunk in split_windows(ids, self.max_length - 2)]
 
     def pad_batch(self, chunks: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         """[CLS] chunk [SEP], right-padded: (input_ids, attention_mask), both int64 [batch, width]."""
@@ -341,31 +286,32 @@ class Detector:
         return probs, np.stack([ops.argmax(-1), main_p.argmax(-1), main_p.max(-1)], axis=-1)
 
     def _assemble(self, text: str, encoding: Any, probs: np.ndarray, types: np.ndarray | None = None) -> TextScores:
-        tokens = [TokenScore(tok, int(s), int(e), float(p))
-                  for tok, (s, e), p in zip(encoding.tokens, encoding.offsets, probs, strict=False)]
+        # vectorised: this runs once per text and was the largest Python cost of scoring a file after the model
+        values = probs.tolist()
+        offsets = encoding.offsets
+        tokens = [TokenScore(tok, s, e, p) for tok, (s, e), p in zip(encoding.tokens, offsets, values, strict=False)]
         words: list[WordScore] = []
-        for index, word_id in enumerate(encoding.word_ids):
-            if word_id is None:
-                continue
-            if words and words[-1].tokens and encoding.word_ids[words[-1].tokens[-1]] == word_id:
-                word = words[-1]
-                word.end = tokens[index].end
-                word.score = max(word.score, tokens[index].p_replaced)
-                word.tokens.append(index)
-            else:
-                words.append(WordScore("", tokens[index].start, tokens[index].end, tokens[index].p_replaced, [index]))
+        if values:
+            word_ids = np.array([-1 if w is None else w for w in encoding.word_ids])
+            firsts = np.flatnonzero(np.r_[True, word_ids[1:] != word_ids[:-1]])  # a word = a run of one word id
+            lasts = np.r_[firsts[1:], len(values)] - 1
+            maxima = np.maximum.reduceat(probs, firsts).tolist()
+            for first, last, score in zip(firsts.tolist(), lasts.tolist(), maxima, strict=True):
+                if word_ids[first] < 0:  # a token outside any word (a special token) is in no word
+                    continue
+                start, end = offsets[first][0], offsets[last][1]
+                words.append(WordScore(text[start:end], start, end, score, list(range(first, last + 1))))
         channels = self.channels
-        for word in words:
-            word.word = text[word.start:word.end]
-            if types is not None and channels:  # the type its most suspicious subword names
-                best = max(word.tokens, key=lambda i: tokens[i].p_replaced)
+        if types is not None and channels:
+            for word in words:  # the type its most suspicious subword names
+                best = max(word.tokens, key=lambda i: values[i])
                 op, main, p = types[best]
                 word.operation = channels[int(op)][3:]
                 word.error_type = channels[3 + int(main)][5:]
                 word.type_score = float(p)
-        log_fluency = [math.log1p(-min(t.p_replaced, 1 - 1e-12)) for t in tokens]
-        total = float(sum(log_fluency))
-        mean = total / len(log_fluency) if log_fluency else 0.0
+        log_fluency = np.log1p(-np.minimum(probs, 1 - 1e-12))
+        total = float(log_fluency.sum())
+        mean = total / len(values) if values else 0.0
         return TextScores(text, tokens, words, mean, total)
 
 
@@ -385,7 +331,7 @@ class ScoringJob:
         self.calibrated = calibrated
         self.windows: list[tuple[int, int, list[int]]] = []  # (text index, first token, ids)
         for index, encoding in enumerate(encodings):
-            for start, chunk in detector._windows(encoding.ids):
+            for start, chunk in split_windows(encoding.ids, detector.max_length - 2):
                 self.windows.append((index, start, chunk))
         self.windows.sort(key=lambda window: len(window[2]))
         self.tokens = sum(len(e.ids) for e in encodings)

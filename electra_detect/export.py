@@ -29,19 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from electra_detect.detector import (
-    GED_FILE,
-    Detector,
-    DetectorError,
-    load_discriminator,
-    replaced_logits,
-    resolve_model_dir,
-    tuned_threshold,
-)
 from electra_detect.engines import typed_channels
 from electra_detect.engines.onnx_engine import MANIFEST, VARIANT_FILES, OnnxEngine
-from electra_detect.errors import ExportError
+from electra_detect.engines.torch_engine import TorchEngine, load_discriminator, replaced_logits
+from electra_detect.errors import DetectorError, ExportError
 from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text, sha256_file
+from electra_detect.model_dir import GED_FILE, resolve_model_dir, tuned_threshold
+from electra_detect.windows import pad_ids, split_windows
 
 VARIANTS = ("fp32", "optimized", "fp16", "int8")
 PARITY_FILE = "parity.json"
@@ -171,19 +165,19 @@ def to_int8(source: Path, target: Path) -> None:
                      extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
 
 
-def parity_batches(detector: Detector, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The windows ``Detector.score`` would run, in batches of 1, 4 and 32 (dynamic axes and padding)."""
-    chunks = detector.windows(texts)
+def parity_batches(tokenizer: Any, max_positions: int, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The windows ``Detector.score`` would run (``windows.split_windows``), in batches of 1, 4 and 32 (dynamic
+    axes and padding)."""
+    encodings = tokenizer(list(texts), add_special_tokens=False)
+    chunks = [chunk for ids in encodings["input_ids"] for _, chunk in split_windows(ids, max_positions - 2)]
     if not chunks:
         raise ExportError("the parity text holds no tokens")
-    batches, start = [], 0
-    for size in (1, 4, 32):
-        if start < len(chunks):
-            batches.append(detector.pad_batch(chunks[start:start + size]))
-            start += size
+    sizes, start, batches = [1, 4], 0, []
     while start < len(chunks):
-        batches.append(detector.pad_batch(chunks[start:start + 32]))
-        start += 32
+        size = sizes.pop(0) if sizes else 32
+        batches.append(pad_ids(chunks[start:start + size], tokenizer.pad_token_id, tokenizer.cls_token_id,
+                               tokenizer.sep_token_id))
+        start += size
     return batches
 
 
@@ -249,7 +243,13 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
     out = Path(out_dir) if out_dir else model_dir / "onnx"
     if out.resolve() == model_dir.resolve():
         raise ExportError("--out must not be the model directory itself")
-    detector = Detector.load(model_dir, calibrated=False)
+    from transformers import AutoTokenizer
+
+    torch_engine = TorchEngine(model_dir)  # the reference: the torch engine the Detector runs without an export
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    tokenizer.model_max_length = 1 << 30  # long parity texts are windowed, as the Detector does, not truncated
+    if not tokenizer.is_fast:
+        raise ExportError(f"{model_dir}: a fast tokenizer is needed (the export carries its backend tokenizer.json)")
     try:
         calibrator = load_calibration(model_dir)
     except ValueError as exc:  # a calibration.json fitted for other weights: refuse to ship it
@@ -261,9 +261,9 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
     else:
         threshold_source = "given"
     texts = [t for t in (parity_texts if parity_texts is not None else DEFAULT_PARITY_TEXTS) if t.strip()]
-    batches = parity_batches(detector, texts)
+    batches = parity_batches(tokenizer, torch_engine.max_positions, texts)
     masks = [mask for _, mask in batches]
-    reference = [detector.raw_logits(ids, mask) for ids, mask in batches]  # before export touches the model
+    reference = [torch_engine.logits(ids, mask) for ids, mask in batches]  # before export touches the model
     config = json.loads((model_dir / "config.json").read_text())
     report: dict[str, Any] = {"source": str(model_dir), "texts": len(texts), "windows": int(sum(len(m) for m in masks)),
                               "threshold": threshold, "threshold_source": threshold_source,
@@ -308,7 +308,7 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
             if (model_dir / name).exists():
                 shutil.copy2(model_dir / name, tmp / name)
         # the exact backend HF builds from those files, so the ONNX engine can tokenize without transformers
-        tok = detector.tokenizer
+        tok = tokenizer
         atomic_write_text(tmp / "backend_tokenizer.json", tok.backend_tokenizer.to_str())
         made["tokenizer"] = {"file": "backend_tokenizer.json", "cls_token_id": tok.cls_token_id,
                              "sep_token_id": tok.sep_token_id, "pad_token_id": tok.pad_token_id}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,21 @@ def synthetic_text(num_paragraphs: int, seed: int = 0) -> str:
             sentences.append(sentence[0].upper() + sentence[1:])
         paragraphs.append(" ".join(sentences))
     return "\n\n".join(paragraphs) + "\n"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Exports made on first use go to a session temp dir, never to the user's ~/.cache (one per session: each
+    micro model is exported once). A test wanting an empty cache sets XDG_CACHE_HOME itself."""
+    import os
+
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield Path(os.environ["XDG_CACHE_HOME"])
+    if saved is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = saved
 
 
 @pytest.fixture(scope="session")

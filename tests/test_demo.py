@@ -20,6 +20,7 @@ from electra_detect.app.demo import (
     DemoError,
     band,
     build_app,
+    engine_label,
     find_export,
     launch,
     load_detector,
@@ -134,7 +135,8 @@ def test_raw_toggle_shares_the_engine_and_undoes_calibration(tmp_path: Path, mic
     assert app.detector.calibration == "temperature"  # the calibrated default is untouched
     raw_top = max(w.score for w in app.detector.score(SENTENCE, calibrated=False)[0].words)
     cal_top = max(w.score for w in app.detector.score(SENTENCE)[0].words)
-    expected_raw = max(w.score for w in Detector.load(model, calibrated=False).score(SENTENCE)[0].words)
+    same_engine = Detector.load(model, engine="auto", calibrated=False)  # the demo's engine (onnx int8), raw
+    expected_raw = max(w.score for w in same_engine.score(SENTENCE)[0].words)
     assert raw_top == pytest.approx(expected_raw, abs=1e-6) and abs(raw_top - cal_top) > 1e-4
     _, raw_summary = app.highlight(SENTENCE, 0.0, "raw")
     _, cal_summary = app.highlight(SENTENCE, 0.0, "calibrated")
@@ -152,20 +154,25 @@ def test_raw_toggle_shares_the_engine_and_undoes_calibration(tmp_path: Path, mic
 def test_model_info_names_model_engine_and_provider(app: DemoApp, micro_run: Path) -> None:
     info = app.info
     assert info.name.startswith(micro_run.name) and "preset micro" in info.name
-    assert info.engine == app.detector.engine.name and info.provider
+    assert info.engine == engine_label(app.detector.engine) and info.provider  # "onnx (int8)": auto is onnx now
     assert info.calibration == "raw"
     text = info.markdown()
     assert info.engine in text and info.provider in text and "raw" in text
 
 
-def test_engine_choice_without_an_onnx_export(micro_run: Path) -> None:
+def test_engine_choice_without_an_onnx_export(micro_run: Path, tmp_path: Path, monkeypatch) -> None:
+    from electra_detect import inference
+    from electra_detect.errors import DetectorError
+
     assert find_export(micro_run) is None
-    detector, note = load_detector(micro_run, engine="auto")
-    assert detector.engine.name == "torch" and note == ""
-    with pytest.raises(DemoError, match="no ONNX export"):
-        load_detector(micro_run, engine="onnx")
+    detector, note = load_detector(micro_run, engine="auto")  # exported once into the (test session's) cache
+    assert detector.engine.name == "onnx" and note == ""
+    assert detector.engine.export_dir.parent == inference.cache_root()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty"))
+    with pytest.raises(DetectorError, match="no ONNX export"):  # and none to be made: strict onnx refuses
+        Detector.load(micro_run, engine="onnx", export=False)
     with pytest.raises(DemoError, match="--variant"):
-        load_detector(micro_run, variant="int8")
+        load_detector(micro_run, engine="torch", variant="int8")
     with pytest.raises(DemoError, match="unknown engine"):
         load_detector(micro_run, engine="tpu")
 

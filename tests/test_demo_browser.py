@@ -195,7 +195,7 @@ def browser() -> Iterator[Any]:
 def detector(micro_run: Path) -> Any:
     from electra_detect.detector import Detector
 
-    return Detector.load(micro_run)
+    return Detector.load(micro_run, engine="auto")  # the page's engine: onnx int8 from the cache
 
 
 def test_typed_sentence_is_highlighted_and_the_top_word_flagged(demo: DemoProcess, browser: Any, detector: Any,

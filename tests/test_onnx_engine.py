@@ -56,10 +56,15 @@ def test_reduced_precision_variants_close(export_dir: Path, torch_detector: Dete
     assert [t.p_replaced for t in b.tokens] == pytest.approx([t.p_replaced for t in a.tokens], abs=0.02)
 
 
-def test_cpu_provider_reported_and_default_variant(export_dir: Path) -> None:
+def test_cpu_provider_reported_and_default_variant(export_dir: Path, tmp_path: Path) -> None:
     detector = Detector.load(export_dir, engine="onnx")
     assert detector.engine.provider == "CPUExecutionProvider"
-    assert detector.engine.variant == "fp32"  # exact numerics; the fastest exact variant on the CPU measured
+    assert detector.engine.variant == "int8"  # in an export only when it passed the parity gate; fastest on CPU
+    assert detector.describe() == f"engine: onnxruntime int8 (CPU) from {export_dir}"
+    exact = tmp_path / "exact"  # an export whose int8 failed the gate (so holds none): exact fp32
+    shutil.copytree(export_dir, exact)
+    (exact / "model_int8.onnx").unlink()
+    assert Detector.load(exact, engine="onnx").engine.variant == "fp32"
 
 
 def test_cuda_request_without_cuda_warns_once_then_falls_back(export_dir: Path, monkeypatch) -> None:
@@ -87,14 +92,15 @@ def test_cuda_listed_but_unusable_falls_back_loudly(export_dir: Path, monkeypatc
     with pytest.warns(RuntimeWarning, match="could not use it"):
         detector = Detector.load(export_dir, engine="onnx")  # auto device: tries CUDA first
     assert detector.engine.provider == "CPUExecutionProvider"
-    assert detector.engine.variant == "fp32"  # re-picked for CPU (fp16 is the GPU default)
+    assert detector.engine.variant == "int8"  # re-picked for CPU (fp16 is the GPU default)
     with pytest.raises(DetectorError, match="could not use it"):
         Detector.load(export_dir, engine="onnx", require_gpu=True)
 
 
-def test_errors(export_dir: Path, micro_run: Path, tmp_path: Path) -> None:
+def test_errors(export_dir: Path, micro_run: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty-cache"))
     with pytest.raises(DetectorError, match="no ONNX export"):
-        Detector.load(micro_run, engine="onnx")
+        Detector.load(micro_run, engine="onnx", export=False)
     with pytest.raises(DetectorError, match="unknown engine"):
         Detector.load(micro_run, engine="tensorrt")
     with pytest.raises(DetectorError, match="ONNX export only"):

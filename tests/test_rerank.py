@@ -209,3 +209,36 @@ def test_cli_error_comes_before_any_progress_bar(micro_run: Path, tmp_path: Path
     assert code == 2
     err = capsys.readouterr().err
     assert err.lstrip().startswith("error:") and "bad.jsonl:1" in err, err  # nothing (no bar) before the error
+
+
+def test_hypothesis_word_errors_align_with_the_reference() -> None:
+    assert rerank.hypothesis_word_errors("she had been forced into prudence",
+                                         "she had bean forced in to prudence") == [0, 0, 1, 0, 1, 1, 0]
+    assert rerank.hypothesis_word_errors("A b c.", "a , b c d") == [0, None, 0, 0, 1]  # ',' normalises away
+    with pytest.raises(RerankError):
+        rerank.hypothesis_word_errors("  ", "a")
+
+
+def test_word_confidence_takes_the_highest_detector_word_inside_each_recogniser_word() -> None:
+    from electra_detect.detector import TextScores, WordScore
+
+    text = "she'll learn  romance"
+    words = [WordScore("she", 0, 3, 0.1), WordScore("'", 3, 4, 0.2), WordScore("ll", 4, 6, 0.7),
+             WordScore("learn", 7, 12, 0.4), WordScore("romance", 14, 21, 0.05)]
+    result = TextScores(text=text, tokens=[], words=words, sentence_mean=0.0, sentence_sum=0.0)
+    assert [(r["word"], r["start"], r["end"], r["p_wrong"]) for r in rerank.word_confidence(result)] == [
+        ("she'll", 0, 6, 0.7), ("learn", 7, 12, 0.4), ("romance", 14, 21, 0.05)]
+
+
+def test_cli_rerank_confidence(micro_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    paths = write_formats(tmp_path)
+    out = tmp_path / "conf.jsonl"
+    assert main(["rerank", str(paths["jsonl"]), "--model", str(micro_run), "--out", str(out), "--confidence",
+                 "--no-progress"]) == 0
+    _summary(capsys)
+    for row in map(json.loads, out.read_text().splitlines()):
+        assert [w["word"] for w in row["confidence"]] == row["chosen"].split()
+        assert all(0.0 <= w["p_wrong"] <= 1.0 for w in row["confidence"])
+    assert main(["rerank", str(paths["jsonl"]), "--model", str(micro_run), "--out", str(out), "--confidence",
+                 "--scorer", "pll", "--no-progress"]) == 2
+    assert "--confidence" in capsys.readouterr().err

@@ -105,6 +105,13 @@ def test_health_docs_and_openapi(server: Server) -> None:
     threshold = schemas["GedRequest"]["properties"]["threshold"]["anyOf"]
     assert {"minimum": 0.0, "maximum": 1.0}.items() <= next(t for t in threshold if "minimum" in t).items()
     assert [bool(re.search(NOT_BLANK, t)) for t in ["", " \u3000\x1c\t", "a", " b "]] == [False, False, True, True]
+    limits = spec["info"]["x-limits"]  # the server's own limits, declared where JSON Schema can state them
+    assert schemas["ScoreRequest"]["properties"]["texts"]["maxItems"] == limits["max_texts"] == 8
+    assert schemas["ScoreRequest"]["properties"]["texts"]["items"]["maxLength"] == limits["max_chars"] == 300
+    assert schemas["Hypothesis"]["properties"]["text"]["maxLength"] == 300
+    lists = schemas["RerankRequest"]["properties"]["lists"]
+    assert lists["maxItems"] == 8
+    assert [form["maxItems"] for form in lists["items"]["anyOf"] if form.get("type") == "array"] == [8]
     assert "swagger" in httpx.get(f"{server.url}/docs").text.lower()
 
 
@@ -142,8 +149,16 @@ def test_rerank_lists_and_line_format(server: Server) -> None:
     assert {h["text"] for h in second} == {"a doctor bought apples", "a doctor bot apples"}
     for row in first + second:
         assert row["total"] == pytest.approx(row["asr_score"] + row["electra_score"] + 0.5 * row["length"])
+    assert "confidence" not in body["results"][0]
+    confident = post(server, "/v1/rerank", {"lists": ["a doctor bought apples\t-2.5\na doctor bot apples\t-0.5"],
+                                            "confidence": True}).json()["results"][0]
+    assert [w["word"] for w in confident["confidence"]] == confident["hypotheses"][0]["text"].split()
+    assert all(0 <= w["p_wrong"] <= 1 for w in confident["confidence"])
     bad = post(server, "/v1/rerank", {"lists": ["ok hyp\t-1\nbad hyp\tnot-a-number"]})
     assert bad.status_code == 422 and "line 2" in bad.json()["error"]["message"]
+    for text in ("a\t1e5", "a\t+5", "a\t1234567890"):  # parseable, but outside the schema's declared grammar
+        outside = post(server, "/v1/rerank", {"lists": [text]})
+        assert outside.status_code == 422 and "plain decimal" in outside.json()["error"]["message"], text
 
 
 @pytest.mark.parametrize("body, status, kind", [
@@ -280,9 +295,9 @@ def test_serve_on_a_busy_port_is_a_one_line_error(export_dir: Path) -> None:
     assert result.stderr.strip().splitlines()[-1].startswith("error: the server could not start")
 
 
-def test_serve_cli_errors(micro_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["serve", "--model", str(micro_run)]) == 2  # no export yet
-    assert "no ONNX export" in capsys.readouterr().err
+def test_serve_cli_errors(micro_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--model", str(tmp_path / "missing")]) == 2  # (no export is made on first use: not an error)
+    assert "model path not found" in capsys.readouterr().err
     assert main(["serve", "--model", str(micro_run), "--max-batch", "0"]) == 2
     assert "--max-batch" in capsys.readouterr().err
 

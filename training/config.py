@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import tomllib
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -282,6 +284,8 @@ class RunConfig:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"cannot read config {path}: {exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"config {path} is not UTF-8 text (byte {exc.start})") from None
         try:
             if path.suffix == ".json":
                 raw = json.loads(text)
@@ -289,8 +293,11 @@ class RunConfig:
                 raw = yaml.safe_load(text) or {}
             else:
                 raw = tomllib.loads(text)
-        except (tomllib.TOMLDecodeError, json.JSONDecodeError, yaml.YAMLError) as exc:
-            raise ConfigError(f"cannot parse config {path}: {exc}") from exc
+        except RecursionError:  # the JSON and YAML parsers recurse per nesting level
+            raise ConfigError(f"cannot parse config {path}: nested too deeply") from None
+        except (tomllib.TOMLDecodeError, json.JSONDecodeError, yaml.YAMLError, TypeError) as exc:
+            # YAML's messages quote the line over several lines; an unhashable YAML key is a TypeError
+            raise ConfigError(f"cannot parse config {path}: {' '.join(str(exc).split())}") from None
         if not isinstance(raw, dict):
             raise ConfigError(f"config {path} must be a mapping of sections (model, data, train)")
         return cls.from_dict(raw)
@@ -318,9 +325,35 @@ class RunConfig:
         return fingerprint
 
 
-def _build(kind: type, raw: dict[str, Any], section: str) -> Any:
+def _build(kind: type, raw: Any, section: str) -> Any:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config section [{section}] must be a table of settings, got {type(raw).__name__}")
     names = {f.name for f in dataclasses.fields(kind)}
     unknown = set(raw) - names
     if unknown:
         raise ConfigError(f"unknown {section} settings: {sorted(unknown)}")
+    hints = typing.get_type_hints(kind)
+    for name, value in raw.items():
+        if not _fits(value, hints[name]):
+            raise ConfigError(f"{section}.{name} must be {_type_name(hints[name])}, got {value!r:.60}")
     return kind(**raw)
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a value read from a config file has a field's declared type (bool is not a number; int is a float)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is list:
+        return isinstance(value, list) and all(_fits(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(_fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items())
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _type_name(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    names = {float: "a number", int: "an integer", bool: "true or false", str: "a string"}
+    return {list: "a list", dict: "a table"}.get(origin) or names.get(hint, str(hint))

@@ -31,7 +31,9 @@ import subprocess
 import sys
 import tempfile
 import wave
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -117,26 +119,56 @@ class Recogniser:
 
         self.decoder = Decoder(logfn="/dev/null")
 
+    def word_posteriors(self, text: str) -> list[float] | None:
+        """The 1-best's words' lattice posteriors (the recogniser's own word confidence), one per word of ``text``;
+        None when the segmentation does not line up with it."""
+        words = [(re.sub(r"\(\d+\)$", "", sg.word), float(sg.prob)) for sg in self.decoder.seg()]
+        words = [(w, p) for w, p in words if not (w.startswith("<") or w.startswith("[") or w.startswith("++"))]
+        return [p for _, p in words] if [w for w, _ in words] == text.split() else None
+
     def decode(self, samples: np.ndarray, nbest: int, scan: int = 200) -> list[dict]:
-        """hyp_1 = the decoder's 1-best; then the lattice n-best, de-duplicated, ``scan`` entries at most."""
+        """hyp_1 = the decoder's 1-best; then the lattice n-best, de-duplicated, ``scan`` entries at most. Scores are
+        the lattice paths' (natural log): the 1-best takes its own path's, as ``hyp().score`` is on another scale."""
         d = self.decoder
         d.start_utt()
         d.process_raw(samples.tobytes(), full_utt=True)
         d.end_utt()
         best = d.hyp()
-        hyps: list[dict] = []
-        seen: set[str] = set()
-        if best is not None:
-            hyps.append({"text": best.hypstr, "score": math.log(max(best.score, 1e-300))})
-            seen.add(best.hypstr)
+        paths: dict[str, float] = {}
         for i, h in enumerate(d.nbest()):
-            if len(hyps) >= nbest or i >= scan:
+            if i >= scan:
                 break
-            if h.hypstr in seen:
-                continue
-            seen.add(h.hypstr)
-            hyps.append({"text": h.hypstr, "score": math.log(max(h.score, 1e-300))})
+            paths.setdefault(h.hypstr, math.log(max(h.score, 1e-300)))
+        hyps: list[dict] = []
+        if best is not None:
+            score = paths.get(best.hypstr, max(paths.values(), default=0.0))
+            hyps.append({"text": best.hypstr, "score": score, "word_posteriors": self.word_posteriors(best.hypstr)})
+        for text, score in paths.items():
+            if len(hyps) >= nbest:
+                break
+            if best is None or text != best.hypstr:
+                hyps.append({"text": text, "score": score})
         return hyps
+
+
+def condition_name(snr: float | None) -> str | float:
+    return "clean" if snr is None else snr
+
+
+_WORKER: dict[str, Any] = {}  # per decoding process: its recogniser
+
+
+def _start_worker() -> None:
+    _WORKER["recogniser"] = Recogniser()
+
+
+def _decode_job(job: dict) -> int:
+    """Synthesise, add noise, decode and cache one utterance (in a worker process)."""
+    with tempfile.TemporaryDirectory(prefix="asr-") as work:
+        samples = add_noise(synthesise(job["sentence"], job["voice"], Path(work)), job["snr"], job["noise_seed"])
+    hyps = _WORKER["recogniser"].decode(samples, job["nbest"])
+    atomic_write_json(Path(job["cache"]), hyps)
+    return len(hyps)
 
 
 def parse_snrs(value: str) -> list[float | None]:
@@ -150,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nbest", type=int, default=10)
     ap.add_argument("--voices", default="rms,slt")
     ap.add_argument("--snr", default="clean,20", help="comma list of SNRs in dB ('clean' = none), cycled")
+    ap.add_argument("--every-snr", action="store_true",
+                    help="decode every sentence at every SNR (ids end in -clean / -snrN), so conditions are "
+                         "reported separately on the same sentences")
+    ap.add_argument("--jobs", type=int, default=1, help="decoding processes")
     ap.add_argument("--min-words", type=int, default=6)
     ap.add_argument("--max-words", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
@@ -191,36 +227,35 @@ def main(argv: list[str] | None = None) -> int:
     if len(chosen) < need:
         raise SystemExit(f"only {len(chosen)} usable sentences, {need} asked")
 
-    recogniser = Recogniser()
     version = getattr(pocketsphinx, "__version__", "5.1.1")
+    jobs: list[dict] = []  # one per decode: split, id, sentence, voice, snr, noise seed, cache file
+    for index, (novel, sentence) in enumerate(chosen):
+        split = "dev" if index < args.n_dev else "test"
+        voice = voices[index % len(voices)]
+        conditions = snrs if args.every_snr else [snrs[(index // len(voices)) % len(snrs)]]
+        for snr in conditions:
+            utt_id = f"{split}-{index:04d}" + (f"-{condition_name(snr)}" if args.every_snr else "")
+            key = json.dumps([sentence, voice, snr, args.seed, index, args.nbest, version, "paths-v2"],
+                             sort_keys=True)
+            jobs.append({"split": split, "id": utt_id, "novel": novel, "sentence": sentence, "voice": voice,
+                         "snr": snr, "noise_seed": args.seed * 100003 + index, "nbest": args.nbest,
+                         "cache": str(cache / "decodes" / f"{hashlib.sha1(key.encode()).hexdigest()}.json")})
     splits: dict[str, dict] = {"dev": {}, "test": {}}
     manifest: dict[str, dict] = {}
-    work = Path(tempfile.mkdtemp(prefix="asr-"))
-    hits = 0
-    try:
-        for index, (novel, sentence) in enumerate(tqdm(chosen, desc="tts+decode", unit="utt")):
-            split = "dev" if index < args.n_dev else "test"
-            voice = voices[index % len(voices)]
-            snr = snrs[(index // len(voices)) % len(snrs)]
-            utt_id = f"{split}-{index:04d}"
-            key = json.dumps([sentence, voice, snr, args.seed, index, args.nbest, version], sort_keys=True)
-            cached = cache / "decodes" / f"{hashlib.sha1(key.encode()).hexdigest()}.json"
-            if cached.exists():
-                hyps = json.loads(cached.read_text(encoding="utf-8"))
-                hits += 1
-            else:
-                samples = add_noise(synthesise(sentence, voice, work), snr, args.seed * 100003 + index)
-                hyps = recogniser.decode(samples, args.nbest)
-                atomic_write_json(cached, hyps)
-            if not hyps:  # nothing recognised: an empty 1-best is still the recogniser's answer
-                hyps = [{"text": "", "score": 0.0}]
-            entry = {f"hyp_{i + 1}": h for i, h in enumerate(hyps)}
-            entry["ref"] = normalise(sentence)
-            splits[split][utt_id] = entry
-            manifest[utt_id] = {"novel": novel, "sentence": sentence, "voice": voice,
-                                "snr_db": "clean" if snr is None else snr, "hyps": len(hyps)}
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    hits = sum(Path(job["cache"]).exists() for job in jobs)
+    todo = [job for job in jobs if not Path(job["cache"]).exists()]
+    with ProcessPoolExecutor(max(1, args.jobs), initializer=_start_worker) as pool:
+        for _ in tqdm(pool.map(_decode_job, todo, chunksize=4), total=len(todo), desc="tts+decode", unit="utt"):
+            pass  # each job writes its cache file; the lists are assembled from the cache below
+    for job in jobs:
+        hyps = json.loads(Path(job["cache"]).read_text(encoding="utf-8"))
+        if not hyps:  # nothing recognised: an empty 1-best is still the recogniser's answer
+            hyps = [{"text": "", "score": 0.0}]
+        entry = {f"hyp_{i + 1}": h for i, h in enumerate(hyps)}
+        entry["ref"] = normalise(job["sentence"])
+        splits[job["split"]][job["id"]] = entry
+        manifest[job["id"]] = {"novel": job["novel"], "sentence": job["sentence"], "voice": job["voice"],
+                               "snr_db": condition_name(job["snr"]), "hyps": len(hyps)}
     out = Path(args.out_dir)
     for split, data in splits.items():
         atomic_write_json(out / f"{split}.json", data)

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from electra_detect.cli import DEFAULT_MODEL, verb
+from electra_detect.cli.engine import add_engine_args, load_detector
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,6 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--file", help="check each non-empty line of this file ('-' = stdin)")
     p.add_argument("--threshold", type=float, help="flag words with score >= this (default: the model's "
                                                   "tuned ged.json threshold, else 0.5)")
+    add_engine_args(p)
 
     e = verb(sub, "ged-eval", run_eval, errors=(DetectorError, GedDataError),
              help="evaluate GED on labelled data (also spelled `ged eval`)",
@@ -54,23 +56,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_ged(args: argparse.Namespace) -> int:
-    return flag(args.model, args.text, args.file, args.threshold, verb=args.verb)
+    return flag(args, args.text, args.file, args.threshold)
 
 
-def flag(model: str, texts: list[str], file: str | None = None, threshold: float | None = None,
-         verb: str = "ged") -> int:
-    """One JSON line per text: the words flagged at ``threshold`` (default: the model's tuned one)."""
-    from electra_detect.cli.texts import check_unit_interval, open_texts, text_batches
-    from electra_detect.detector import Detector
+def flag(args: argparse.Namespace, texts: list[str], file: str | None = None, threshold: float | None = None) -> int:
+    """One JSON line per text, in input order: the words flagged at ``threshold`` (default: the model's tuned one)."""
+    import itertools
+    import sys
+
+    from electra_detect.cli.texts import STREAM_BIG, check_unit_interval, open_texts, text_batches
 
     check_unit_interval(threshold, "--threshold")
-    detector = Detector.load(model, task="ged")
+    source = argparse.Namespace(text=texts, file=file, verb=args.verb)
+    batches = text_batches(source, open_texts(source), per_batch=STREAM_BIG)
+    first = next(batches)  # "no text" and an unreadable first line are reported before the model loads
+    detector = load_detector(args, task="ged")
     threshold = detector.threshold() if threshold is None else threshold
-    source = argparse.Namespace(text=texts, file=file, verb=verb)
-    for batch in text_batches(source, open_texts(source)):
-        lines = [json.dumps({"text": scores.text, "threshold": threshold, "flagged": scores.flagged(threshold, 4)})
-                 for scores in detector.score(batch)]
-        print("\n".join(lines), flush=True)
+    write = sys.stdout.write
+    for scored in detector.stream(itertools.chain([first], batches), workers=args.workers or None):
+        write("".join(json.dumps({"text": s.text, "threshold": threshold, "flagged": s.flagged(threshold, 4)}) + "\n"
+                      for s in scored))
+        sys.stdout.flush()  # written as it goes: a long file shows results at once
     return 0
 
 

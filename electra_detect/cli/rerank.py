@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from electra_detect.cli import DEFAULT_MODEL, verb
+from electra_detect.cli.engine import add_engine_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -41,7 +42,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scorer", choices=["electra", "pll"], default="electra",
                    help="pll: pseudo-log-likelihood of the run's own generator (baseline, one pass per token)")
     p.add_argument("--raw", action="store_true", help="ignore the model's calibration.json")
-    p.add_argument("--device", help="torch device (default: cuda if available)")
+    p.add_argument("--confidence", action="store_true",
+                   help="add each word of the chosen hypothesis with its probability of being wrong (row 'confidence')")
+    p.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available)")
+    add_engine_args(p, workers=False)
     p.add_argument("--batch-size", type=int, default=64, help="texts per model pass")
     p.add_argument("--chunk", type=int, default=256, help="utterances read and scored at a time (streaming)")
     p.add_argument("--no-progress", action="store_true")
@@ -81,7 +85,9 @@ def run_rerank(args: argparse.Namespace) -> int:
         raise rerank.RerankError(f"{args.nbest} holds no utterances")
 
     started = time.perf_counter()
-    scorer, lm_name = _scorer(args)
+    if args.confidence and args.scorer != "electra":
+        raise rerank.RerankError("--confidence reads the discriminator's word scores: use --scorer electra")
+    scorer, lm_name, detector = _scorer(args)
     load_seconds = time.perf_counter() - started
     scoring_seconds = 0.0
     tuned: dict | None = None
@@ -100,11 +106,16 @@ def run_rerank(args: argparse.Namespace) -> int:
             t0 = time.perf_counter()
             items = rerank.score_utterances(chunk, scorer)
             scoring_seconds += time.perf_counter() - t0
-            for item in items:
-                chosen = rerank.choose(item, lm_weight, length_weight)
-                tally.add(item, chosen)
+            chosen = [rerank.choose(item, lm_weight, length_weight) for item in items]
+            confidence = _confidence(detector, [item.utt.hyps[c].text for item, c in zip(items, chosen, strict=True)],
+                                     args) if args.confidence else None
+            for index, item in enumerate(items):
+                tally.add(item, chosen[index])
                 hypotheses += len(item.utt.hyps)
-                handle.write(json.dumps(rerank.utterance_row(item, lm_weight, length_weight, lm_name)) + "\n")
+                row = rerank.utterance_row(item, lm_weight, length_weight, lm_name)
+                if confidence is not None:
+                    row["confidence"] = confidence[index]
+                handle.write(json.dumps(row) + "\n")
             bar.update(len(items))
         if tally.utterances == 0:
             raise rerank.RerankError(f"{args.nbest} holds no utterances")
@@ -126,11 +137,19 @@ def _scorer(args: argparse.Namespace):
     if args.scorer == "pll":
         from electra_detect.tasks.pll import GeneratorScorer
 
-        return rerank.pll_scorer(GeneratorScorer.load(args.model), args.batch_size), "pll_score"
-    from electra_detect.detector import Detector
+        return rerank.pll_scorer(GeneratorScorer.load(args.model), args.batch_size), "pll_score", None
+    from electra_detect.cli.engine import load_detector
 
-    detector = Detector.load(args.model, device=args.device, calibrated=not args.raw)
-    return rerank.detector_scorer(detector, args.score, args.batch_size), "electra_score"
+    detector = load_detector(args, "score", threads=None, device=args.device, calibrated=not args.raw)
+    return rerank.detector_scorer(detector, args.score, args.batch_size), "electra_score", detector
+
+
+def _confidence(detector, texts: list[str], args: argparse.Namespace) -> list[list[dict]]:
+    """Word confidence of each chosen hypothesis: one more Detector pass, over the chosen texts only."""
+    from electra_detect.tasks import rerank
+
+    results = detector.score(texts, batch_size=args.batch_size, calibrated=not args.raw)
+    return [rerank.word_confidence(result) for result in results]
 
 
 def _chunks(items, size: int):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from electra_detect.cli import DEFAULT_MODEL, verb
+from electra_detect.cli.engine import add_engine_args, load_detector
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -18,33 +19,33 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per text")
     p.add_argument("--threshold", type=float, help="highlight words with score >= this (default: the model's "
                                                   "tuned ged.json threshold, else 0.5)")
+    add_engine_args(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    return score(args.model, args.text, args.file, args.threshold, as_json=args.json, verb=args.verb)
+    return score(args, args.text, args.file, args.threshold, as_json=args.json)
 
 
-def score(model: str, texts: list[str], file: str | None = None, threshold: float | None = None,
-          as_json: bool = False, verb: str = "score") -> int:
+def score(args: argparse.Namespace, texts: list[str], file: str | None = None, threshold: float | None = None,
+          as_json: bool = False) -> int:
     import itertools
     import json
     import os
     import sys
 
-    from electra_detect.cli.texts import check_unit_interval, open_texts, text_batches
-    from electra_detect.detector import Detector
+    from electra_detect.cli.texts import STREAM_BIG, check_unit_interval, open_texts, text_batches
     from electra_detect.highlight import render_highlight, render_table
 
     check_unit_interval(threshold, "--threshold")
-    source = argparse.Namespace(text=texts, file=file, verb=verb)
-    batches = text_batches(source, open_texts(source))
+    source = argparse.Namespace(text=texts, file=file, verb=args.verb)
+    batches = text_batches(source, open_texts(source), per_batch=STREAM_BIG)
     first = next(batches)  # "no text" and an unreadable first line are reported before the model loads
-    detector = Detector.load(model)
+    detector = load_detector(args, task="score")
     threshold = detector.threshold() if threshold is None else threshold
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    for batch in itertools.chain([first], batches):
+    for scored in detector.stream(itertools.chain([first], batches), workers=args.workers or None):
         lines = []
-        for scores in detector.score(batch):
+        for scores in scored:
             if as_json:
                 lines.append(json.dumps(scores.to_dict()))
             else:

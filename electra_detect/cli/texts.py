@@ -14,6 +14,7 @@ from typing import Any
 from electra_detect.errors import CliError
 
 STREAM_TEXTS = 64  # texts scored per batch when reading --file: memory stays bounded whatever the file's size
+STREAM_BIG = 512  # ... or this many for the scoring pipeline: longer runs to sort by length, less padding
 STREAM_CHARS = 256_000  # ... and at most about this many characters per batch
 MAX_LINE_CHARS = 1_000_000  # one line longer than this is an error, not a memory blow-up
 
@@ -46,8 +47,8 @@ def open_texts(args: argparse.Namespace) -> Any:
         raise SystemExit(fail(f"cannot read {args.file}: {exc.strerror}")) from None
 
 
-def text_batches(args: argparse.Namespace, handle: Any) -> Iterator[list[str]]:
-    """The text arguments, then --file's non-empty lines, in batches of up to STREAM_TEXTS texts and about
+def text_batches(args: argparse.Namespace, handle: Any, per_batch: int = STREAM_TEXTS) -> Iterator[list[str]]:
+    """The text arguments, then --file's non-empty lines, in batches of up to ``per_batch`` texts and about
     STREAM_CHARS characters (the first batch smaller, so that results show soon); read as they are needed,
     with a progress bar (bytes read) when stderr is a terminal. Fails with one ``error:`` line when there
     is no text at all."""
@@ -55,7 +56,7 @@ def text_batches(args: argparse.Namespace, handle: Any) -> Iterator[list[str]]:
 
     batch = [t for t in args.text if t.strip()]
     sent, number, error = 0, 0, None
-    chars, limit = sum(map(len, batch)), STREAM_TEXTS // 8
+    chars, limit = sum(map(len, batch)), 8
     size = None
     if handle is not None and handle is not sys.stdin:
         try:
@@ -81,7 +82,7 @@ def text_batches(args: argparse.Namespace, handle: Any) -> Iterator[list[str]]:
                     if len(batch) >= limit or chars >= STREAM_CHARS:
                         sent += len(batch)
                         yield batch
-                        batch, chars, limit = [], 0, STREAM_TEXTS
+                        batch, chars, limit = [], 0, per_batch
     except UnicodeDecodeError:
         error = f"input file is not UTF-8 text: {args.file}"
     except OSError as exc:

@@ -20,9 +20,10 @@ from electra_detect.errors import DetectorError
 MANIFEST = "export.json"
 VARIANT_FILES = {"fp32": "model.onnx", "optimized": "model_optimized.onnx", "fp16": "model_fp16.onnx",
                  "int8": "model_int8.onnx"}
-# Exact fp32 numerics first on CPU; the plain export under onnxruntime's own online optimisations ran
-# faster here than the offline-fused graph (benchmarks/results/inference.md), so it leads.
-CPU_PREFERENCE = ("fp32", "optimized", "int8", "fp16")
+# int8 first on CPU: an export holds it only when it passed the parity gate (>= 99% of tokens flagged alike),
+# and it ran fastest here (benchmarks/results/cli_speed); then exact fp32, whose plain graph under onnxruntime's
+# online optimisations beat the offline-fused one (benchmarks/results/inference).
+CPU_PREFERENCE = ("int8", "fp32", "optimized", "fp16")
 GPU_PREFERENCE = ("fp16", "optimized", "fp32", "int8")  # fp16 is what tensor cores are for
 
 _warned: set[str] = set()  # warn once per process and message kind, however many engines are built
@@ -79,74 +80,11 @@ def load_export_calibration(export_dir: Path):
         raise DetectorError(str(exc)) from exc
 
 
-class LightTokenizer:
-    """The exported tokenizer backend (``tokenizers``, Rust) behind the slice of the HF tokenizer API
-    that ``Detector.score`` uses. Why: importing transformers pulls in torch (seconds, and the point of
-    the ONNX engine is a deployment without PyTorch). Anything else is delegated to the HF tokenizer,
-    loaded on first use, so callers that need more of the API still get it."""
-
-    is_fast = True
-
-    def __init__(self, export_dir: Path, spec: dict[str, Any]) -> None:
-        from tokenizers import Tokenizer
-
-        self._dir = Path(export_dir)
-        self.backend_tokenizer = Tokenizer.from_file(str(self._dir / spec["file"]))
-        self.backend_tokenizer.no_truncation()
-        self.backend_tokenizer.no_padding()
-        self.cls_token_id = int(spec["cls_token_id"])
-        self.sep_token_id = int(spec["sep_token_id"])
-        self.pad_token_id = int(spec["pad_token_id"])
-        self.model_max_length = 1 << 30
-        self._hf: Any = None
-
-    def _full(self) -> Any:
-        if self._hf is None:
-            from transformers import AutoTokenizer
-
-            self._hf = AutoTokenizer.from_pretrained(str(self._dir))
-            self._hf.model_max_length = self.model_max_length
-        return self._hf
-
-    def __call__(self, texts: Any, add_special_tokens: bool = True, return_offsets_mapping: bool = False,
-                 **kwargs: Any) -> Any:
-        if kwargs or isinstance(texts, str):
-            return self._full()(texts, add_special_tokens=add_special_tokens,
-                                return_offsets_mapping=return_offsets_mapping, **kwargs)
-        return _Encodings(self.backend_tokenizer.encode_batch(list(texts), add_special_tokens=add_special_tokens))
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self._full(), name)
-
-
-class _Encodings:
-    """``batch["input_ids"]`` and ``batch[i]`` (a tokenizers.Encoding), as HF's BatchEncoding gives them."""
-
-    def __init__(self, encodings: list[Any]) -> None:
-        self.encodings = encodings
-
-    def __getitem__(self, key: int | str) -> Any:
-        if isinstance(key, int):
-            return self.encodings[key]
-        if key == "input_ids":
-            return [e.ids for e in self.encodings]
-        if key == "offset_mapping":
-            return [e.offsets for e in self.encodings]
-        if key == "attention_mask":
-            return [e.attention_mask for e in self.encodings]
-        raise KeyError(key)
-
-
 def load_tokenizer(export_dir: Path) -> Any:
-    """The light tokenizer when the export carries its backend, else the HF tokenizer."""
-    spec = read_manifest(export_dir).get("tokenizer")
-    if spec and (Path(export_dir) / spec["file"]).exists():
-        return LightTokenizer(export_dir, spec)
-    from transformers import AutoTokenizer
+    """The export's tokenizer, without transformers when the export carries its backend."""
+    from electra_detect.tokenizer import load_tokenizer as load
 
-    return AutoTokenizer.from_pretrained(str(export_dir))
+    return load(export_dir, read_manifest(export_dir).get("tokenizer"))
 
 
 def _wants_cuda(device: str | None) -> tuple[bool, int, bool]:
@@ -226,6 +164,9 @@ class OnnxEngine:
         options.log_severity_level = 3  # our own warning reports a CUDA fallback; ORT's would repeat it per session
         if threads:
             options.intra_op_num_threads = threads
+        # no spin-waiting between ops: on a shared 2-core CPU spinning threads starved each other (2 threads ran
+        # at half the speed of 1 in benchmarks/cli_speed); idle pool threads now sleep
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         providers: list[Any] = ["CPUExecutionProvider"]
         if cuda:
             providers.insert(0, ("CUDAExecutionProvider", {"device_id": device_id}))

@@ -14,10 +14,12 @@ from electra_detect.errors import DetectorError
 class TorchEngine:
     name = "torch"
 
-    def __init__(self, model_dir: Path, device: str | None = None) -> None:
+    def __init__(self, model_dir: Path, device: str | None = None, threads: int | None = None) -> None:
         import torch
 
         self._torch = torch
+        if threads:  # process-wide: on the shared 2-core CPU one thread per call ran 3x faster than two (cli_speed)
+            torch.set_num_threads(threads)
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.model = load_discriminator(model_dir).to(self.device)
         self.model.eval()

@@ -153,6 +153,14 @@ def split_type(edit_type: str) -> tuple[str, str]:
     return (op, main) if op in ("M", "R", "U") and main else ("R", "OTHER")
 
 
+def _valid_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def read_bea_json(path: str | Path, annotator: int = 0, nlp=None) -> list[GedSentence]:
     """BEA-2019 JSON (the FCE and W&I release): one essay per line, ``{"text": ..., "edits": [[annotator,
     [[char_start, char_end, correction(, type)], ...]], ...]}``.
@@ -175,8 +183,12 @@ def read_bea_json(path: str | Path, annotator: int = 0, nlp=None) -> list[GedSen
                      for e in edits]
         except (json.JSONDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
             raise GedDataError(f"{path}:{number}: not a BEA-2019 JSON essay ({type(exc).__name__}: {exc})") from None
+        except RecursionError:  # json recurses per nesting level
+            raise GedDataError(f"{path}:{number}: not a BEA-2019 JSON essay (nested too deeply)") from None
         if not isinstance(text, str):
             raise GedDataError(f"{path}:{number}: 'text' must be a string")
+        if not text.isascii() and not _valid_unicode(text):  # a JSON \ud800 escape decodes to a lone surrogate
+            raise GedDataError(f"{path}:{number}: 'text' is not valid Unicode (a lone surrogate)")
         # (sentence index, position in it, start, end) of every token, in text order
         spans: list[tuple[int, int, int, int]] = []
         for paragraph in re.finditer(r"[^\n]+", text):

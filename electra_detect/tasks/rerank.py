@@ -147,6 +147,10 @@ def _hyp_from(obj: Any, where: str) -> Hypothesis:
     text = obj["text"]
     if not isinstance(text, str):
         raise RerankError(f"{where}: hypothesis 'text' must be a string")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a JSON \ud800 escape decodes to a lone surrogate
+        raise RerankError(f"{where}: hypothesis 'text' is not valid Unicode (a lone surrogate)") from None
     raw = obj.get("score", 0.0)
     if raw is None:
         raw = 0.0
@@ -176,6 +180,8 @@ def read_mlm_json(path: str | Path) -> Iterator[Utterance]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise RerankError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:  # json recurses per nesting level
+        raise RerankError(f"{path}: JSON nested too deeply") from None
     except UnicodeDecodeError:
         raise RerankError(f"{path}: not UTF-8 text") from None
     if not isinstance(data, dict):
@@ -205,6 +211,8 @@ def read_jsonl(path: str | Path) -> Iterator[Utterance]:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise RerankError(f"{where}: not valid JSON ({exc.msg})") from None
+            except RecursionError:  # json recurses per nesting level
+                raise RerankError(f"{where}: JSON nested too deeply") from None
             if not isinstance(obj, dict) or not isinstance(obj.get("hyps"), list):
                 raise RerankError(f"{where}: expected an object with 'id' and a 'hyps' list")
             utt_id = str(obj.get("id", number))
@@ -290,8 +298,8 @@ def detect_format(path: str | Path) -> str:
                 if first.startswith("{"):
                     try:
                         obj = json.loads(first)
-                    except json.JSONDecodeError:
-                        return "mlm-json"  # a multi-line JSON object
+                    except (json.JSONDecodeError, RecursionError):
+                        return "mlm-json"  # a multi-line JSON object (its reader reports what is wrong)
                     return "jsonl" if isinstance(obj, dict) and "hyps" in obj else "mlm-json"
                 return "kaldi"
     raise RerankError(f"{path} is empty")
@@ -363,6 +371,44 @@ def word_errors(ref: str, hyps: Sequence[str]) -> tuple[np.ndarray, int]:
         out = jiwer.process_words(ref_n, normalise(hyp))
         errors[i] = out.substitutions + out.deletions + out.insertions
     return errors, len(ref_n.split())
+
+
+def hypothesis_word_errors(ref: str, hyp: str) -> list[int | None]:
+    """For each whitespace word of ``hyp``: 1 when the minimum-edit alignment with ``ref`` (jiwer, on normalised
+    words) substitutes or inserts it, 0 when it matches; None for a word normalisation empties (punctuation)."""
+    import jiwer
+
+    ref_n = normalise(ref)
+    if not ref_n:
+        raise RerankError("empty reference: word errors are undefined")
+    words = [normalise(w) for w in hyp.split()]
+    kept = [i for i, w in enumerate(words) if w]
+    labels: list[int | None] = [None] * len(words)
+    if not kept:
+        return labels
+    out = jiwer.process_words(ref_n, " ".join(words[i] for i in kept))
+    for chunk in out.alignments[0]:
+        for position in range(chunk.hyp_start_idx, chunk.hyp_end_idx):
+            labels[kept[position]] = 0 if chunk.type == "equal" else 1
+    return labels
+
+
+def word_confidence(result: Any) -> list[dict[str, Any]]:
+    """Each recogniser word (whitespace-separated) of a scored hypothesis (a ``TextScores``) with its probability
+    of being wrong: the highest p(replaced) among the Detector's words inside it (its pre-tokenizer splits
+    "she'll" into three)."""
+    rows, words, index = [], result.words, 0
+    for match in re.finditer(r"\S+", result.text):
+        start, end = match.span()
+        while index < len(words) and words[index].end <= start:  # both are in text order: one pass
+            index += 1
+        scores = []
+        for word in words[index:]:
+            if word.start >= end:
+                break
+            scores.append(word.score)
+        rows.append({"word": match.group(), "start": start, "end": end, "p_wrong": max(scores, default=0.0)})
+    return rows
 
 
 # --------------------------------------------------------------------------------------- scoring + fusion

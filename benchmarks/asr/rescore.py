@@ -1,0 +1,378 @@
+"""ASR n-best rescoring and word confidence, per noise condition, on lists made by ``make_lists.py --every-snr``.
+
+Every sentence is decoded clean and at each SNR (ids ``dev-0007-clean``, ``test-0123-20.0``), so the conditions are
+reported separately on the same sentences. A system is ``total = asr + sum_f w_f * feature_f`` over the hypotheses
+of a list (the top total is chosen); its weights are tuned on the whole dev list (all conditions: a deployed
+recogniser does not know its SNR) by coordinate search over log-spaced grids, and judged on dev by 5-fold
+cross-validation (tuned on four folds of sentences, WER on the fifth) before the test list is touched.
+
+Features of a hypothesis: ``words``; the Detector's ``ELECTRA sum`` (sum of log(1 - p) over tokens), ``mean``
+(over tokens) and ``per-word`` (sum over words of log(1 - p_word), p_word the word's highest p); ``generator
+PLL`` (one masked pass per token, Salazar et al. 2020) with ``--pll``; a Kneser-Ney 5-gram with
+``--ngram-corpus``; ``ASR/words`` replaces the recogniser's score by its per-word mean.
+
+Per condition: test WER with a paired bootstrap (resampling sentences) of each system minus 1-best and minus PLL.
+Word confidence on each condition's test 1-best: p(wrong) of each word (``rerank.word_confidence``) against the
+word's alignment with the reference (``rerank.hypothesis_word_errors``): ROC AUC, and normalised cross-entropy
+after a Platt map fitted on the dev 1-best (raw p(replaced) is not a probability of an ASR error); the
+recogniser's own word posteriors (pocketsphinx lattice) the same way.
+
+    python benchmarks/asr/rescore.py --lists runs/asr-lists --model runs/warm-electra [--pll] [--ngram-corpus F ...]
+
+Writes result.json, table.md and plot.png to ``--out-dir`` (default benchmarks/results/asr_rescore/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text  # noqa: E402
+from electra_detect.tasks import rerank  # noqa: E402
+
+WEIGHT_GRID = np.concatenate([[0.0], np.logspace(-3, 3, 37), -np.logspace(-2, 3, 16)])
+FOLDS = 5
+
+
+# ------------------------------------------------------------------------------------------------ data
+
+def load_lists(folder: Path) -> dict[str, Any]:
+    """The dev and test lists (raw JSON, for the 1-best's word posteriors) and each utterance's condition."""
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["utterances"]
+    out: dict[str, Any] = {}
+    for split in ("dev", "test"):
+        raw = json.loads((folder / f"{split}.json").read_text(encoding="utf-8"))
+        utts = list(rerank.read_nbest(folder / f"{split}.json"))
+        out[split] = {"utts": utts, "raw": raw, "condition": [str(manifest[u.id]["snr_db"]) for u in utts],
+                      "sentence": [u.id.rsplit("-", 1)[0] for u in utts]}
+    return out
+
+
+def padded(utts: list[rerank.Utterance], values: list[list[float]], fill: float) -> np.ndarray:
+    """Per-hypothesis values as [utterances, widest list], padded with ``fill``."""
+    width = max(len(u.hyps) for u in utts)
+    out = np.full((len(utts), width), fill)
+    for row, vals in enumerate(values):
+        out[row, :len(vals)] = vals
+    return out
+
+
+def split_by_utterance(utts: list[rerank.Utterance], flat: list[float]) -> list[list[float]]:
+    rows, start = [], 0
+    for u in utts:
+        rows.append(list(flat[start:start + len(u.hyps)]))
+        start += len(u.hyps)
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------ systems
+
+def choose(asr: np.ndarray, features: list[np.ndarray], weights: list[float]) -> np.ndarray:
+    """Index of the top total in each list: [utterances]."""
+    total = asr.copy()
+    for feature, weight in zip(features, weights, strict=True):
+        total = total + weight * feature
+    return np.argmax(total, axis=1)
+
+
+def corpus_wer(errors: np.ndarray, ref_words: np.ndarray, chosen: np.ndarray, rows: np.ndarray) -> float:
+    return float(errors[rows, chosen[rows]].sum() / ref_words[rows].sum())
+
+
+def tune(asr: np.ndarray, features: list[np.ndarray], errors: np.ndarray, ref_words: np.ndarray,
+         rows: np.ndarray, rounds: int = 3) -> list[float]:
+    """Coordinate search: each weight in turn over WEIGHT_GRID, the others held; ties keep the smaller |w|."""
+    weights = [0.0] * len(features)
+    sub_asr, sub_features, sub_errors = asr[rows], [f[rows] for f in features], errors[rows]
+    words = ref_words[rows].sum()
+    for _ in range(rounds if len(features) > 1 else 1):
+        for index in range(len(features)):
+            best = None
+            for value in WEIGHT_GRID:
+                trial = [*weights[:index], value, *weights[index + 1:]]
+                chosen = choose(sub_asr, sub_features, trial)
+                key = (float(sub_errors[np.arange(len(rows)), chosen].sum() / words), abs(value))
+                if best is None or key < best[0]:
+                    best = (key, value)
+            weights[index] = float(best[1])
+    return weights
+
+
+def cv_wer(asr: np.ndarray, features: list[np.ndarray], errors: np.ndarray, ref_words: np.ndarray,
+           sentences: list[str], seed: int) -> float:
+    """Dev WER of the tuning procedure on held-out folds of sentences (all conditions of a sentence together)."""
+    names = sorted(set(sentences))
+    fold_of = dict(zip(np.random.default_rng(seed).permutation(names), np.arange(len(names)) % FOLDS, strict=True))
+    folds = np.array([fold_of[s] for s in sentences])
+    wrong = words = 0.0
+    for fold in range(FOLDS):
+        train, held = np.where(folds != fold)[0], np.where(folds == fold)[0]
+        chosen = choose(asr[held], [f[held] for f in features], tune(asr, features, errors, ref_words, train))
+        wrong += errors[held, chosen].sum()
+        words += ref_words[held].sum()
+    return float(wrong / words)
+
+
+def paired_interval(a: np.ndarray, b: np.ndarray, ref_words: np.ndarray, groups: list[str], seed: int,
+                    rounds: int = 2000) -> list[float]:
+    """95% interval of WER(a) - WER(b) (per-utterance errors of two systems), resampling sentences."""
+    names = sorted(set(groups))
+    index = {name: i for i, name in enumerate(names)}
+    group = np.array([index[g] for g in groups])
+    per = lambda values: np.bincount(group, weights=values, minlength=len(names))  # noqa: E731
+    diff, words = per(a - b), per(ref_words)
+    samples = np.random.default_rng(seed).integers(0, len(names), size=(rounds, len(names)))
+    stats = diff[samples].sum(axis=1) / words[samples].sum(axis=1)
+    return [float(np.percentile(stats, 2.5)), float(np.percentile(stats, 97.5))]
+
+
+# ------------------------------------------------------------------------------------------------ confidence
+
+def confidence_metrics(p_wrong_dev: np.ndarray, wrong_dev: np.ndarray, p_wrong: np.ndarray, wrong: np.ndarray
+                       ) -> dict[str, float]:
+    """ROC AUC of p(wrong) for wrong words, and NCE of p(correct) after a Platt map fitted on dev."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+
+    def logit(p: np.ndarray) -> np.ndarray:
+        p = np.clip(p, 1e-6, 1 - 1e-6)
+        return np.log(p / (1 - p))[:, None]
+
+    platt = LogisticRegression().fit(logit(p_wrong_dev), wrong_dev)
+    p_correct = np.clip(1 - platt.predict_proba(logit(p_wrong))[:, 1], 1e-6, 1 - 1e-6)
+    correct = 1 - wrong
+    rate = correct.mean()
+    base = -(rate * np.log2(rate) + (1 - rate) * np.log2(1 - rate))
+    model = -np.mean(correct * np.log2(p_correct) + wrong * np.log2(1 - p_correct))
+    return {"auc": float(roc_auc_score(wrong, p_wrong)), "nce": float((base - model) / base),
+            "words": int(len(wrong)), "error_rate": float(wrong.mean())}
+
+
+def word_labels(utts: list[rerank.Utterance], raw: dict, detector: Any) -> dict[str, list]:
+    """Per word of each 1-best: wrong (1/0), the Detector's p(wrong), the recogniser's 1 - posterior; words
+    without a label (punctuation) or without a posterior are left out of both."""
+    texts = [u.hyps[0].text for u in utts]
+    scored = detector.score(texts)
+    rows: dict[str, list] = {"wrong": [], "electra": [], "recogniser": [], "utt": []}
+    for index, (utt, result) in enumerate(zip(utts, scored, strict=True)):
+        labels = rerank.hypothesis_word_errors(utt.ref, utt.hyps[0].text) if utt.hyps[0].text.strip() else []
+        ours = rerank.word_confidence(result)
+        posteriors = raw[utt.id]["hyp_1"].get("word_posteriors")
+        if posteriors is None or len(posteriors) != len(labels):
+            continue
+        for label, word, posterior in zip(labels, ours, posteriors, strict=True):
+            if label is None:
+                continue
+            rows["wrong"].append(label)
+            rows["electra"].append(word["p_wrong"])
+            rows["recogniser"].append(1.0 - posterior)
+            rows["utt"].append(index)
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------ main
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lists", required=True, help="folder with dev.json, test.json and manifest.json")
+    ap.add_argument("--model", required=True, help="run dir (discriminator/, and generator/ for --pll)")
+    ap.add_argument("--pll", action="store_true", help="also the generator's PLL (slow: one pass per token)")
+    ap.add_argument("--ngram-corpus", nargs="*", default=None)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results" / "asr_rescore"))
+    args = ap.parse_args()
+
+    from electra_detect.detector import Detector
+
+    data = load_lists(Path(args.lists))
+    detector = Detector.load(args.model, engine="auto")
+    print(detector.describe(), file=sys.stderr)
+
+    # Phase 1: features of every hypothesis (one Detector pass; PLL and the 5-gram when asked), timed on test.
+    scorers: dict[str, Any] = {}
+    if args.pll:
+        from electra_detect.tasks.pll import GeneratorScorer
+
+        scorers["generator PLL"] = rerank.pll_scorer(GeneratorScorer.load(args.model), args.batch_size)
+    if args.ngram_corpus is not None:
+        from ngram import KneserNeyLM, corpus_sentences
+
+        ngram = KneserNeyLM(5).fit(corpus_sentences(args.ngram_corpus))
+        scorers["5-gram"] = lambda texts: [ngram.sentence_logprob(t) for t in texts]
+    seconds: dict[str, float] = {}
+    for split, part in data.items():
+        utts = part["utts"]
+        texts = [h.text for u in utts for h in u.hyps]
+        started = time.perf_counter()
+        results = detector.score(texts, batch_size=args.batch_size)
+        if split == "test":
+            seconds["ELECTRA"] = (time.perf_counter() - started) / len(utts)
+        per_word = [float(np.sum(np.log1p(-np.clip([w.score for w in r.words], 0, 1 - 1e-7)))) for r in results]
+        flat = {"ELECTRA sum": [r.sentence_sum for r in results], "ELECTRA mean": [r.sentence_mean for r in results],
+                "ELECTRA per-word": per_word, "words": [float(rerank.word_count(t)) for t in texts]}
+        for name, scorer in scorers.items():
+            started = time.perf_counter()
+            flat[name] = list(scorer(texts))
+            if split == "test":
+                seconds[name] = (time.perf_counter() - started) / len(utts)
+            print(json.dumps({"scored": name, "split": split, "hypotheses": len(texts)}), file=sys.stderr)
+        errors, ref_words = [], []
+        for u in utts:
+            e, n = rerank.word_errors(u.ref, [h.text for h in u.hyps])
+            errors.append(list(e))
+            ref_words.append(n)
+        part["features"] = {name: padded(utts, split_by_utterance(utts, values), 0.0) for name, values in flat.items()}
+        part["asr"] = padded(utts, [[h.asr_score for h in u.hyps] for u in utts], -np.inf)
+        words = np.maximum(part["features"]["words"], 1.0)
+        part["asr/words"] = np.where(np.isfinite(part["asr"]), part["asr"] / words, -np.inf)
+        part["errors"] = padded(utts, errors, np.inf)
+        part["ref_words"] = np.array(ref_words, dtype=float)
+
+    # Phase 2: systems, tuned on all of dev, judged by dev cross-validation, then measured on test.
+    systems: dict[str, tuple[str, list[str]]] = {"1-best": ("asr", []), "length only": ("asr", ["words"])}
+    for name in ("ELECTRA sum", "ELECTRA mean", "ELECTRA per-word"):
+        systems[name] = ("asr", [name, "words"])
+    systems["ELECTRA sum, ASR/words"] = ("asr/words", ["ELECTRA sum", "words"])
+    for name in scorers:
+        systems[name] = ("asr", [name, "words"])
+        systems[f"ELECTRA sum + {name}"] = ("asr", ["ELECTRA sum", name, "words"])
+    dev, test = data["dev"], data["test"]
+    rows_dev = np.arange(len(dev["utts"]))
+    conditions = sorted(set(test["condition"]), key=lambda c: (c != "clean", -float(c) if c != "clean" else 0))
+    report: dict[str, Any] = {}
+    chosen_errors: dict[str, np.ndarray] = {}
+    for name, (asr_form, features) in systems.items():
+        dev_f, test_f = [dev["features"][f] for f in features], [test["features"][f] for f in features]
+        if name == "1-best":
+            weights, cv = [], corpus_wer(dev["errors"], dev["ref_words"], np.zeros(len(rows_dev), int), rows_dev)
+        else:
+            weights = tune(dev[asr_form], dev_f, dev["errors"], dev["ref_words"], rows_dev)
+            cv = cv_wer(dev[asr_form], dev_f, dev["errors"], dev["ref_words"], dev["sentence"], args.seed)
+        chosen = np.zeros(len(test["utts"]), int) if name == "1-best" else choose(test[asr_form], test_f, weights)
+        chosen_errors[name] = test["errors"][np.arange(len(chosen)), chosen]
+        report[name] = {"features": features, "asr": asr_form, "weights": dict(zip(features, weights, strict=True)),
+                        "dev_cv_wer": cv}
+        print(json.dumps({"system": name, "dev_cv_wer": round(cv, 4), "weights": weights}), file=sys.stderr)
+    oracle = test["errors"].min(axis=1)
+    by_condition: dict[str, Any] = {}
+    for condition in conditions:
+        mask = np.array([c == condition for c in test["condition"]])
+        groups = [s for s, m in zip(test["sentence"], mask, strict=True) if m]
+        words = test["ref_words"][mask]
+        base = chosen_errors["1-best"][mask]
+        rows = {}
+        for name in systems:
+            errs = chosen_errors[name][mask]
+            wer = float(errs.sum() / words.sum())
+            row = {"wer": wer, "relative_to_1best": wer / float(base.sum() / words.sum()) - 1}
+            if name != "1-best":
+                row["vs_1best_ci"] = paired_interval(errs, base, words, groups, args.seed)
+            if "generator PLL" in chosen_errors and name not in ("1-best", "generator PLL"):
+                row["vs_pll_ci"] = paired_interval(errs, chosen_errors["generator PLL"][mask], words, groups, args.seed)
+            rows[name] = row
+        by_condition[condition] = {"utterances": int(mask.sum()), "ref_words": int(words.sum()),
+                                   "oracle_wer": float(oracle[mask].sum() / words.sum()), "systems": rows}
+
+    # Phase 3: word confidence on each condition's 1-best (Platt maps fitted on the same condition's dev 1-best).
+    confidence: dict[str, Any] = {}
+    for condition in conditions:
+        picked = {}
+        for split in ("dev", "test"):
+            part = data[split]
+            utts = [u for u, c in zip(part["utts"], part["condition"], strict=True) if c == condition]
+            picked[split] = {k: np.array(v) for k, v in word_labels(utts, part["raw"], detector).items()}
+        confidence[condition] = {
+            source: confidence_metrics(picked["dev"][source], picked["dev"]["wrong"], picked["test"][source],
+                                       picked["test"]["wrong"]) for source in ("electra", "recogniser")}
+
+    result = {"benchmark": "asr_rescore", "model": args.model, "engine": detector.describe().splitlines()[0],
+              "lists": args.lists, "dev_utterances": len(dev["utts"]), "test_utterances": len(test["utts"]),
+              "systems": report, "by_condition": by_condition, "confidence": confidence,
+              "seconds_per_utterance": seconds,
+              "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+              "command": "python benchmarks/asr/rescore.py " + " ".join(sys.argv[1:])}
+    out = Path(args.out_dir)
+    atomic_write_json(out / "result.json", result)
+    atomic_write_text(out / "table.md", markdown(result))
+    plot(result, out / "plot.png")
+    clean = by_condition.get("clean", {}).get("systems", {}).get("ELECTRA sum", {})
+    print(json.dumps({"benchmark": "asr_rescore", "clean_electra_relative": clean.get("relative_to_1best"),
+                      "clean_confidence_auc": confidence.get("clean", {}).get("electra", {}).get("auc")}))
+    return 0
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = [f"# ASR n-best rescoring and word confidence, by condition: `{result['model']}`", "",
+             f"Command: `{result['command']}` ({result['date']}); {result['engine']}. {result['dev_utterances']} dev "
+             f"and {result['test_utterances']} test utterances (every sentence in every condition). Weights tuned on "
+             "all of dev; *dev CV* is the WER of that tuning on held-out fifths of the dev sentences. Intervals: "
+             "95% paired bootstrap over sentences of the system's test WER minus 1-best's (and minus PLL's).", "",
+             "| system | dev CV WER | weights |", "|---|---:|---|"]
+    for name, row in result["systems"].items():
+        weights = ", ".join(f"{k} {v:.3g}" for k, v in row["weights"].items()) or "–"
+        lines.append(f"| {name} | {row['dev_cv_wer']:.4f} | {row['asr']}; {weights} |")
+    for condition, block in result["by_condition"].items():
+        title = "clean speech" if condition == "clean" else f"{condition} dB SNR (white noise)"
+        lines += ["", f"## Test, {title}: {block['utterances']} utterances, {block['ref_words']:,} words, "
+                      f"oracle WER {block['oracle_wer']:.4f}", "",
+                  "| system | WER | vs 1-best | 95% CI of Δ vs 1-best | 95% CI of Δ vs PLL |",
+                  "|---|---:|---:|---|---|"]
+        for name, row in block["systems"].items():
+            ci = row.get("vs_1best_ci")
+            pll = row.get("vs_pll_ci")
+            lines.append(f"| {name} | {row['wer']:.4f} | {row['relative_to_1best']:+.1%} | "
+                         f"{f'[{ci[0]:+.4f}, {ci[1]:+.4f}]' if ci else '–'} | "
+                         f"{f'[{pll[0]:+.4f}, {pll[1]:+.4f}]' if pll else '–'} |")
+    lines += ["", "## Word confidence of the test 1-best", "",
+              "| condition | words | error rate | ELECTRA AUC | ELECTRA NCE | recogniser AUC | recogniser NCE |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    for condition, block in result["confidence"].items():
+        e, r = block["electra"], block["recogniser"]
+        lines.append(f"| {condition} | {e['words']:,} | {e['error_rate']:.3f} | {e['auc']:.3f} | {e['nce']:.3f} | "
+                     f"{r['auc']:.3f} | {r['nce']:.3f} |")
+    speed = result["seconds_per_utterance"]
+    lines += ["", "Scoring seconds per test utterance (this process): " +
+              ", ".join(f"{k} {v:.4f}" for k, v in speed.items()) +
+              (f"; PLL / ELECTRA = **{speed['generator PLL'] / speed['ELECTRA']:.1f}×**." if "generator PLL" in speed
+               else "."), ""]
+    return "\n".join(lines)
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    conditions = list(result["by_condition"])
+    names = [n for n in result["systems"] if n != "1-best"]
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    width = 0.8 / max(len(conditions), 1)
+    for i, condition in enumerate(conditions):
+        rows = result["by_condition"][condition]["systems"]
+        values = [100 * rows[n]["relative_to_1best"] for n in names]
+        ax.barh(np.arange(len(names)) + i * width, values, height=width, label=condition)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(np.arange(len(names)) + width * (len(conditions) - 1) / 2, names, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("test WER change vs the recogniser's 1-best (%)")
+    ax.legend(title="condition")
+    fig.tight_layout()
+    atomic_save_figure(fig, path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

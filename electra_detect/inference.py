@@ -1,0 +1,151 @@
+"""Where the ONNX export a model runs on comes from: shipped beside it, cached, or exported once now.
+
+``Detector.load`` asks ``locate`` for an export; the inference verbs then run onnxruntime without importing
+torch or transformers. A model without a shipped export (``<model>/onnx``) is exported once, on first use,
+into ``$XDG_CACHE_HOME/electra-detect/onnx/<sha256 of the weights>/`` (default ``~/.cache``), through the
+same parity gate as ``electra-detect export``; new weights get a new hash, so a stale export is never used.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from electra_detect.errors import DetectorError, ExportError
+
+CACHE_VARIANTS = ("fp32", "optimized", "int8")  # CPU variants; fp16 is added where onnxruntime has CUDA
+
+
+@dataclass
+class ExportSource:
+    export_dir: Path
+    origin: str  # "shipped", "cached" or "exported" (made by this call)
+    weights_dir: Path | None = None  # the safetensors dir a cached export was made from
+    weights_sha256: str = ""
+
+
+def cache_root() -> Path:
+    """``$XDG_CACHE_HOME/electra-detect/onnx`` (XDG base directory spec: ``~/.cache`` when unset or empty)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "electra-detect" / "onnx"
+
+
+def weights_key(model_dir: Path) -> str:
+    """SHA-256 of the weights, remembered per (path, size, mtime) so a start need not re-read large weights."""
+    import json
+
+    from electra_detect.calibrators import weights_sha256
+    from electra_detect.fileio import atomic_write_json
+
+    files = sorted(Path(model_dir).glob("*.safetensors"))
+    stamp = [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+    memo = cache_root() / "keys" / f"{_text_sha(json.dumps(stamp))}.json"
+    try:
+        saved = json.loads(memo.read_text())
+        if saved.get("files") == stamp:
+            return str(saved["sha256"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # no memo yet, or a broken one: hash the weights
+    key = weights_sha256(model_dir)
+    try:
+        atomic_write_json(memo, {"files": stamp, "sha256": key})
+    except OSError:
+        pass  # a read-only cache only costs the hash next time
+    return key
+
+
+def _text_sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def locate(path: Path, make: bool = True, log: Callable[[str], None] | None = None) -> ExportSource:
+    """The export for model ``path``: shipped (``path`` is one, or holds ``onnx/``), else the cached one for its
+    weights, else (``make``) one exported into the cache now. ``DetectorError`` when there is none to be had."""
+    from electra_detect.engines.onnx_engine import MANIFEST, find_export_dir
+    from electra_detect.model_dir import resolve_model_dir
+
+    try:
+        return ExportSource(find_export_dir(path), "shipped")
+    except DetectorError:
+        pass
+    model_dir = resolve_model_dir(path)
+    if not any(model_dir.glob("*.safetensors")):
+        raise DetectorError(f"no ONNX export and no safetensors weights in {model_dir}")
+    key = weights_key(model_dir)
+    target = cache_root() / key
+    if (target / MANIFEST).exists():
+        return ExportSource(target, "cached", model_dir, key)
+    if not make:
+        raise DetectorError(f"no ONNX export in {path} (no export.json) and none cached for its weights; create one "
+                            f"with `electra-detect export --model {path}` or load with engine auto")
+    export_to_cache(model_dir, target, log or _stderr)
+    return ExportSource(target, "exported", model_dir, key)
+
+
+def export_to_cache(model_dir: Path, target: Path, log: Callable[[str], None]) -> None:
+    """Export ``model_dir`` into ``target`` (atomically, by ``export_model``); when a reduced-precision variant fails
+    the parity gate, export the exact fp32 graph alone rather than nothing."""
+    try:
+        import onnxruntime
+
+        from electra_detect.export import export_model  # torch and the exporters: only on this first use
+    except ImportError as exc:
+        raise DetectorError(f"cannot export {model_dir} to ONNX here ({exc})") from exc
+    variants = list(CACHE_VARIANTS)
+    if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
+        variants.append("fp16")
+    log(f"exporting {model_dir} to ONNX once, into {target} (later runs start from it)")
+    try:
+        with _quiet():
+            export_model(model_dir, target, variants=variants, progress=False)
+    except ExportError as exc:
+        if "parity check failed" not in str(exc):
+            raise DetectorError(f"ONNX export of {model_dir} failed: {exc}") from exc
+        reason = str(exc).split(" (report:")[0]  # the report beside the target goes once the retry succeeds
+        log(f"a reduced-precision variant failed the parity gate ({reason}); caching the fp32 export only")
+        try:
+            with _quiet():
+                export_model(model_dir, target, variants=["fp32"], progress=False)
+        except ExportError as again:
+            raise DetectorError(f"ONNX export of {model_dir} failed: {again}") from again
+    finally:
+        target.with_name(f"{target.name}.parity_failed.json").unlink(missing_ok=True)
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """The exporters' chatter (tracer warnings, graph dumps) off the user's terminal: it goes to fd 1 and 2 from
+    C++ as well as Python, so the file descriptors themselves point elsewhere for the export's few seconds."""
+    import logging
+    import tempfile
+    import warnings
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with tempfile.TemporaryFile() as sink, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        level = logging.root.level
+        logging.root.setLevel(logging.ERROR)
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+            logging.root.setLevel(level)
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
