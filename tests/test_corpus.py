@@ -4,8 +4,10 @@ ever contacted: the fetcher is replaced by one that hands back archives the test
 
 from __future__ import annotations
 
+import ast
 import io
 import json
+import re
 import struct
 import tarfile
 import zlib
@@ -149,6 +151,17 @@ def test_rdata_extractor_reads_an_r_lazy_load_database(tmp_path: Path) -> None:
     _rdata_files(tmp_path / "pkg" / "data", {"emma": ["EMMA", "", PROSE[0], PROSE[1], "", PROSE[2]]})
     assert list(extract_rdata(tmp_path, {"include": ("**/*.rdx",)})) == [
         "EMMA", f"{PROSE[0]} {PROSE[1]}", PROSE[2]]
+
+
+def test_rdata_extractor_skips_held_out_novels(tmp_path: Path) -> None:
+    _rdata_files(tmp_path / "pkg" / "data", {"emma": [PROSE[0]], "persuasion": [PROSE[1]]})
+    assert list(extract_rdata(tmp_path, {"include": ("**/*.rdx",), "skip": ("persuasion",)})) == [PROSE[0]]
+    from training.corpus.sources import SOURCES
+
+    make_lists = (Path(__file__).parents[1] / "benchmarks" / "asr" / "make_lists.py").read_text()
+    novels = re.search(r"^NOVELS = (\(.*\))$", make_lists, re.M)
+    assert novels is not None  # the ASR benchmark's text stays out of pre-training
+    assert set(SOURCES["janeaustenr"].options["skip"]) == set(ast.literal_eval(novels.group(1)))
 
 
 def test_sword_extractor_reads_a_ztext_module(tmp_path: Path) -> None:

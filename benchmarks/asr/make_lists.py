@@ -245,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     hits = sum(Path(job["cache"]).exists() for job in jobs)
     todo = [job for job in jobs if not Path(job["cache"]).exists()]
     with ProcessPoolExecutor(max(1, args.jobs), initializer=_start_worker) as pool:
-        for _ in tqdm(pool.map(_decode_job, todo, chunksize=4), total=len(todo), desc="tts+decode", unit="utt"):
+        for _ in tqdm(pool.map(_decode_job, todo, chunksize=4), total=len(todo), desc="tts+decode", unit="utt",
+                      disable=not sys.stderr.isatty()):
             pass  # each job writes its cache file; the lists are assembled from the cache below
     for job in jobs:
         hyps = json.loads(Path(job["cache"]).read_text(encoding="utf-8"))

@@ -172,9 +172,12 @@ def read_rdb(rdx: Path) -> dict[str, object]:
 
 
 def extract_rdata(root: Path, options: dict) -> Iterator[str]:
-    """Character vectors of lines (one per novel); blank lines separate paragraphs."""
+    """Character vectors of lines (one per novel); blank lines separate paragraphs; ``skip`` names held out."""
+    skip = set(options.get("skip", ()))
     for rdx in select_files(root, options.get("include", ("**/*.rdx",)), options.get("exclude", ())):
-        for _name, value in sorted(read_rdb(rdx).items()):
+        for name, value in sorted(read_rdb(rdx).items()):
+            if name in skip:
+                continue
             try:
                 lines = [str(x) if x is not None else "" for x in value]  # type: ignore[union-attr]
             except TypeError:
