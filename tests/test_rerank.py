@@ -215,6 +215,9 @@ def test_hypothesis_word_errors_align_with_the_reference() -> None:
     assert rerank.hypothesis_word_errors("she had been forced into prudence",
                                          "she had bean forced in to prudence") == [0, 0, 1, 0, 1, 1, 0]
     assert rerank.hypothesis_word_errors("A b c.", "a , b c d") == [0, None, 0, 0, 1]  # ',' normalises away
+    assert rerank.hypothesis_word_errors("a b c d", "a c d") == [0, 0, 0]  # a deletion has no hypothesis word
+    assert rerank.hypothesis_word_errors("a b c d", "a c d", mark_deletions=True) == [0, 1, 0]  # ... but the next
+    assert rerank.hypothesis_word_errors("a b c d", "a b c", mark_deletions=True) == [0, 0, 1]  # ... or the last
     with pytest.raises(RerankError):
         rerank.hypothesis_word_errors("  ", "a")
 

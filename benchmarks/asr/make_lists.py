@@ -3,19 +3,24 @@
 No n-best corpus ships in any registry here, so we make recogniser output ourselves:
 
 * text: sentences from Jane Austen's novels (Debian ``r-cran-janeaustenr``, public domain), which are
-  in neither pre-training corpus (State of the Union, Brown) nor in JFLEG, CoLA or BLiMP. Every
+  in neither pre-training corpus (State of the Union, Brown; the built corpus holds these three novels
+  out, training/corpus/sources.py) nor in JFLEG, CoLA or BLiMP. Every
   chosen sentence is checked against the pre-training text given with ``--exclude`` (normalised
   substring test) and dropped if found there;
-* speech: Debian ``flite`` voices ``rms`` and ``slt`` (alternating), converted by ``sox`` to 16 kHz
-  mono 16-bit; seeded white noise at several SNRs (cycled over utterances);
+* speech: Debian ``flite`` voices (``--voices``, cycled over sentences), converted by ``sox`` to 16 kHz
+  mono 16-bit; seeded white noise at several SNRs (cycled over utterances, or every sentence at every
+  SNR with ``--every-snr``);
 * recogniser: PyPI ``pocketsphinx`` 5.1.1 with the en-us model, LM and dictionary its wheel ships;
   hyp_1 is the decoder's 1-best, then the n-best list de-duplicated, up to ``--nbest``;
   score = log(h.score) (the Python API returns a linear score).
 
 Decodes are cached per utterance under ``benchmarks/asr/cache/`` (keyed by everything that changes
 them), so a rerun is seconds; the resulting dev/test lists (mlm-scoring JSON) are committed.
+``--n-train`` adds a train split of further sentences (the recogniser's own errors, for a fine-tune).
 
     python benchmarks/asr/make_lists.py --exclude runs/text/sotu.txt runs/text/brown.txt
+    python benchmarks/asr/make_lists.py --n-dev 300 --n-test 600 --n-train 300 --voices rms,slt,awb,kal16 \
+        --snr clean,30,20 --every-snr --jobs 2 --out-dir benchmarks/asr/lists
 """
 
 from __future__ import annotations
@@ -179,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n-dev", type=int, default=80)
     ap.add_argument("--n-test", type=int, default=120)
+    ap.add_argument("--n-train", type=int, default=0,
+                    help="also a train split of this many further sentences (the recogniser's own errors, to fine-tune "
+                         "on); dev and test stay the same sentences")
     ap.add_argument("--nbest", type=int, default=10)
     ap.add_argument("--voices", default="rms,slt")
     ap.add_argument("--snr", default="clean,20", help="comma list of SNRs in dB ('clean' = none), cycled")
@@ -209,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     pool = sorted(set(pool))
     random.Random(args.seed).shuffle(pool)
     banned = excluded_text(args.exclude)
-    need = args.n_dev + args.n_test
+    need = args.n_dev + args.n_test + args.n_train
     chosen: list[tuple[str, str]] = []
     dropped = 0
     seen_norm: set[str] = set()
@@ -230,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     version = getattr(pocketsphinx, "__version__", "5.1.1")
     jobs: list[dict] = []  # one per decode: split, id, sentence, voice, snr, noise seed, cache file
     for index, (novel, sentence) in enumerate(chosen):
-        split = "dev" if index < args.n_dev else "test"
+        split = "dev" if index < args.n_dev else "test" if index < args.n_dev + args.n_test else "train"
         voice = voices[index % len(voices)]
         conditions = snrs if args.every_snr else [snrs[(index // len(voices)) % len(snrs)]]
         for snr in conditions:
@@ -240,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             jobs.append({"split": split, "id": utt_id, "novel": novel, "sentence": sentence, "voice": voice,
                          "snr": snr, "noise_seed": args.seed * 100003 + index, "nbest": args.nbest,
                          "cache": str(cache / "decodes" / f"{hashlib.sha1(key.encode()).hexdigest()}.json")})
-    splits: dict[str, dict] = {"dev": {}, "test": {}}
+    splits: dict[str, dict] = {"dev": {}, "test": {}, **({"train": {}} if args.n_train else {})}
     manifest: dict[str, dict] = {}
     hits = sum(Path(job["cache"]).exists() for job in jobs)
     todo = [job for job in jobs if not Path(job["cache"]).exists()]

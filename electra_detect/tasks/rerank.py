@@ -373,9 +373,11 @@ def word_errors(ref: str, hyps: Sequence[str]) -> tuple[np.ndarray, int]:
     return errors, len(ref_n.split())
 
 
-def hypothesis_word_errors(ref: str, hyp: str) -> list[int | None]:
+def hypothesis_word_errors(ref: str, hyp: str, mark_deletions: bool = False) -> list[int | None]:
     """For each whitespace word of ``hyp``: 1 when the minimum-edit alignment with ``ref`` (jiwer, on normalised
-    words) substitutes or inserts it, 0 when it matches; None for a word normalisation empties (punctuation)."""
+    words) substitutes or inserts it, 0 when it matches; None for a word normalisation empties (punctuation).
+    ``mark_deletions`` also marks the word after a deleted reference word (the last at the end), GED's convention
+    for training labels; confidence is judged without it."""
     import jiwer
 
     ref_n = normalise(ref)
@@ -390,6 +392,10 @@ def hypothesis_word_errors(ref: str, hyp: str) -> list[int | None]:
     for chunk in out.alignments[0]:
         for position in range(chunk.hyp_start_idx, chunk.hyp_end_idx):
             labels[kept[position]] = 0 if chunk.type == "equal" else 1
+    if mark_deletions:
+        for chunk in out.alignments[0]:
+            if chunk.type == "delete":
+                labels[kept[min(chunk.hyp_start_idx, len(kept) - 1)]] = 1
     return labels
 
 
