@@ -77,6 +77,9 @@ REGRESSIONS: list[tuple[str, Any, str]] = [  # (target, an example the fuzzers f
     ("bea-json", b'{"text": "\\ud800", "edits": []}', "rejected"),  # spaCy's UnicodeEncodeError before
     ("nbest-jsonl", b'{"id": 1, "hyps": [{"text": "a\\udfff"}]}', "rejected"),
     ("detector-score", ["fine", "a\ud800b"], "rejected"),  # a lone surrogate: the tokenizer's TypeError before
+    ("detector-score", ["one line of a megabyte " * 45_000, ""], "accepted"),  # 1 MB: windows, not one sequence
+    ("text-file", ("one line of a megabyte " * 43_000).encode(), "accepted"),  # 989,000 characters
+    ("text-file", ("one line of a megabyte " * 45_000).encode(), "rejected"),  # over the 1,000,000 line limit
 ]
 
 
