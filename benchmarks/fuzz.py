@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
-from electra_detect.fileio import atomic_write_json, atomic_write_text  # noqa: E402
+from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text  # noqa: E402
 from tests.fuzz_targets import check, targets  # noqa: E402
 
 
@@ -106,7 +106,7 @@ def plot(summary: dict[str, Any], path: Path) -> None:
     ax.set_title("Fuzzed inputs per reader: accepted or rejected, never a crash")
     ax.legend(loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    atomic_save_figure(fig, path)
 
 
 def main() -> int:

@@ -100,6 +100,14 @@ kaldi_files = st.tuples(
     file_bytes(lines_of(st.tuples(kaldi_key, sentence).map(" ".join) | format_text, 8)),
     st.none() | file_bytes(lines_of(st.tuples(kaldi_key, number_text).map(" ".join), 8)),
     st.none() | file_bytes(lines_of(st.tuples(word, sentence).map(" ".join), 4)))
+utt_key = st.sampled_from(["u1", "u2", "utt-1", "a b"]) | word
+espnet_score = st.one_of(number_text, number_text.map(lambda v: f"tensor({v})"),
+                         number.map(lambda v: f"tensor({v}, device='cuda:0')"))
+espnet_rank = st.tuples(  # one {n}best_recog/ folder: text (None = missing) and score (None = no file)
+    st.none() | file_bytes(lines_of(st.tuples(utt_key, sentence).map(" ".join) | format_text, 5)),
+    st.none() | file_bytes(lines_of(st.tuples(utt_key, espnet_score).map(" ".join) | format_text, 5)))
+espnet_folder = st.tuples(st.dictionaries(st.sampled_from(["1", "2", "3", "10", "01", "x"]), espnet_rank, max_size=4),
+                          st.none() | file_bytes(lines_of(st.tuples(utt_key, sentence).map(" ".join), 4)))
 nbest_file = st.tuples(st.sampled_from(["nbest.json", "nbest.jsonl", "nbest.txt"]),
                        st.one_of(mlm_json_file, jsonl_file, kaldi_files.map(lambda t: t[0])))
 hypothesis_lines = lines_of(st.one_of(
@@ -222,6 +230,24 @@ def _run_kaldi(example: tuple[bytes, bytes | None, bytes | None], scratch: Path,
                                      refs=_write(scratch / "text", refs) if refs is not None else None))
 
 
+def _run_espnet(example: tuple[dict[str, tuple[bytes | None, bytes | None]], bytes | None], scratch: Path,
+                context: dict[str, Any]) -> Any:
+    ranks, refs = example
+    folder = scratch / "decode"
+    if folder.exists():
+        import shutil
+
+        shutil.rmtree(folder)
+    for n, (text, score) in ranks.items():
+        (folder / f"{n}best_recog").mkdir(parents=True)
+        if text is not None:
+            _write(folder / f"{n}best_recog" / "text", text)
+        if score is not None:
+            _write(folder / f"{n}best_recog" / "score", score)
+    folder.mkdir(exist_ok=True)
+    return list(_rerank().read_nbest(folder, refs=_write(scratch / "text", refs) if refs is not None else None))
+
+
 def _run_hypothesis_lines(text: str, scratch: Path, context: dict[str, Any]) -> Any:
     return _rerank().parse_hypothesis_lines(text)
 
@@ -285,6 +311,7 @@ def targets() -> dict[str, Target]:
         "nbest-mlm-json": Target(mlm_json_file, _run_mlm_json, errors["rerank"]),
         "nbest-jsonl": Target(jsonl_file, _run_jsonl, errors["rerank"]),
         "nbest-kaldi": Target(kaldi_files, _run_kaldi, errors["rerank"]),
+        "nbest-espnet": Target(espnet_folder, _run_espnet, errors["rerank"]),
         "hypothesis-lines": Target(hypothesis_lines, _run_hypothesis_lines, errors["rerank"]),
         "corpus": Target(corpus_file, _run_corpus, errors["corpus"]),
         "config": Target(config_file, _run_config, errors["config"]),

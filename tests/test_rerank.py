@@ -40,7 +40,14 @@ def write_formats(tmp_path: Path) -> dict[str, Path]:
     kaldi.write_text("\n".join(kaldi_lines) + "\n", encoding="utf-8")
     scores.write_text("\n".join(score_lines) + "\n", encoding="utf-8")
     refs.write_text("".join(f"{k} {v['ref']}\n" for k, v in UTTS.items()), encoding="utf-8")
-    return {"mlm": mlm, "jsonl": jsonl, "kaldi": kaldi, "scores": scores, "refs": refs}
+    espnet = tmp_path / "decode"  # ESPnet: {n}best_recog/{text,score}, a score as str() of a torch scalar
+    for n in (1, 2, 3):
+        folder = espnet / f"{n}best_recog"
+        folder.mkdir(parents=True)
+        rows = [(k, v[f"hyp_{n}"]) for k, v in UTTS.items() if f"hyp_{n}" in v]
+        (folder / "text").write_text("".join(f"{k} {h['text']}\n" for k, h in rows), encoding="utf-8")
+        (folder / "score").write_text("".join(f"{k} tensor({h['score']})\n" for k, h in rows), encoding="utf-8")
+    return {"mlm": mlm, "jsonl": jsonl, "kaldi": kaldi, "scores": scores, "refs": refs, "espnet": espnet}
 
 
 def test_parse_hypothesis_lines_scores_separators_and_bad_line() -> None:
@@ -54,12 +61,13 @@ def test_parse_hypothesis_lines_scores_separators_and_bad_line() -> None:
     assert issubclass(RerankError, ValueError)
 
 
-def test_three_readers_agree(tmp_path: Path) -> None:
+def test_four_readers_agree(tmp_path: Path) -> None:
     paths = write_formats(tmp_path)
     got = {
         "mlm": list(rerank.read_nbest(paths["mlm"])),
         "jsonl": list(rerank.read_nbest(paths["jsonl"])),
         "kaldi": list(rerank.read_nbest(paths["kaldi"], "kaldi", paths["scores"], paths["refs"])),
+        "espnet": list(rerank.read_nbest(paths["espnet"], refs=paths["refs"])),  # a folder: auto = espnet
     }
     for utts in got.values():
         assert [u.id for u in utts] == ["u1", "u2"]
@@ -91,6 +99,16 @@ def test_malformed_lists_name_the_line(tmp_path: Path) -> None:
     mlm.write_text('{"u": {"hyp_1": {"text": "x", "score": 1},\n "hyp_2": }}', encoding="utf-8")
     with pytest.raises(RerankError, match=r"m.json:2"):
         list(rerank.read_nbest(mlm))
+    (tmp_path / "formats").mkdir()
+    espnet = write_formats(tmp_path / "formats")["espnet"]
+    (espnet / "2best_recog" / "score").write_text("u1 tensor(-2.0, device='cuda:0')\nu2 tensor(high)\n")
+    assert [h.asr_score for h in next(iter(rerank.read_nbest(espnet))).hyps][1] == -2.0
+    with pytest.raises(RerankError, match=r"2best_recog/score: 'u2': score is not a number"):
+        list(rerank.read_nbest(espnet))
+    with pytest.raises(RerankError, match="no 1best_recog/ folder"):
+        list(rerank.read_nbest(tmp_path, "espnet"))
+    with pytest.raises(RerankError, match="reads a decode folder"):
+        list(rerank.read_nbest(mlm, "espnet"))
 
 
 def test_word_errors_and_tuning_with_an_oracle_like_scorer() -> None:
@@ -159,6 +177,11 @@ def test_cli_rerank_all_formats_and_tuning(micro_run: Path, tmp_path: Path, caps
     kaldi_summary = _summary(capsys)
     assert kaldi_summary["wer_after"] == kaldi_summary["wer_before"]  # lm weight 0 = the recogniser's 1-best
     assert [json.loads(line)["chosen_index"] for line in kaldi_out.read_text().splitlines()] == [1, 1]
+
+    espnet_out = tmp_path / "espnet.jsonl"
+    assert main(["rerank", str(paths["espnet"]), "--refs", str(paths["refs"]), "--model", str(micro_run),
+                 "--out", str(espnet_out), "--lm-weight", "0", "--no-progress"]) == 0
+    assert _summary(capsys)["wer_before"] == kaldi_summary["wer_before"]
 
 
 def test_cli_pll_baseline(micro_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

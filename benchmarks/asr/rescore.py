@@ -9,7 +9,8 @@ cross-validation (tuned on four folds of sentences, WER on the fifth) before the
 Features of a hypothesis: ``words``; the Detector's ``ELECTRA sum`` (sum of log(1 - p) over tokens), ``mean``
 (over tokens) and ``per-word`` (sum over words of log(1 - p_word), p_word the word's highest p); ``generator
 PLL`` (one masked pass per token, Salazar et al. 2020) with ``--pll``; a Kneser-Ney 5-gram with
-``--ngram-corpus``; ``ASR/words`` replaces the recogniser's score by its per-word mean.
+``--ngram-corpus``; ``ASR/words`` replaces the recogniser's score by its per-word mean. ``--also NAME=DIR`` adds
+another detector (an ASR-aware fine-tune) with the same three forms, in the same run.
 
 Per condition: test WER with a paired bootstrap (resampling sentences) of each system minus 1-best and minus PLL.
 Word confidence on each condition's test 1-best: p(wrong) of each word (``rerank.word_confidence``) against the
@@ -17,7 +18,8 @@ word's alignment with the reference (``rerank.hypothesis_word_errors``): ROC AUC
 after a Platt map fitted on the dev 1-best (raw p(replaced) is not a probability of an ASR error); the
 recogniser's own word posteriors (pocketsphinx lattice) the same way.
 
-    python benchmarks/asr/rescore.py --lists runs/asr-lists --model runs/warm-electra [--pll] [--ngram-corpus F ...]
+    python benchmarks/asr/rescore.py --lists runs/asr-lists --model runs/warm-electra [--also NAME=DIR ...] \
+        [--pll] [--ngram-corpus F ...]
 
 Writes result.json, table.md and plot.png to ``--out-dir`` (default benchmarks/results/asr_rescore/).
 """
@@ -160,25 +162,25 @@ def confidence_metrics(p_wrong_dev: np.ndarray, wrong_dev: np.ndarray, p_wrong: 
             "words": int(len(wrong)), "error_rate": float(wrong.mean())}
 
 
-def word_labels(utts: list[rerank.Utterance], raw: dict, detector: Any) -> dict[str, list]:
-    """Per word of each 1-best: wrong (1/0), the Detector's p(wrong), the recogniser's 1 - posterior; words
-    without a label (punctuation) or without a posterior are left out of both."""
+def word_labels(utts: list[rerank.Utterance], raw: dict, detectors: dict[str, Any]) -> dict[str, list]:
+    """Per word of each 1-best: wrong (1/0), each detector's p(wrong), the recogniser's 1 - posterior; words
+    without a label (punctuation) or without a posterior are left out of all."""
     texts = [u.hyps[0].text for u in utts]
-    scored = detector.score(texts)
-    rows: dict[str, list] = {"wrong": [], "electra": [], "recogniser": [], "utt": []}
-    for index, (utt, result) in enumerate(zip(utts, scored, strict=True)):
+    scored = {label: detector.score(texts) for label, detector in detectors.items()}
+    rows: dict[str, list] = {"wrong": [], "recogniser": [], **{label: [] for label in detectors}}
+    for index, utt in enumerate(utts):
         labels = rerank.hypothesis_word_errors(utt.ref, utt.hyps[0].text) if utt.hyps[0].text.strip() else []
-        ours = rerank.word_confidence(result)
         posteriors = raw[utt.id]["hyp_1"].get("word_posteriors")
         if posteriors is None or len(posteriors) != len(labels):
             continue
-        for label, word, posterior in zip(labels, ours, posteriors, strict=True):
+        ours = {label: rerank.word_confidence(results[index]) for label, results in scored.items()}
+        for position, (label, posterior) in enumerate(zip(labels, posteriors, strict=True)):
             if label is None:
                 continue
             rows["wrong"].append(label)
-            rows["electra"].append(word["p_wrong"])
             rows["recogniser"].append(1.0 - posterior)
-            rows["utt"].append(index)
+            for name, words in ours.items():
+                rows[name].append(words[position]["p_wrong"])
     return rows
 
 
@@ -188,6 +190,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lists", required=True, help="folder with dev.json, test.json and manifest.json")
     ap.add_argument("--model", required=True, help="run dir (discriminator/, and generator/ for --pll)")
+    ap.add_argument("--also", action="append", default=[], metavar="NAME=DIR",
+                    help="another detector (e.g. an ASR-aware fine-tune) scored the same way, beside --model")
     ap.add_argument("--pll", action="store_true", help="also the generator's PLL (slow: one pass per token)")
     ap.add_argument("--ngram-corpus", nargs="*", default=None)
     ap.add_argument("--batch-size", type=int, default=64)
@@ -198,8 +202,14 @@ def main() -> int:
     from electra_detect.detector import Detector
 
     data = load_lists(Path(args.lists))
-    detector = Detector.load(args.model, engine="auto")
-    print(detector.describe(), file=sys.stderr)
+    detectors = {"ELECTRA": Detector.load(args.model, engine="auto")}
+    for spec in args.also:
+        name, _, path = spec.partition("=")
+        if not name or not path:
+            raise SystemExit(f"error: --also wants NAME=DIR, got {spec!r}")
+        detectors[name] = Detector.load(path, engine="auto")
+    for name, detector in detectors.items():
+        print(f"{name}: {detector.describe()}", file=sys.stderr)
 
     # Phase 1: features of every hypothesis (one Detector pass; PLL and the 5-gram when asked), timed on test.
     scorers: dict[str, Any] = {}
@@ -216,13 +226,16 @@ def main() -> int:
     for split, part in data.items():
         utts = part["utts"]
         texts = [h.text for u in utts for h in u.hyps]
-        started = time.perf_counter()
-        results = detector.score(texts, batch_size=args.batch_size)
-        if split == "test":
-            seconds["ELECTRA"] = (time.perf_counter() - started) / len(utts)
-        per_word = [float(np.sum(np.log1p(-np.clip([w.score for w in r.words], 0, 1 - 1e-7)))) for r in results]
-        flat = {"ELECTRA sum": [r.sentence_sum for r in results], "ELECTRA mean": [r.sentence_mean for r in results],
-                "ELECTRA per-word": per_word, "words": [float(rerank.word_count(t)) for t in texts]}
+        flat = {"words": [float(rerank.word_count(t)) for t in texts]}
+        for label, detector in detectors.items():
+            started = time.perf_counter()
+            results = detector.score(texts, batch_size=args.batch_size)
+            if split == "test":
+                seconds[label] = (time.perf_counter() - started) / len(utts)
+            flat[f"{label} sum"] = [r.sentence_sum for r in results]
+            flat[f"{label} mean"] = [r.sentence_mean for r in results]
+            flat[f"{label} per-word"] = [float(np.sum(np.log1p(-np.clip([w.score for w in r.words], 0, 1 - 1e-7))))
+                                         for r in results]
         for name, scorer in scorers.items():
             started = time.perf_counter()
             flat[name] = list(scorer(texts))
@@ -243,8 +256,9 @@ def main() -> int:
 
     # Phase 2: systems, tuned on all of dev, judged by dev cross-validation, then measured on test.
     systems: dict[str, tuple[str, list[str]]] = {"1-best": ("asr", []), "length only": ("asr", ["words"])}
-    for name in ("ELECTRA sum", "ELECTRA mean", "ELECTRA per-word"):
-        systems[name] = ("asr", [name, "words"])
+    for label in detectors:
+        for form in ("sum", "mean", "per-word"):
+            systems[f"{label} {form}"] = ("asr", [f"{label} {form}", "words"])
     systems["ELECTRA sum, ASR/words"] = ("asr/words", ["ELECTRA sum", "words"])
     for name in scorers:
         systems[name] = ("asr", [name, "words"])
@@ -293,12 +307,13 @@ def main() -> int:
         for split in ("dev", "test"):
             part = data[split]
             utts = [u for u, c in zip(part["utts"], part["condition"], strict=True) if c == condition]
-            picked[split] = {k: np.array(v) for k, v in word_labels(utts, part["raw"], detector).items()}
+            picked[split] = {k: np.array(v) for k, v in word_labels(utts, part["raw"], detectors).items()}
         confidence[condition] = {
             source: confidence_metrics(picked["dev"][source], picked["dev"]["wrong"], picked["test"][source],
-                                       picked["test"]["wrong"]) for source in ("electra", "recogniser")}
+                                       picked["test"]["wrong"]) for source in [*detectors, "recogniser"]}
 
-    result = {"benchmark": "asr_rescore", "model": args.model, "engine": detector.describe().splitlines()[0],
+    result = {"benchmark": "asr_rescore", "model": args.model, "also": args.also,
+              "engine": detectors["ELECTRA"].describe().splitlines()[0],
               "lists": args.lists, "dev_utterances": len(dev["utts"]), "test_utterances": len(test["utts"]),
               "systems": report, "by_condition": by_condition, "confidence": confidence,
               "seconds_per_utterance": seconds,
@@ -310,7 +325,7 @@ def main() -> int:
     plot(result, out / "plot.png")
     clean = by_condition.get("clean", {}).get("systems", {}).get("ELECTRA sum", {})
     print(json.dumps({"benchmark": "asr_rescore", "clean_electra_relative": clean.get("relative_to_1best"),
-                      "clean_confidence_auc": confidence.get("clean", {}).get("electra", {}).get("auc")}))
+                      "clean_confidence_auc": confidence.get("clean", {}).get("ELECTRA", {}).get("auc")}))
     return 0
 
 
@@ -337,12 +352,14 @@ def markdown(result: dict[str, Any]) -> str:
                          f"{f'[{ci[0]:+.4f}, {ci[1]:+.4f}]' if ci else '–'} | "
                          f"{f'[{pll[0]:+.4f}, {pll[1]:+.4f}]' if pll else '–'} |")
     lines += ["", "## Word confidence of the test 1-best", "",
-              "| condition | words | error rate | ELECTRA AUC | ELECTRA NCE | recogniser AUC | recogniser NCE |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
+              "AUC: how well p(wrong) ranks wrong words above right ones; NCE: normalised cross-entropy of "
+              "p(correct) after a Platt map fitted on the same condition's dev 1-best (0 = no better than the "
+              "error rate, higher is better).", "",
+              "| condition | words | error rate | source | AUC | NCE |", "|---|---:|---:|---|---:|---:|"]
     for condition, block in result["confidence"].items():
-        e, r = block["electra"], block["recogniser"]
-        lines.append(f"| {condition} | {e['words']:,} | {e['error_rate']:.3f} | {e['auc']:.3f} | {e['nce']:.3f} | "
-                     f"{r['auc']:.3f} | {r['nce']:.3f} |")
+        for source, row in block.items():
+            lines.append(f"| {condition} | {row['words']:,} | {row['error_rate']:.3f} | {source} | {row['auc']:.3f} | "
+                         f"{row['nce']:.3f} |")
     speed = result["seconds_per_utterance"]
     lines += ["", "Scoring seconds per test utterance (this process): " +
               ", ".join(f"{k} {v:.4f}" for k, v in speed.items()) +

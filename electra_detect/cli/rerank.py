@@ -23,13 +23,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "and the chosen one). Ends with one JSON summary line: WER before (1-best), after and oracle "
                     "when references exist, and seconds. Formats: mlm-scoring JSON, our JSONL "
                     '({"id", "hyps": [{"text", "score"}], "ref"}) and Kaldi n-best text (UTT-N words).')
-    p.add_argument("nbest", help="n-best file to rerank")
+    p.add_argument("nbest", help="n-best file to rerank, or an ESPnet decode folder (1best_recog/, 2best_recog/, …)")
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help="run dir (or discriminator dir; --scorer pll needs a run dir)")
     p.add_argument("--out", required=True, help="output JSONL (written atomically: no partial file on error)")
     p.add_argument("--format", choices=FORMATS, default="auto", dest="fmt")
     p.add_argument("--scores", help="Kaldi format: file of 'UTT-N SCORE' lines (log-likelihood, higher = better)")
-    p.add_argument("--refs", help="Kaldi format: reference 'text' file (UTT words) for WER")
+    p.add_argument("--refs", help="Kaldi and ESPnet formats: reference 'text' file (UTT words) for WER")
     weights = p.add_mutually_exclusive_group()
     weights.add_argument("--tune-on", metavar="DEV", help="tune lm/length weights on this n-best file by WER")
     weights.add_argument("--lm-weight", type=float, help="lambda: weight of the sentence score (default 1.0)")

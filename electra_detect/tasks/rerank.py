@@ -281,7 +281,44 @@ def read_kaldi(path: str | Path, scores: str | Path | None = None, refs: str | P
         yield current
 
 
-FORMATS = ("auto", "mlm-json", "jsonl", "kaldi")
+_ESPNET_DIR = re.compile(r"^(?P<n>\d+)best_recog$")
+_ESPNET_SCORE = re.compile(r"^tensor\((?P<value>[^,()]+)(?:,[^()]*)?\)$")  # str(hyp.score) of a torch scalar
+
+
+def _espnet_score(raw: str, where: str) -> float:
+    match = _ESPNET_SCORE.match(raw)
+    try:
+        score = float(match["value"] if match else raw)
+    except ValueError:
+        raise RerankError(f"{where}: score is not a number: {raw[:80]!r}") from None
+    if not math.isfinite(score):
+        raise RerankError(f"{where}: score is not finite")
+    return score
+
+
+def read_espnet(path: str | Path, refs: str | Path | None = None) -> Iterator[Utterance]:
+    """An ESPnet decode folder: ``1best_recog/``, ``2best_recog/``, ... each with ``text`` (``UTT words``) and
+    ``score`` (``UTT SCORE``, plain or as ESPnet writes a tensor, ``tensor(-12.3)``); utterances in the order of
+    ``1best_recog/text``, hypotheses by rank. ``refs``: a Kaldi ``text`` file ``UTT words``."""
+    path = Path(path)
+    ranks = sorted((int(m["n"]), d) for d in path.iterdir() if d.is_dir() and (m := _ESPNET_DIR.match(d.name)))
+    if not ranks or ranks[0][0] != 1:
+        raise RerankError(f"{path}: no 1best_recog/ folder (ESPnet writes 1best_recog/, 2best_recog/, …)")
+    ref_map = _read_key_values(refs, "a reference") if refs else {}
+    texts = [_read_key_values(d / "text", "a hypothesis") for _, d in ranks]
+    scores = [_read_key_values(d / "score", "a score") if (d / "score").is_file() else {} for _, d in ranks]
+    for utt_id in texts[0]:
+        hyps = []
+        for (_, folder), text, score in zip(ranks, texts, scores, strict=True):
+            if utt_id not in text:
+                continue
+            raw = score.get(utt_id)
+            where = f"{folder / 'score'}: {utt_id!r}"
+            hyps.append(Hypothesis(text[utt_id], 0.0 if raw is None else _espnet_score(raw, where)))
+        yield _check(Utterance(utt_id, hyps, ref_map.get(utt_id), f"{ranks[0][1] / 'text'}: {utt_id!r}"))
+
+
+FORMATS = ("auto", "mlm-json", "jsonl", "kaldi", "espnet")
 
 
 def detect_format(path: str | Path) -> str:
@@ -309,10 +346,16 @@ def read_nbest(path: str | Path, fmt: str = "auto", scores: str | Path | None = 
                refs: str | Path | None = None) -> Iterator[Utterance]:
     """Utterances from any supported n-best file, streamed where the format allows."""
     path = Path(path)
-    if not path.is_file():
-        raise RerankError(f"n-best file not found: {path}")
     if fmt not in FORMATS:
         raise RerankError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if path.is_dir() and fmt in ("auto", "espnet"):
+        if scores:
+            raise RerankError("--scores belongs to --format kaldi; an ESPnet folder carries its own score files")
+        return read_espnet(path, refs)
+    if not path.is_file():
+        raise RerankError(f"n-best file not found: {path}")
+    if fmt == "espnet":
+        raise RerankError(f"{path}: --format espnet reads a decode folder (1best_recog/, 2best_recog/ …), not a file")
     if fmt == "auto":
         fmt = detect_format(path)
     if fmt != "kaldi" and (scores or refs):
