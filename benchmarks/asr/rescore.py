@@ -144,21 +144,25 @@ def paired_interval(a: np.ndarray, b: np.ndarray, ref_words: np.ndarray, groups:
 
 def confidence_metrics(p_wrong_dev: np.ndarray, wrong_dev: np.ndarray, p_wrong: np.ndarray, wrong: np.ndarray
                        ) -> dict[str, float]:
-    """ROC AUC of p(wrong) for wrong words, and NCE of p(correct) after a Platt map fitted on dev."""
+    """ROC AUC of p(wrong) for wrong words, and NCE of p(correct) after a Platt map fitted on dev. With several
+    sources (columns: [words, sources]) one logistic regression on their logits, fitted on dev, combines them;
+    the AUC is then the combination's."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
 
     def logit(p: np.ndarray) -> np.ndarray:
         p = np.clip(p, 1e-6, 1 - 1e-6)
-        return np.log(p / (1 - p))[:, None]
+        return np.log(p / (1 - p)).reshape(len(p), -1)
 
     platt = LogisticRegression().fit(logit(p_wrong_dev), wrong_dev)
-    p_correct = np.clip(1 - platt.predict_proba(logit(p_wrong))[:, 1], 1e-6, 1 - 1e-6)
+    p_mapped = platt.predict_proba(logit(p_wrong))[:, 1]
+    p_correct = np.clip(1 - p_mapped, 1e-6, 1 - 1e-6)
     correct = 1 - wrong
     rate = correct.mean()
     base = -(rate * np.log2(rate) + (1 - rate) * np.log2(1 - rate))
     model = -np.mean(correct * np.log2(p_correct) + wrong * np.log2(1 - p_correct))
-    return {"auc": float(roc_auc_score(wrong, p_wrong)), "nce": float((base - model) / base),
+    ranked = p_wrong if p_wrong.ndim == 1 else p_mapped
+    return {"auc": float(roc_auc_score(wrong, ranked)), "nce": float((base - model) / base),
             "words": int(len(wrong)), "error_rate": float(wrong.mean())}
 
 
@@ -311,6 +315,11 @@ def main() -> int:
         confidence[condition] = {
             source: confidence_metrics(picked["dev"][source], picked["dev"]["wrong"], picked["test"][source],
                                        picked["test"]["wrong"]) for source in [*detectors, "recogniser"]}
+        for label in detectors:  # the detector beside the recogniser's posterior: what a deployment would use
+            both = {split: np.stack([picked[split][label], picked[split]["recogniser"]], axis=1)
+                    for split in ("dev", "test")}
+            confidence[condition][f"{label} + recogniser"] = confidence_metrics(
+                both["dev"], picked["dev"]["wrong"], both["test"], picked["test"]["wrong"])
 
     result = {"benchmark": "asr_rescore", "model": args.model, "also": args.also,
               "engine": detectors["ELECTRA"].describe().splitlines()[0],
