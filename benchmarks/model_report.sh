@@ -75,8 +75,9 @@ pos_bias() {
   pos_bias_to "$OUT/pos_bias_ged" --ged "$JFLEG/dev.src" --refs "${REFS[@]}" --format parallel --threshold "$threshold"
 }
 
-asr() {
-  "$PY" benchmarks/asr/bench.py --model "$MODEL" --ngram-corpus "${CORPUS[@]}" --out-dir "$OUT/asr"
+asr() {  # reranking and word confidence on the committed pocketsphinx lists, by noise condition
+  "$PY" benchmarks/asr/rescore.py --lists benchmarks/asr/data --model "$MODEL" --pll --ngram-corpus "${CORPUS[@]}" \
+    --out-dir "$OUT/asr_rescore"
 }
 
 blimp() {
