@@ -77,7 +77,7 @@ pos_bias() {
 
 asr() {  # reranking and word confidence on the committed pocketsphinx lists, by noise condition
   "$PY" benchmarks/asr/rescore.py --lists benchmarks/asr/data --model "$MODEL" --pll --ngram-corpus "${CORPUS[@]}" \
-    --out-dir "$OUT/asr_rescore"
+    --out-dir "$OUT/asr"
 }
 
 blimp() {
