@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--length-weight", type=float, help="beta: weight per word (default 0; tuned with --tune-on)")
     p.add_argument("--dev-format", choices=FORMATS, default="auto")
     p.add_argument("--dev-scores", help="Kaldi-format dev: scores file")
-    p.add_argument("--dev-refs", help="Kaldi-format dev: reference file (needed to tune)")
+    p.add_argument("--dev-refs", help="Kaldi or ESPnet dev: reference text file (needed to tune)")
     p.add_argument("--score", choices=["sum", "mean"], default="sum",
                    help="sentence score: sum (default) or mean of log(1 - p) over tokens")
     p.add_argument("--scorer", choices=["electra", "pll"], default="electra",
