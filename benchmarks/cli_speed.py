@@ -51,23 +51,12 @@ def write_sentences(jfleg: Path, path: Path, count: int) -> int:
 
 def run_cli(args: list[str], max_seconds: float, env: dict[str, str]) -> dict:
     """Run one CLI command; time its first output line, count lines, sample peak RSS."""
-    import psutil
+    from cli_stream import PeakRss
 
     started = time.perf_counter()
     proc = subprocess.Popen([*CLI, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)
-    watched, peak, done = psutil.Process(proc.pid), 0, threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            try:
-                peak = max(peak, watched.memory_info().rss)
-            except psutil.Error:
-                return
-            time.sleep(0.1)
-
-    threading.Thread(target=sample, daemon=True).start()
+    memory = PeakRss(proc.pid)
     stopper = threading.Timer(max_seconds, proc.terminate)
     stopper.start()
     first, rows = None, 0
@@ -78,7 +67,7 @@ def run_cli(args: list[str], max_seconds: float, env: dict[str, str]) -> dict:
     last = time.perf_counter() - started
     proc.wait()
     stopper.cancel()
-    done.set()
+    peak = memory.stop()
     stderr = proc.stderr.read()
     stopped = proc.returncode != 0 and last >= max_seconds - 0.5
     if proc.returncode != 0 and not stopped:

@@ -27,6 +27,30 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT_DIR = ROOT / "benchmarks" / "results" / "cli_stream"
 
 
+class PeakRss:
+    """Peak resident memory of a running process, sampled every 0.1 s on a thread until ``stop()``."""
+
+    def __init__(self, pid: int) -> None:
+        import psutil
+
+        self.peak, self._done, self._process = 0, threading.Event(), psutil.Process(pid)
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self) -> None:
+        import psutil
+
+        while not self._done.is_set():
+            try:
+                self.peak = max(self.peak, self._process.memory_info().rss)
+            except psutil.Error:
+                return
+            time.sleep(0.1)
+
+    def stop(self) -> int:
+        self._done.set()
+        return self.peak
+
+
 def make_file(path: Path, mib: float) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import server_load
@@ -45,8 +69,6 @@ def make_file(path: Path, mib: float) -> None:
 
 
 def main() -> int:
-    import psutil
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True)
     parser.add_argument("--verb", choices=("score", "ged"), default="score")
@@ -70,21 +92,8 @@ def main() -> int:
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
-    watched = psutil.Process(proc.pid)
-    peak, first, rows, chars = 0, None, 0, 0
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            try:
-                peak = max(peak, watched.memory_info().rss)
-            except psutil.Error:
-                return
-            time.sleep(0.1)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    memory = PeakRss(proc.pid)
+    first, rows, chars = None, 0, 0
     timer = threading.Timer(args.seconds, proc.terminate)
     timer.start()
     for line in proc.stdout:
@@ -94,7 +103,7 @@ def main() -> int:
         chars += len(json.loads(line)["text"]) if line.startswith("{") else 0
     proc.wait()
     timer.cancel()
-    done.set()
+    peak = memory.stop()
     elapsed = time.perf_counter() - started
     scoring = elapsed - (first or elapsed)
     result = {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
