@@ -30,6 +30,9 @@ sys.path.insert(0, str(ROOT))
 
 from electra_detect.fileio import atomic_write_json, atomic_write_text  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from server_load import free_port, start_server  # noqa: E402  (one way to start and await a server)
+
 BIN = Path(sys.executable).parent
 STATUS = re.compile(r'^electra_requests_total\{path="(?P<path>[^"]*)",status="(?P<status>\d+)"\} (?P<n>[\d.e+]+)$',
                     re.M)
@@ -48,18 +51,8 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     export = work / "onnx"
     subprocess.run([str(BIN / "electra-detect"), "export", "--model", args.model, "--out", str(export),
                     "--variants", "fp32"], check=True, capture_output=True)
-    server = subprocess.Popen([str(BIN / "electra-detect"), "serve", "--model", str(export), "--engine", "onnx",
-                               "--port", str(args.port), "--timeout", "120"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = start_server(str(export), args.port, ["--engine", "onnx", "--timeout", "120"], work / "server.log")
     try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{args.port}/healthz", timeout=2)
-                break
-            except OSError:
-                time.sleep(1)
-        else:
-            raise SystemExit("error: the server did not come up in 120 s")
         junit = work / "junit.xml"
         started = time.perf_counter()
         done = subprocess.run([str(BIN / "schemathesis"), "run", f"http://127.0.0.1:{args.port}/openapi.json",
@@ -113,9 +106,10 @@ def main() -> int:
     parser.add_argument("--model", default=str(ROOT / "models" / "electra-tiny" / "ged"))
     parser.add_argument("--max-time", type=int, default=400)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--port", type=int, default=0, help="default: a free port")
     parser.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results" / "server_contract"))
     args = parser.parse_args()
+    args.port = args.port or free_port()
     if not (BIN / "schemathesis").exists() and not shutil.which("schemathesis"):
         raise SystemExit("error: schemathesis not installed: pip install -c constraints.txt schemathesis==4.32.5")
     import schemathesis
