@@ -27,21 +27,7 @@ sys.path.insert(0, str(ROOT))
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
 from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text  # noqa: E402
-from tests.fuzz_targets import check, targets  # noqa: E402
-
-
-def context_for(needs: str, model: str) -> dict[str, Any]:
-    from electra_detect.tasks import ged
-
-    if needs == "nlp":
-        return {"nlp": ged._sentence_splitter()}
-    if needs == "errant":
-        return {"errant": ged.load_errant()}
-    if needs == "detector":
-        from electra_detect.detector import Detector
-
-        return {"detector": Detector.load(model, engine="auto")}
-    return {}
+from tests.fuzz_targets import check, context_for, targets  # noqa: E402
 
 
 def fuzz(name: str, examples: int, model: str) -> dict[str, Any]:

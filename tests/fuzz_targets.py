@@ -168,6 +168,21 @@ class Target:
     needs: str = ""  # "nlp", "errant" or "detector": built once per run by the caller
 
 
+def context_for(needs: str, model: str | Path) -> dict[str, Any]:
+    """What a target needs, built once per run: spaCy's sentence splitter, ERRANT, or a Detector on ``model``."""
+    from electra_detect.tasks import ged
+
+    if needs == "nlp":
+        return {"nlp": ged._sentence_splitter()}
+    if needs == "errant":
+        return {"errant": ged.load_errant()}
+    if needs == "detector":
+        from electra_detect.detector import Detector
+
+        return {"detector": Detector.load(str(model), engine="auto")}
+    return {}
+
+
 def check(target: Target, example: Any, scratch: Path, context: dict[str, Any]) -> str:
     """``accepted`` or ``rejected`` (its error type, one line); a crash or a multi-line error raises."""
     try:

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
-from tests.fuzz_targets import check, targets  # noqa: E402
+from tests.fuzz_targets import check, context_for, targets  # noqa: E402
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
 TARGETS = targets()
@@ -28,18 +28,10 @@ def fuzz_context(request: pytest.FixtureRequest) -> Any:
 
     def need(what: str) -> dict[str, Any]:
         if what and what not in built:
-            from electra_detect.tasks import ged
-
-            if what == "nlp":
-                pytest.importorskip("spacy")
-                built["nlp"] = ged._sentence_splitter()
-            elif what == "errant":
-                pytest.importorskip("errant")
-                built["errant"] = ged.load_errant()
-            else:
-                from electra_detect.detector import Detector
-
-                built["detector"] = Detector.load(request.getfixturevalue("micro_run"))
+            if what in ("nlp", "errant"):
+                pytest.importorskip({"nlp": "spacy", "errant": "errant"}[what])
+            model = request.getfixturevalue("micro_run") if what == "detector" else ""
+            built.update(context_for(what, model))
         return built
 
     return need
