@@ -27,7 +27,7 @@ from electra_detect.model_dir import (  # noqa: F401  (public names of the detec
     task_model_path,
     tuned_threshold,
 )
-from electra_detect.windows import pad_ids, split_windows
+from electra_detect.windows import pad_ids, split_windows, text_windows
 
 __all__ = ["Detector", "DetectorError", "ScoringJob", "TextScores", "TokenScore", "WordScore", "Engine",
            "TorchEngine", "load_discriminator", "replaced_logits", "resolve_model_dir", "task_model_path",
@@ -256,8 +256,7 @@ class Detector:
     def windows(self, texts: Sequence[str]) -> list[list[int]]:
         """Every model window (ids without [CLS]/[SEP]) of the texts, as ``score`` runs them; export
         parity checks and benchmarks feed the engines exactly these."""
-        encodings = self.tokenizer(list(texts), add_special_tokens=False)
-        return [chunk for ids in encodings["input_ids"] for _, chunk in split_windows(ids, self.max_length - 2)]
+        return text_windows(self.tokenizer, texts, self.max_length - 2)
 
     def pad_batch(self, chunks: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         """[CLS] chunk [SEP], right-padded: (input_ids, attention_mask), both int64 [batch, width]."""

@@ -35,7 +35,7 @@ from electra_detect.engines.torch_engine import TorchEngine, load_discriminator,
 from electra_detect.errors import DetectorError, ExportError
 from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text, sha256_file
 from electra_detect.model_dir import GED_FILE, resolve_model_dir, tuned_threshold
-from electra_detect.windows import pad_ids, split_windows
+from electra_detect.windows import pad_ids, text_windows
 
 VARIANTS = ("fp32", "optimized", "fp16", "int8")
 PARITY_FILE = "parity.json"
@@ -166,10 +166,9 @@ def to_int8(source: Path, target: Path) -> None:
 
 
 def parity_batches(tokenizer: Any, max_positions: int, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The windows ``Detector.score`` would run (``windows.split_windows``), in batches of 1, 4 and 32 (dynamic
+    """The windows ``Detector.score`` would run (``windows.text_windows``), in batches of 1, 4 and 32 (dynamic
     axes and padding)."""
-    encodings = tokenizer(list(texts), add_special_tokens=False)
-    chunks = [chunk for ids in encodings["input_ids"] for _, chunk in split_windows(ids, max_positions - 2)]
+    chunks = text_windows(tokenizer, texts, max_positions - 2)
     if not chunks:
         raise ExportError("the parity text holds no tokens")
     sizes, start, batches = [1, 4], 0, []

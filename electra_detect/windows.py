@@ -1,12 +1,13 @@
 """Model windows: token ids split to fit the model's positions, and padded into batches.
 
-Pure functions of ids (no tokenizer, no model), shared by ``Detector.score`` and the export parity check so
-both feed the engines exactly the same windows.
+Pure functions (no model), shared by ``Detector`` and the export parity check so both feed the engines exactly
+the same windows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +19,12 @@ def split_windows(ids: list[int], body: int) -> list[tuple[int, list[int]]]:
     stride = max(1, body // 2)
     starts = list(range(0, len(ids) - body, stride)) + [len(ids) - body]
     return [(s, ids[s:s + body]) for s in starts]
+
+
+def text_windows(tokenizer: Any, texts: Sequence[str], body: int) -> list[list[int]]:
+    """Every window (ids without [CLS]/[SEP], at most ``body`` long) of the texts, in text order."""
+    encodings = tokenizer(list(texts), add_special_tokens=False)
+    return [chunk for ids in encodings["input_ids"] for _, chunk in split_windows(ids, body)]
 
 
 def pad_ids(rows: Sequence[Sequence[int]], pad_id: int, cls_id: int | None = None,
