@@ -303,3 +303,16 @@ def test_malformed_labelled_data_is_one_error_line(tmp_path: Path, fmt: str, con
     result = run_cli(*verb, "--data", str(data), "--format", fmt, *extra, *out)
     assert_clean_error(result, fragment)
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_model_defaults_to_the_shipped_model_then_the_environment() -> None:
+    """`--model` falls back to $ELECTRA_DETECT_MODEL, else the shipped model in the checkout."""
+    probe = "from electra_detect.cli import DEFAULT_MODEL, SHIPPED_MODEL; print(DEFAULT_MODEL); print(SHIPPED_MODEL)"
+    env = {k: v for k, v in os.environ.items() if k != "ELECTRA_DETECT_MODEL"}
+    default, shipped = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
+                                      timeout=60, check=True).stdout.split("\n")[:2]
+    assert Path(shipped).is_dir() and (Path(shipped) / "ged").is_dir()
+    assert default == shipped
+    chosen = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True,
+                            env={**env, "ELECTRA_DETECT_MODEL": "elsewhere"}).stdout.split("\n")[0]
+    assert chosen == "elsewhere"

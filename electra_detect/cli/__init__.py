@@ -18,8 +18,12 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from importlib.metadata import entry_points
+from pathlib import Path
 
-DEFAULT_MODEL = os.environ.get("ELECTRA_DETECT_MODEL", "runs/quickstart")
+# The shipped default model lives in the checkout (it is not in the wheel); without it, `make quickstart`'s run.
+SHIPPED_MODEL = Path(__file__).resolve().parents[2] / "models" / "electra-minilm"
+DEFAULT_MODEL = os.environ.get("ELECTRA_DETECT_MODEL") or (
+    str(SHIPPED_MODEL) if SHIPPED_MODEL.is_dir() else "runs/quickstart")
 VERB_GROUP = "electra_detect.verbs"
 CORE_VERBS = ("electra_detect.cli.score", "electra_detect.cli.ged", "electra_detect.cli.rerank",
               "electra_detect.cli.export")
