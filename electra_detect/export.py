@@ -291,7 +291,7 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
             engine = OnnxEngine.from_file(target)  # the same input feed the Detector's ONNX engine uses
             outputs = [engine.logits(ids, mask) for ids, mask in batches]
             row = compare(reference, outputs, masks, to_prob, threshold)
-            if variant == "int8":  # weight scales per tensor suit some models, per output channel others: keep the closer
+            if variant == "int8":  # scales per tensor suit some models, per output channel others: keep the closer
                 row["weight_scales"] = "per-tensor"
                 candidate = tmp / "model_int8_per_channel.onnx"
                 to_int8(tmp / VARIANT_FILES["optimized"], candidate, per_channel=True)
