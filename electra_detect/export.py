@@ -292,20 +292,18 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
             outputs = [engine.logits(ids, mask) for ids, mask in batches]
             row = compare(reference, outputs, masks, to_prob, threshold)
             if variant == "int8":  # scales per tensor suit some models, per output channel others: keep the closer
-                row["weight_scales"] = "per-tensor"
                 candidate = tmp / "model_int8_per_channel.onnx"
                 to_int8(tmp / VARIANT_FILES["optimized"], candidate, per_channel=True)
                 per_channel = OnnxEngine.from_file(candidate)
-                per_channel_row = compare(reference, [per_channel.logits(ids, mask) for ids, mask in batches], masks,
-                                          to_prob, threshold)
-                per_channel_row["weight_scales"] = "per-channel"
-                per_channel_row["per_tensor_flag_agreement"] = row["flag_agreement"]
-                if per_channel_row["flag_agreement"] > row["flag_agreement"]:
+                alternative = compare(reference, [per_channel.logits(ids, mask) for ids, mask in batches], masks,
+                                      to_prob, threshold)
+                agreement = {"per-tensor": row["flag_agreement"], "per-channel": alternative["flag_agreement"]}
+                chosen = max(agreement, key=agreement.get)  # a tie keeps per-tensor
+                if chosen == "per-channel":
                     os.replace(candidate, target)
-                    row = per_channel_row
-                else:
-                    row["per_channel_flag_agreement"] = per_channel_row["flag_agreement"]
-                    candidate.unlink()
+                    row = alternative
+                candidate.unlink(missing_ok=True)
+                row.update(weight_scales=chosen, flag_agreement_by_weight_scales=agreement)
             _gate(variant, row, tolerance, min_agreement)
             report["variants"][variant] = row
             made.setdefault("variants", {})[variant] = {"file": target.name, "bytes": target.stat().st_size,
