@@ -94,3 +94,40 @@ def test_typed_finetune_learns_operations(tmp_path: Path, micro_run: Path) -> No
     types = json.loads(result.stdout)["types"]
     assert types["detected"] == 2 and types["operation_accuracy"] == 1.0
     assert set(types["per_type"]) == {"ADJ", "NOUN:NUM"}
+
+
+def test_an_interrupted_finetune_resumes_to_the_same_weights(tmp_path: Path, micro_run: Path, monkeypatch) -> None:
+    from safetensors.torch import load_file
+
+    from electra_detect.training import ged_finetune
+
+    sentences = [s.split() for s in synthetic_text(40, seed=2).replace(".", " .").split(" .") if s.strip()]
+    train = [GedSentence(tokens, [int(t == "house") for t in tokens], [[] for _ in tokens]) for tokens in sentences]
+    config = FinetuneConfig(epochs=2, batch_size=8, lr=1e-3, checkpoint_every=2)
+    finetune(micro_run, tmp_path / "whole", train, config=config, show_progress=False)
+
+    save = ged_finetune._save_checkpoint
+
+    def save_then_die(path, state):  # the run is killed right after its second checkpoint
+        save(path, state)
+        if state["step"] == 4:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(ged_finetune, "_save_checkpoint", save_then_die)
+    try:
+        finetune(micro_run, tmp_path / "resumed", train, config=config, show_progress=False)
+    except KeyboardInterrupt:
+        pass
+    assert not (tmp_path / "resumed").exists() and (tmp_path / "resumed.partial" / "checkpoint.pt").exists()
+    monkeypatch.setattr(ged_finetune, "_save_checkpoint", save)
+    summary = finetune(micro_run, tmp_path / "resumed", train, config=config, show_progress=False)
+    assert summary["steps"] > 4 and not (tmp_path / "resumed.partial").exists()
+    whole = load_file(str(tmp_path / "whole" / "model.safetensors"))
+    resumed = load_file(str(tmp_path / "resumed" / "model.safetensors"))
+    assert all(torch_allclose(whole[k], resumed[k]) for k in whole)
+
+
+def torch_allclose(a, b) -> bool:
+    import torch
+
+    return bool(torch.allclose(a, b, atol=1e-6))

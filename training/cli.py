@@ -230,10 +230,14 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
                    help="weight of the type losses beside the detection loss (with --types; docs/ged_training.md)")
     t.add_argument("--synthetic", type=int, default=0, help="add N corpus sentences with synthetic errors")
     t.add_argument("--corpus", nargs="+", default=[], help="text for --synthetic (default: embedded SOTU corpus)")
-    t.add_argument("--error-mix", choices=["basic", "learner", "acoustic"], default="basic",
+    t.add_argument("--error-mix", choices=["basic", "learner", "acoustic", "realistic"], default="basic",
                    help="synthetic error families: basic (6, equal chances), learner (10, weighted by FCE train's "
                         "error shares) or acoustic (recogniser-like: sound-alike words, dropped and inserted short "
-                        "words, on lower-case text without punctuation; for rerank --confidence)")
+                        "words, on lower-case text without punctuation; for rerank --confidence) or realistic "
+                        "(20 families typed with ERRANT's names at FCE's shares and density: word choice, inflection "
+                        "for any word, real misspellings, closed classes; training/realistic_errors.py)")
+    t.add_argument("--checkpoint-every", type=int, default=0,
+                   help="save resumable state every N steps to OUT.partial/; re-running the command resumes")
     t.add_argument("--epochs", type=int, default=2)
     t.add_argument("--max-steps", type=int, default=0)
     t.add_argument("--batch-size", type=int, default=16)
@@ -259,16 +263,24 @@ def run_ged_train(args: argparse.Namespace) -> int:
             raise ged.GedDataError("--dev does not take parallel data (its --refs are the training file's): "
                                    "use --dev-split")
         dev = read_labelled(args, args.dev)
-    if args.synthetic:
-        train += synthetic_examples(args.corpus, args.synthetic, args.seed, ErrorConfig(mix=args.error_mix))
-    if not train:
-        raise ged.GedDataError("nothing to train on: give --data and/or --synthetic N")
     config = FinetuneConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
-                            max_steps=args.max_steps, types=args.types, type_weight=args.type_weight)
+                            max_steps=args.max_steps, types=args.types, type_weight=args.type_weight,
+                            checkpoint_every=args.checkpoint_every)
     with _start_model(args.model) as start:
+        if args.synthetic:  # the realistic mix's word choices come from the start model's own embeddings
+            train += synthetic_examples(args.corpus, args.synthetic, args.seed, ErrorConfig(mix=args.error_mix),
+                                        neighbours_from=_model_dir_of(start))
+        if not train:
+            raise ged.GedDataError("nothing to train on: give --data and/or --synthetic N")
         summary = finetune(start, args.out, train, dev or None, config, show_progress=not args.no_progress)
     print(json.dumps(summary))
     return 0
+
+
+def _model_dir_of(start: str) -> Path:
+    """The folder holding a start model's weights and vocab: a run dir's discriminator/, else the folder itself."""
+    path = Path(start)
+    return path / "discriminator" if (path / "discriminator").is_dir() else path
 
 
 @contextmanager

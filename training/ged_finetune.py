@@ -52,6 +52,7 @@ class FinetuneConfig:
     types: bool = False  # add ERRANT operation and main-type channels (a token classifier)
     channels: tuple[str, ...] = ()  # the typed channels to use (default: the start model's, else the data's)
     type_weight: float = 0.1  # of the type losses beside detection: at 1 they cost 0.065 FCE dev F0.5, at 0.1 nothing
+    checkpoint_every: int = 0  # steps between resumable checkpoints in OUT.partial/ (0: none); a re-run resumes
 
 
 OPERATIONS = ("M", "R", "U")
@@ -98,10 +99,17 @@ def corpus_sentences(corpus: Sequence[str], limit: int, doc_split: str = "blank"
     return sentences
 
 
-def synthetic_examples(corpus: Sequence[str], count: int, seed: int = 0,
-                       config: ErrorConfig | None = None) -> list[GedSentence]:
+def synthetic_examples(corpus: Sequence[str], count: int, seed: int = 0, config: ErrorConfig | None = None,
+                       neighbours_from: str | Path | None = None) -> list[GedSentence]:
     """``count`` corpus sentences, ``config.error_rate`` of them with errors (training/synthetic_errors.py); the
-    acoustic mix works on recogniser-form text (``rerank.normalise``: lower case, no punctuation)."""
+    acoustic mix works on recogniser-form text (``rerank.normalise``: lower case, no punctuation); the realistic mix
+    (training/realistic_errors.py) draws its sentences at random from the whole corpus, its word-choice errors from
+    the input embeddings of the model in ``neighbours_from``."""
+    if config is not None and config.mix == "realistic":
+        from electra_detect.training.realistic_errors import realistic_examples
+
+        return realistic_examples(list(corpus), count, seed, str(neighbours_from) if neighbours_from else None,
+                                  config.judge_threshold)
     clean = corpus_sentences(corpus, count)
     if config is not None and config.mix == "acoustic":
         from electra_detect.tasks.rerank import normalise
@@ -176,6 +184,14 @@ def _batches(examples: list[tuple[list[int], list[int]]], batch_size: int, pad_i
         yield torch.from_numpy(ids), torch.from_numpy(attention), torch.from_numpy(labels)
 
 
+def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    """Written beside and renamed over the last one: a run killed mid-write resumes from the previous state."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save(state, tmp)
+    tmp.replace(path)
+
+
 def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentence],
              dev: list[GedSentence] | None = None, config: FinetuneConfig | None = None,
              show_progress: bool = True) -> dict[str, Any]:
@@ -202,9 +218,21 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     rng = random.Random(config.seed)
     model.train()
     step, losses, started = 0, [], time.monotonic()
-    bar = tqdm(total=total, desc="ged train", unit="step", disable=not show_progress)
+    partial = Path(str(out_dir) + ".partial") / "checkpoint.pt"  # resumable state of an unfinished run
+    if config.checkpoint_every and partial.exists():
+        state = torch.load(partial, map_location=device, weights_only=True)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["torch_rng"])
+        step, losses = state["step"], state["losses"]
+    skip = step  # the batch order is replayed from the seed, and the batches already trained on are skipped
+    bar = tqdm(total=total, initial=step, desc="ged train", unit="step", disable=not show_progress)
     while step < total:
         for ids, attention, labels in _batches(examples, config.batch_size, tokenizer.pad_token_id, rng):
+            if skip:
+                skip -= 1
+                continue
             ids, attention, labels = ids.to(device), attention.to(device), labels.to(device)
             output = model(input_ids=ids, attention_mask=attention).logits
             logits = replaced_logits(output)
@@ -223,6 +251,10 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
             losses.append(loss.item())
             bar.update(1)
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
+            if config.checkpoint_every and step % config.checkpoint_every == 0 and step < total:
+                _save_checkpoint(partial, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                                           "scheduler": scheduler.state_dict(), "torch_rng": torch.get_rng_state(),
+                                           "step": step, "losses": losses})
             if step >= total:
                 break
     bar.close()
@@ -233,6 +265,9 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
         tokenizer.save_pretrained(str(tmp))
 
     atomic_write_dir(Path(out_dir), fill)
+    if partial.exists():  # finished: the resumable state is no longer needed
+        partial.unlink()
+        partial.parent.rmdir()
     summary: dict[str, Any] = {"base_model": str(source), "train_sentences": len(train), "steps": step,
                                "minutes": round((time.monotonic() - started) / 60, 3),
                                "first_loss": losses[0], "last_loss": float(np.mean(losses[-20:])),

@@ -70,7 +70,7 @@ LEARNER_WEIGHTS = {"spelling": 0.079, "homophone": 0.02, "preposition": 0.077, "
 # Shares of the acoustic mix's edits: pocketsphinx's errors on our lists are mostly substitutions.
 ACOUSTIC_WEIGHTS = {"sound_alike": 0.7, "asr_deletion": 0.15, "asr_insertion": 0.15}
 SHORT_WORDS = ["a", "the", "and", "of", "to", "in", "it", "is", "i", "he", "her", "his", "that", "as", "at", "an"]
-MIXES = ("basic", "learner", "acoustic")
+MIXES = ("basic", "learner", "acoustic", "realistic")  # realistic: training/realistic_errors.py
 
 
 @dataclass
@@ -79,6 +79,7 @@ class ErrorConfig:
     max_errors: int = 3  # per corrupted sentence
     min_homophone_count: int = 3  # a homophone must occur this often in the corpus to be used
     mix: str = "basic"  # "basic": six families in random order; "learner": LEARNER_WEIGHTS; "acoustic": ASR-like
+    judge_threshold: float = 0.0  # realistic mix: keep a word choice only if the discriminator's p(wrong) >= this
 
     def __post_init__(self) -> None:
         if self.mix not in MIXES:
