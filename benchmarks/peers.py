@@ -164,21 +164,13 @@ class HarperPeer:
         self.version = f"harper-py {_package_version('harper-py')}"
 
     def flag(self, texts: list[str]) -> list[list[tuple[int, int]]]:
-        insert_after = self._harper.SuggestionKind.INSERT_AFTER
-        plaintext = self._harper.Language.PLAINTEXT  # the default is Markdown
+        from electra_detect.rules import harper_spans
+
         result: list[list[Span]] = []
         for text in texts:  # no batch API
             seen, charmap = self._prepare(text)
-            spans: set[Span] = set()
-            for lint in self._linter.lint(seen, language=plaintext):
-                if lint.lint_kind in self.exclude_kinds:
-                    continue
-                start, end = lint.span.start, lint.span.end
-                sugg = lint.suggestions
-                if sugg and all(s.kind == insert_after for s in sugg):
-                    start = end  # "insert X after the span": an insertion point
-                spans.add(_map_span(start, end, seen, charmap))
-            result.append(sorted(spans))
+            spans = harper_spans(self._linter, self._harper, seen, self.exclude_kinds)
+            result.append(sorted({_map_span(start, end, seen, charmap) for start, end in spans}))
         return result
 
 

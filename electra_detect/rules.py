@@ -1,0 +1,88 @@
+"""Rules beside the model: a rule-based checker's flags lift the model's word scores (``ged --with-rules``).
+
+A word that a rule flags gets ``score + weight`` (capped at 1); the weight and the threshold for the lifted scores
+are tuned together for F0.5 on labelled data and stored in the GED model's ``ged.json`` under ``"rules"``. The
+rule signal is harper-py (Automattic's Harper, rule-based, in-process Rust): its grammar and spelling lints; style,
+readability and enhancement lints are not errors and are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+Span = tuple[int, int]
+NOT_ERRORS = ("Readability", "Style", "Enhancement")  # harper lint kinds that are advice, not errors
+
+
+class RulesUnavailable(RuntimeError):
+    """The rule-based checker is not installed."""
+
+
+def harper_spans(linter, harper, text: str, exclude_kinds=NOT_ERRORS) -> set[Span]:
+    """The (start, end) code-point spans harper-py's ``linter`` flags in ``text``; a lint whose every suggestion
+    inserts after its span ("add a comma after X") becomes the insertion point after it."""
+    insert_after = harper.SuggestionKind.INSERT_AFTER
+    spans: set[Span] = set()
+    for lint in linter.lint(text, language=harper.Language.PLAINTEXT):  # the default is Markdown
+        if lint.lint_kind in exclude_kinds:
+            continue
+        start, end = lint.span.start, lint.span.end
+        if lint.suggestions and all(s.kind == insert_after for s in lint.suggestions):
+            start = end
+        spans.add((start, end))
+    return spans
+
+
+def harper_flagger() -> Callable[[Sequence[str]], list[list[Span]]]:
+    """texts -> per text, the sorted spans harper-py flags (:func:`harper_spans`)."""
+    try:
+        import harper
+    except ImportError as exc:
+        raise RulesUnavailable("--with-rules needs harper-py: pip install 'electra-detect[rules]'") from exc
+    linter = harper.Linter(harper.Dialect["AMERICAN"])  # ~1 s: builds the dictionary; reused
+    return lambda texts: [sorted(harper_spans(linter, harper, text)) for text in texts]
+
+
+def flagged_words(word_spans: Sequence[Span], rule_spans: Sequence[Span]) -> np.ndarray:
+    """1 for each word a rule span touches (an empty span marks the word that starts at or after it), else 0."""
+    hits = np.zeros(len(word_spans))
+    for start, end in rule_spans:
+        for i, (w_start, w_end) in enumerate(word_spans):
+            if (start < w_end and end > w_start) if end > start else w_start >= start:
+                hits[i] = 1
+                if end == start:
+                    break
+    return hits
+
+
+def lift(scores: np.ndarray, flags: np.ndarray, weight: float) -> np.ndarray:
+    """Word scores with each rule-flagged word raised by ``weight`` (capped at 1)."""
+    return np.minimum(1.0, np.asarray(scores, dtype=float) + weight * np.asarray(flags, dtype=float))
+
+
+@dataclass
+class RuleSetting:
+    weight: float
+    threshold: float
+
+    def to_json(self) -> dict[str, float]:
+        return {"weight": self.weight, "threshold": self.threshold}
+
+
+def tune_rules(labels: np.ndarray, scores: np.ndarray, flags: np.ndarray,
+               tune_threshold: Callable[[np.ndarray, np.ndarray], float],
+               f05: Callable[[np.ndarray, np.ndarray, float], float],
+               weights: Sequence[float] = tuple(np.round(np.arange(0, 1.01, 0.1), 2))) -> RuleSetting:
+    """The weight (and its F0.5 threshold) that gives the best F0.5 on these labelled words."""
+    best: tuple[float, RuleSetting] | None = None
+    for weight in weights:
+        lifted = lift(scores, flags, weight)
+        threshold = tune_threshold(labels, lifted)
+        value = f05(labels, lifted, threshold)
+        if best is None or value > best[0]:
+            best = (value, RuleSetting(float(weight), float(threshold)))
+    assert best is not None
+    return best[1]
