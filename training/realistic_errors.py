@@ -20,6 +20,7 @@ a deleted token marks the token after the gap; ``types`` carries ``OP:MAIN`` (ER
 | punctuation | R/M/U:PUNCT | commas and stops dropped, added, swapped |
 | orthography | R:ORTH | case errors, its/it's, merged or split words |
 | word_order | R:WO | two adjacent words swapped (both marked) |
+| repeat | U:DET, U:PREP, U:VERB, ... | a word written twice; the second copy is the error |
 """
 
 from __future__ import annotations
@@ -34,11 +35,12 @@ from electra_detect.training.word_errors import EmbeddingNeighbours
 
 # Share of FCE train's 61,675 typed error tokens per family (`python benchmarks/synthetic_curve.py --fce-stats`):
 # R:OTHER 0.176 is mostly multi-word rewrites, of which one word swap is a crude stand-in, so it gets 0.10;
-# word order spans two tokens an edit, so its edit share is half its token share.
+# word order spans two tokens an edit, so its edit share is half its token share. Agreement (FCE 0.012) gets 0.025
+# and a repeated word 0.01: frequent in other learner text (JFLEG) and what a user tries first.
 FAMILY_SHARES = {"word_choice": 0.113, "other": 0.10, "punctuation": 0.133, "word_order": 0.04, "spelling": 0.071,
                  "real_word": 0.02, "tense": 0.061, "preposition": 0.081, "determiner": 0.074, "morph": 0.036,
-                 "verb_form": 0.030, "noun_number": 0.026, "pronoun": 0.033, "agreement": 0.012, "auxiliary": 0.019,
-                 "verb_infl": 0.005, "noun_infl": 0.004, "conjunction": 0.010, "orthography": 0.01}
+                 "verb_form": 0.030, "noun_number": 0.026, "pronoun": 0.033, "agreement": 0.025, "auxiliary": 0.019,
+                 "verb_infl": 0.005, "noun_infl": 0.004, "conjunction": 0.010, "orthography": 0.01, "repeat": 0.01}
 # P(a sentence has k edits), k = 0..8 (8: eight or more), FCE train's 29,017 sentences.
 FCE_LENGTH = 15.7  # FCE train's mean sentence length in tokens: a sentence twice as long gets twice the edits
 EDITS_PER_SENTENCE = [0.364, 0.259, 0.163, 0.095, 0.054, 0.029, 0.017, 0.008, 0.011]
@@ -90,6 +92,7 @@ SPLITS = {"into": "in to", "cannot": "can not", "everyone": "every one", "someti
 OTHER_INSERTIONS = ["very", "also", "just", "really", "too", "so", "more", "still", "even", "then", "only"]
 CONTENT_TAGS = {"NN", "NNS", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "JJ", "JJR", "JJS", "RB"}
 PUNCTUATION = [",", ".", ";", ":", "!", "?"]
+NUMBER_WORDS = {"a", "an", "one", "many", "several", "few", "these", "those", "both", "two", "three", "four", "five"}
 NOMINAL_LEFT = {"DT", "PRP$", "POS", "CD", "JJ", "JJR", "JJS", "NN", "NNS", "NNP", "WDT", "PDT"}  # no article here
 
 
@@ -232,7 +235,8 @@ class RealisticErrorMaker:
                                                         "U:VERB")
 
     # -- inflection (lemminflect) ---------------------------------------------------------------------------
-    def _reinflect(self, draft: Draft, tags: dict[str, list[str]], kind: str, table: dict[str, str]) -> bool:
+    def _reinflect(self, draft: Draft, tags: dict[str, list[str]], kind: str, table: dict[str, str],
+                   positions: list[int] | None = None) -> bool:
         def edit(i: int) -> bool:
             word, tag = draft.tokens[i], draft.tags[i]
             if word.lower() in table:
@@ -244,13 +248,21 @@ class RealisticErrorMaker:
                     return draft.replace(i, new, kind)
             return False
 
-        return self._first(draft.free(lambda t, g: (g in tags and t.isalpha()) or t.lower() in table), edit)
+        if positions is None:
+            positions = draft.free(lambda t, g: (g in tags and t.isalpha()) or t.lower() in table)
+        return self._first(positions, edit)
 
     def _tense(self, draft: Draft) -> bool:
         return self._reinflect(draft, {"VBD": ["VBZ", "VBP"], "VBZ": ["VBD"], "VBP": ["VBD"], "VBN": ["VBD"]},
                                "R:VERB:TENSE", MODALS_TENSE)
 
     def _agreement(self, draft: Draft) -> bool:
+        """Present verb number flipped, preferring a verb right after its subject (he goes -> he go)."""
+        after_subject = [k for k in draft.free(lambda t, g: g in ("VBZ", "VBP") or t.lower() in AGREEMENT)
+                         if k > 0 and draft.tags[k - 1] in ("PRP", "NN", "NNS", "NNP")]
+        if after_subject and self.rng.random() < 0.7:
+            return self._reinflect(draft, {"VBZ": ["VBP"], "VBP": ["VBZ"]}, "R:VERB:SVA", AGREEMENT,
+                                   positions=after_subject)
         return self._reinflect(draft, {"VBZ": ["VBP"], "VBP": ["VBZ"]}, "R:VERB:SVA", AGREEMENT)
 
     def _verb_form(self, draft: Draft) -> bool:
@@ -258,6 +270,11 @@ class RealisticErrorMaker:
                                "R:VERB:FORM", {})
 
     def _noun_number(self, draft: Draft) -> bool:
+        """Singular <-> plural, preferring a noun whose number a word before it fixes (three apples -> three apple)."""
+        counted = [k for k in draft.free(lambda t, g: g in ("NN", "NNS")) if k > 0 and
+                   (draft.tags[k - 1] == "CD" or draft.tokens[k - 1].lower() in NUMBER_WORDS)]
+        if counted and self.rng.random() < 0.5:
+            return self._reinflect(draft, {"NN": ["NNS"], "NNS": ["NN"]}, "R:NOUN:NUM", {}, positions=counted)
         return self._reinflect(draft, {"NN": ["NNS"], "NNS": ["NN"]}, "R:NOUN:NUM", {})
 
     def _verb_infl(self, draft: Draft) -> bool:
@@ -398,6 +415,16 @@ class RealisticErrorMaker:
         draft.tokens[k:k + 2], draft.tags[k:k + 2] = [merged], [draft.tags[k]]  # two words written as one
         draft.labels[k:k + 2], draft.types[k:k + 2] = [1], [["R:ORTH"]]
         return True
+
+    def _repeat(self, draft: Draft) -> bool:
+        """A word written twice (sat on on the bench): the second copy is unnecessary."""
+        k = self._pick(draft.free(lambda t, g: t.isalpha()))
+        if k is None:
+            return False
+        word = draft.tokens[k].lower()
+        kind = ("DET" if word in DETERMINERS else "PREP" if word in PREPOSITIONS else "PRON" if word in PRONOUNS
+                else "CONJ" if word in CONJUNCTIONS else words.UPOS.get(draft.tags[k], "OTHER"))
+        return draft.insert(k + 1, word, f"U:{kind}", draft.tags[k])
 
     def _word_order(self, draft: Draft) -> bool:
         pairs = [k for k in range(len(draft.tokens) - 1) if not draft.labels[k] and not draft.labels[k + 1]
