@@ -3,7 +3,8 @@
 ``Detector.load`` asks ``locate`` for an export; the inference verbs then run onnxruntime without importing
 torch or transformers. A model without a shipped export (``<model>/onnx``) is exported once, on first use,
 into ``$XDG_CACHE_HOME/electra-detect/onnx/<sha256 of the weights>/`` (default ``~/.cache``), through the
-same parity gate as ``electra-detect export``; new weights get a new hash, so a stale export is never used.
+same parity gate and rule as ``electra-detect export`` (a failing fp16/int8 variant is left out); new weights
+get a new hash, so a stale export is never used. ``electra-detect export`` without ``--out`` writes here too.
 """
 
 from __future__ import annotations
@@ -89,8 +90,8 @@ def locate(path: Path, make: bool = True, log: Callable[[str], None] | None = No
 
 
 def export_to_cache(model_dir: Path, target: Path, log: Callable[[str], None]) -> None:
-    """Export ``model_dir`` into ``target`` (atomically, by ``export_model``); when a reduced-precision variant fails
-    the parity gate, export the exact fp32 graph alone rather than nothing."""
+    """Export ``model_dir`` into ``target`` (atomically, by ``export_model``): by its rule, a reduced-precision
+    variant that fails the parity gate is left out, with one line saying why."""
     try:
         import onnxruntime
 
@@ -103,19 +104,13 @@ def export_to_cache(model_dir: Path, target: Path, log: Callable[[str], None]) -
     log(f"exporting {model_dir} to ONNX once, into {target} (later runs start from it)")
     try:
         with _quiet():
-            export_model(model_dir, target, variants=variants, progress=False)
+            result = export_model(model_dir, target, variants=variants, progress=False)
     except ExportError as exc:
-        if "parity check failed" not in str(exc):
-            raise DetectorError(f"ONNX export of {model_dir} failed: {exc}") from exc
-        reason = str(exc).split(" (report:")[0]  # the report beside the target goes once the retry succeeds
-        log(f"a reduced-precision variant failed the parity gate ({reason}); caching the fp32 export only")
-        try:
-            with _quiet():
-                export_model(model_dir, target, variants=["fp32"], progress=False)
-        except ExportError as again:
-            raise DetectorError(f"ONNX export of {model_dir} failed: {again}") from again
-    finally:
+        raise DetectorError(f"ONNX export of {model_dir} failed: {exc}") from exc
+    finally:  # a failure's report is in the message; the cache keeps exports only
         target.with_name(f"{target.name}.parity_failed.json").unlink(missing_ok=True)
+    for reason in result.dropped.values():
+        log(f"left out of the export, it failed the parity gate: {reason}")
 
 
 @contextmanager
