@@ -18,7 +18,7 @@ PyTorch logits. fp32 variants must agree to ``max|Δlogit| <= 1e-4``; fp16 and i
 same tokens at the default threshold (>= 99%). A reduced-precision variant (fp16, int8) that fails is
 dropped, and the report says why (``parity.json``: ``dropped``); an fp32 variant that fails, or any
 failure under ``strict``, exports nothing, and the report is written beside the target as
-``<name>.parity_failed.json``. The default target is the first-use cache (``inference.cache_root``), so
+``<name>.parity_failed.json``. The default target is the first-use cache (``onnx_cache.cache_root``), so
 an export never writes inside a model directory unless ``out_dir`` says so.
 """
 
@@ -314,7 +314,7 @@ def parity_markdown(parity: dict[str, Any]) -> str:
 def default_out_dir(model_path: str | Path) -> Path:
     """The first-use cache dir for the model's weights: ``Detector.load`` finds the export there, and the
     model directory (a checkout's shipped model, say) stays as it was."""
-    from electra_detect.inference import cache_root, weights_key
+    from electra_detect.onnx_cache import cache_root, weights_key
 
     return cache_root() / weights_key(resolve_model_dir(model_path))
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from electra_detect.errors import DetectorError, ExportError
+from electra_detect.onnx_cache import cache_root, weights_key
 
 CACHE_VARIANTS = ("fp32", "optimized", "int8")  # CPU variants; fp16 is added where onnxruntime has CUDA
 
@@ -27,42 +28,6 @@ class ExportSource:
     origin: str  # "shipped", "cached" or "exported" (made by this call)
     weights_dir: Path | None = None  # the safetensors dir a cached export was made from
     weights_sha256: str = ""
-
-
-def cache_root() -> Path:
-    """``$XDG_CACHE_HOME/electra-detect/onnx`` (XDG base directory spec: ``~/.cache`` when unset or empty)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "electra-detect" / "onnx"
-
-
-def weights_key(model_dir: Path) -> str:
-    """SHA-256 of the weights, remembered per (path, size, mtime) so a start need not re-read large weights."""
-    import json
-
-    from electra_detect.calibrators import weights_sha256
-    from electra_detect.fileio import atomic_write_json
-
-    files = sorted(Path(model_dir).glob("*.safetensors"))
-    stamp = [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns] for f in files]
-    memo = cache_root() / "keys" / f"{_text_sha(json.dumps(stamp))}.json"
-    try:
-        saved = json.loads(memo.read_text())
-        if saved.get("files") == stamp:
-            return str(saved["sha256"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # no memo yet, or a broken one: hash the weights
-    key = weights_sha256(model_dir)
-    try:
-        atomic_write_json(memo, {"files": stamp, "sha256": key})
-    except OSError:
-        pass  # a read-only cache only costs the hash next time
-    return key
-
-
-def _text_sha(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def locate(path: Path, make: bool = True, log: Callable[[str], None] | None = None) -> ExportSource:
