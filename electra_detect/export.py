@@ -9,11 +9,17 @@ Why each step uses what it uses:
   provider-independent level so one file serves CPU and CUDA.
 - fp16: onnxruntime's float16 converter with fp32 inputs/outputs kept, for GPUs.
 - int8: onnxruntime dynamic quantisation (int8 weights, activations quantised on the fly), for CPUs.
+  Candidates cheapest first (``int8_candidates``): every weight in int8 with per-tensor and per-channel scales,
+  then per-channel with the FFN output projections kept in fp32, then also the first and last layers; the
+  first that passes the gate is kept (the best one is reported when none does).
 
 Parity: every variant runs on held-out text, in the batches ``Detector`` would build, against the
 PyTorch logits. fp32 variants must agree to ``max|Δlogit| <= 1e-4``; fp16 and int8 must flag the
-same tokens at the default threshold (>= 99%). A failing variant stops the export: nothing is put in
-place, and the report is written beside the target as ``<name>.parity_failed.json``.
+same tokens at the default threshold (>= 99%). A reduced-precision variant (fp16, int8) that fails is
+dropped, and the report says why (``parity.json``: ``dropped``); an fp32 variant that fails, or any
+failure under ``strict``, exports nothing, and the report is written beside the target as
+``<name>.parity_failed.json``. The default target is the first-use cache (``onnx_cache.cache_root``), so
+an export never writes inside a model directory unless ``out_dir`` says so.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +45,7 @@ from electra_detect.model_dir import GED_FILE, resolve_model_dir, tuned_threshol
 from electra_detect.windows import pad_ids, text_windows
 
 VARIANTS = ("fp32", "optimized", "fp16", "int8")
+REDUCED_PRECISION = ("fp16", "int8")  # may be dropped when they fail the gate; the fp32 graphs may not
 PARITY_FILE = "parity.json"
 FP32_TOLERANCE = 1e-4
 MIN_FLAG_AGREEMENT = 0.99
@@ -74,6 +81,11 @@ class ExportResult:
     out_dir: Path
     manifest: dict[str, Any]
     parity: dict[str, Any]
+
+    @property
+    def dropped(self) -> dict[str, str]:
+        """Variants left out because they failed the parity gate, and why."""
+        return self.parity.get("dropped", {})
 
 
 
@@ -157,13 +169,74 @@ def to_fp16(source: Path, target: Path) -> None:
     onnx.save(convert_float_to_float16(onnx.load(str(source)), keep_io_types=True), str(target))
 
 
-def to_int8(source: Path, target: Path, per_channel: bool = False) -> None:
+def to_int8(source: Path, target: Path, per_channel: bool = False, keep_fp32: Sequence[str] = ()) -> None:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     # DefaultTensorType: the fused contrib ops carry no type info the quantiser can infer
     quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=per_channel,
-                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+                     nodes_to_exclude=list(keep_fp32), extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+
+
+def weight_nodes(graph: Any) -> list[Any]:
+    """The nodes dynamic quantisation turns to int8 (MatMul, Gemm, fused Attention with a weight), in graph order."""
+    weights = {init.name for init in graph.initializer}
+    return [n for n in graph.node
+            if n.op_type in ("MatMul", "Gemm", "Attention") and any(i in weights for i in n.input)]
+
+
+def ffn_output_projections(graph: Any, config: dict[str, Any]) -> list[Any]:
+    """MatMuls whose weight maps the FFN's intermediate width back to the hidden size: the layers whose int8
+    error the probe found largest (their inputs are the GELU's long-tailed activations)."""
+    shapes = {init.name: tuple(init.dims) for init in graph.initializer}
+    wide = (int(config.get("intermediate_size", 0)), int(config.get("hidden_size", 0)))
+    return [n for n in weight_nodes(graph) if n.op_type == "MatMul" and any(shapes.get(i) == wide for i in n.input)]
+
+
+def first_and_last_layers(graph: Any, config: dict[str, Any]) -> list[Any]:
+    """Weight nodes of the first and the last transformer layer: a layer ends at its FFN output projection."""
+    nodes, ends = weight_nodes(graph), ffn_output_projections(graph, config)
+    if len(ends) < 2:
+        return []
+    position = {id(n): i for i, n in enumerate(nodes)}
+    first_end, before_last, last_end = position[id(ends[0])], position[id(ends[-2])], position[id(ends[-1])]
+    return nodes[:first_end + 1] + nodes[before_last + 1:last_end + 1]
+
+
+def int8_candidates(source: Path, config: dict[str, Any]) -> list[tuple[str, bool, list[str]]]:
+    """(name, per-channel scales, node names kept in fp32), smallest and fastest first."""
+    import onnx
+
+    graph = onnx.load(str(source), load_external_data=False).graph
+    ffn_out = [n.name for n in ffn_output_projections(graph, config)]
+    ends = [n.name for n in first_and_last_layers(graph, config)]
+    candidates = [("per-tensor", False, []), ("per-channel", True, [])]
+    if ffn_out:
+        candidates.append(("per-channel, FFN outputs fp32", True, ffn_out))
+    if ends:
+        candidates.append(("per-channel, FFN outputs and first/last layers fp32", True,
+                           list(dict.fromkeys(ffn_out + ends))))
+    return candidates
+
+
+def quantise_int8(source: Path, target: Path, config: dict[str, Any], check: Callable[[Path], dict[str, Any]],
+                  min_agreement: float) -> dict[str, Any]:
+    """Write ``target`` as the first int8 candidate whose flag agreement (``check(path)`` gives the parity row)
+    reaches ``min_agreement``, of the two fully int8 ones the better; when none does, the best of all."""
+    chosen: dict[str, Any] = {}
+    agreement: dict[str, float] = {}
+    for index, (name, per_channel, keep_fp32) in enumerate(int8_candidates(source, config)):
+        candidate = target.with_name(f"{target.stem}.candidate{index}.onnx")
+        to_int8(source, candidate, per_channel, keep_fp32)
+        row = check(candidate)
+        agreement[name] = row["flag_agreement"]
+        if not chosen or row["flag_agreement"] > chosen["flag_agreement"]:  # a tie keeps the smaller one
+            os.replace(candidate, target)
+            chosen = {**row, "int8_choice": name, "fp32_nodes": len(keep_fp32)}
+        candidate.unlink(missing_ok=True)
+        if chosen["flag_agreement"] >= min_agreement and name != "per-tensor":  # per-channel always gets its try
+            break
+    return {**chosen, "flag_agreement_by_int8_candidate": agreement}
 
 
 def parity_batches(tokenizer: Any, max_positions: int, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -205,6 +278,20 @@ def _gate(variant: str, row: dict[str, Any], tolerance: float, min_agreement: fl
         row["passed"] = row["flag_agreement"] >= min_agreement
 
 
+def gate_failure(variant: str, row: dict[str, Any]) -> str:
+    """One line on why ``variant`` failed its gate."""
+    return (f"{variant}: max|Δlogit| {row['max_abs_logit_diff']:.3g}, flag agreement {row['flag_agreement']:.4f} "
+            f"(gate {row['gate']})")
+
+
+def raise_parity_failure(report: dict[str, Any], failed: Sequence[str], out: Path) -> None:
+    """Write the report beside ``out`` (``<name>.parity_failed.json``) and raise: nothing is exported."""
+    failed_report = out.with_name(f"{out.name}.parity_failed.json")
+    atomic_write_json(failed_report, report)
+    details = "; ".join(gate_failure(v, report["variants"][v]) for v in failed)
+    raise ExportError(f"parity check failed, nothing exported: {details} (report: {failed_report})")
+
+
 def parity_markdown(parity: dict[str, Any]) -> str:
     lines = [f"# ONNX parity: {parity['source']}", "",
              f"{parity['texts']} held-out texts, {parity['windows']} windows; threshold {parity['threshold']:g} "
@@ -215,18 +302,30 @@ def parity_markdown(parity: dict[str, Any]) -> str:
         lines.append(f"| {name} | {row['tokens']} | {row['max_abs_logit_diff']:.2e} | {row['mean_abs_logit_diff']:.2e}"
                      f" | {row['flagged_reference']} | {row['flag_agreement']:.4f} | {row['flag_agreement_p90']:.4f}"
                      f" | {row['gate']} | {'yes' if row['passed'] else '**NO**'} |")
+    if "int8" in parity["variants"]:
+        int8 = parity["variants"]["int8"]
+        tried = ", ".join(f"{name} {value:.4f}" for name, value in int8["flag_agreement_by_int8_candidate"].items())
+        lines += ["", f"int8 candidates (flag agreement): {tried}; kept: {int8['int8_choice']}."]
+    if parity.get("dropped"):
+        lines += ["", "Dropped (failed the gate): " + "; ".join(parity["dropped"].values()) + "."]
     return "\n".join(lines) + "\n"
 
 
 def default_out_dir(model_path: str | Path) -> Path:
-    return resolve_model_dir(model_path) / "onnx"
+    """The first-use cache dir for the model's weights: ``Detector.load`` finds the export there, and the
+    model directory (a checkout's shipped model, say) stays as it was."""
+    from electra_detect.onnx_cache import cache_root, weights_key
+
+    return cache_root() / weights_key(resolve_model_dir(model_path))
 
 
 def export_model(model_path: str | Path, out_dir: str | Path | None = None, variants: Sequence[str] = VARIANTS,
                  parity_texts: Sequence[str] | None = None, exporter: str = "auto", opset: int = 18,
                  tolerance: float = FP32_TOLERANCE, min_agreement: float = MIN_FLAG_AGREEMENT,
-                 threshold: float | None = None, progress: bool = True) -> ExportResult:
-    """Export, check parity, and put the export dir in place atomically (default ``<model>/onnx``)."""
+                 threshold: float | None = None, progress: bool = True, strict: bool = False) -> ExportResult:
+    """Export, check parity, and put the export dir in place atomically (default: the first-use cache dir for
+    these weights, ``default_out_dir``). A failing fp16 or int8 variant is dropped (``ExportResult.dropped``)
+    unless ``strict``, which exports nothing when any variant fails."""
     from tqdm import tqdm
 
     from electra_detect.calibrators import load_calibration, sigmoid, weights_sha256
@@ -240,7 +339,7 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
     model_dir = resolve_model_dir(model_path)
     if not any(model_dir.glob("*.safetensors")):
         raise ExportError(f"{model_dir} has no safetensors weights to export (is it an export already?)")
-    out = Path(out_dir) if out_dir else model_dir / "onnx"
+    out = Path(out_dir) if out_dir else default_out_dir(model_dir)
     if out.resolve() == model_dir.resolve():
         raise ExportError("--out must not be the model directory itself")
     from transformers import AutoTokenizer
@@ -271,52 +370,45 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
                               "variants": {}}
     manifest: dict[str, Any] = {}
 
-    def fill(tmp: Path) -> None:
+    def check(path: Path) -> dict[str, Any]:
+        engine = OnnxEngine.from_file(path)  # the same input feed the Detector's ONNX engine uses
+        return compare(reference, [engine.logits(ids, mask) for ids, mask in batches], masks, to_prob, threshold)
 
+    def make_variant(variant: str, tmp: Path, made: dict[str, Any]) -> dict[str, Any]:
+        """Write ``variant`` into ``tmp``; its parity row."""
+        target = tmp / VARIANT_FILES[variant]
+        if variant == "int8":  # made and checked together, candidate by candidate
+            return quantise_int8(tmp / VARIANT_FILES["optimized"], target, config, check, min_agreement)
+        if variant == "fp32":
+            made["exporter"] = export_fp32(model_dir, target, exporter, opset)
+        elif variant == "optimized":
+            made["fusions"] = optimize(tmp / VARIANT_FILES["fp32"], target, config)
+        else:
+            to_fp16(tmp / VARIANT_FILES["optimized"], target)
+        return check(target)
+
+    def fill(tmp: Path) -> None:
         steps = tqdm(variants, desc="export", unit="variant", disable=not progress)
         made: dict[str, Any] = {}
         for variant in steps:
             steps.set_postfix_str(variant)
             target = tmp / VARIANT_FILES[variant]
             started = time.perf_counter()
-            if variant == "fp32":
-                made["exporter"] = export_fp32(model_dir, target, exporter, opset)
-            elif variant == "optimized":
-                made["fusions"] = optimize(tmp / VARIANT_FILES["fp32"], target, config)
-            elif variant == "fp16":
-                to_fp16(tmp / VARIANT_FILES["optimized"], target)
-            else:
-                to_int8(tmp / VARIANT_FILES["optimized"], target)
-            seconds = time.perf_counter() - started
-            engine = OnnxEngine.from_file(target)  # the same input feed the Detector's ONNX engine uses
-            outputs = [engine.logits(ids, mask) for ids, mask in batches]
-            row = compare(reference, outputs, masks, to_prob, threshold)
-            if variant == "int8":  # scales per tensor suit some models, per output channel others: keep the closer
-                candidate = tmp / "model_int8_per_channel.onnx"
-                to_int8(tmp / VARIANT_FILES["optimized"], candidate, per_channel=True)
-                per_channel = OnnxEngine.from_file(candidate)
-                alternative = compare(reference, [per_channel.logits(ids, mask) for ids, mask in batches], masks,
-                                      to_prob, threshold)
-                agreement = {"per-tensor": row["flag_agreement"], "per-channel": alternative["flag_agreement"]}
-                chosen = max(agreement, key=agreement.get)  # a tie keeps per-tensor
-                if chosen == "per-channel":
-                    os.replace(candidate, target)
-                    row = alternative
-                candidate.unlink(missing_ok=True)
-                row.update(weight_scales=chosen, flag_agreement_by_weight_scales=agreement)
+            row = make_variant(variant, tmp, made)
+            seconds = time.perf_counter() - started  # for int8: every candidate tried, with its parity run
             _gate(variant, row, tolerance, min_agreement)
             report["variants"][variant] = row
             made.setdefault("variants", {})[variant] = {"file": target.name, "bytes": target.stat().st_size,
                                                         "sha256": sha256_file(target), "seconds": round(seconds, 2)}
         failed = [v for v, row in report["variants"].items() if not row["passed"]]
         report["passed"] = not failed
-        if failed:
-            atomic_write_json(out.with_name(f"{out.name}.parity_failed.json"), report)
-            details = "; ".join(f"{v}: max|Δlogit| {report['variants'][v]['max_abs_logit_diff']:.3g}, "
-                                f"flag agreement {report['variants'][v]['flag_agreement']:.4f} "
-                                f"(gate {report['variants'][v]['gate']})" for v in failed)
-            raise ExportError(f"parity check failed, nothing exported: {details} "
-                              f"(report: {out.with_name(out.name + '.parity_failed.json')})")
+        if strict or any(v not in REDUCED_PRECISION for v in failed):
+            raise_parity_failure(report, failed, out)
+        report["dropped"] = {v: gate_failure(v, report["variants"][v]) for v in failed}
+        report["passed"] = True  # every variant written passed its gate
+        for variant in failed:  # kept in the report, left out of the export
+            (tmp / VARIANT_FILES[variant]).unlink()
+            del made["variants"][variant]
         for name in TRAVELLING_FILES:
             if (model_dir / name).exists():
                 shutil.copy2(model_dir / name, tmp / name)

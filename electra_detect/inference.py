@@ -3,7 +3,8 @@
 ``Detector.load`` asks ``locate`` for an export; the inference verbs then run onnxruntime without importing
 torch or transformers. A model without a shipped export (``<model>/onnx``) is exported once, on first use,
 into ``$XDG_CACHE_HOME/electra-detect/onnx/<sha256 of the weights>/`` (default ``~/.cache``), through the
-same parity gate as ``electra-detect export``; new weights get a new hash, so a stale export is never used.
+same parity gate and rule as ``electra-detect export`` (a failing fp16/int8 variant is left out); new weights
+get a new hash, so a stale export is never used. ``electra-detect export`` without ``--out`` writes here too.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from electra_detect.errors import DetectorError, ExportError
+from electra_detect.onnx_cache import cache_root, weights_key
 
 CACHE_VARIANTS = ("fp32", "optimized", "int8")  # CPU variants; fp16 is added where onnxruntime has CUDA
 
@@ -26,42 +28,6 @@ class ExportSource:
     origin: str  # "shipped", "cached" or "exported" (made by this call)
     weights_dir: Path | None = None  # the safetensors dir a cached export was made from
     weights_sha256: str = ""
-
-
-def cache_root() -> Path:
-    """``$XDG_CACHE_HOME/electra-detect/onnx`` (XDG base directory spec: ``~/.cache`` when unset or empty)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "electra-detect" / "onnx"
-
-
-def weights_key(model_dir: Path) -> str:
-    """SHA-256 of the weights, remembered per (path, size, mtime) so a start need not re-read large weights."""
-    import json
-
-    from electra_detect.calibrators import weights_sha256
-    from electra_detect.fileio import atomic_write_json
-
-    files = sorted(Path(model_dir).glob("*.safetensors"))
-    stamp = [[str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns] for f in files]
-    memo = cache_root() / "keys" / f"{_text_sha(json.dumps(stamp))}.json"
-    try:
-        saved = json.loads(memo.read_text())
-        if saved.get("files") == stamp:
-            return str(saved["sha256"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # no memo yet, or a broken one: hash the weights
-    key = weights_sha256(model_dir)
-    try:
-        atomic_write_json(memo, {"files": stamp, "sha256": key})
-    except OSError:
-        pass  # a read-only cache only costs the hash next time
-    return key
-
-
-def _text_sha(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def locate(path: Path, make: bool = True, log: Callable[[str], None] | None = None) -> ExportSource:
@@ -89,8 +55,8 @@ def locate(path: Path, make: bool = True, log: Callable[[str], None] | None = No
 
 
 def export_to_cache(model_dir: Path, target: Path, log: Callable[[str], None]) -> None:
-    """Export ``model_dir`` into ``target`` (atomically, by ``export_model``); when a reduced-precision variant fails
-    the parity gate, export the exact fp32 graph alone rather than nothing."""
+    """Export ``model_dir`` into ``target`` (atomically, by ``export_model``): by its rule, a reduced-precision
+    variant that fails the parity gate is left out, with one line saying why."""
     try:
         import onnxruntime
 
@@ -103,19 +69,13 @@ def export_to_cache(model_dir: Path, target: Path, log: Callable[[str], None]) -
     log(f"exporting {model_dir} to ONNX once, into {target} (later runs start from it)")
     try:
         with _quiet():
-            export_model(model_dir, target, variants=variants, progress=False)
+            result = export_model(model_dir, target, variants=variants, progress=False)
     except ExportError as exc:
-        if "parity check failed" not in str(exc):
-            raise DetectorError(f"ONNX export of {model_dir} failed: {exc}") from exc
-        reason = str(exc).split(" (report:")[0]  # the report beside the target goes once the retry succeeds
-        log(f"a reduced-precision variant failed the parity gate ({reason}); caching the fp32 export only")
-        try:
-            with _quiet():
-                export_model(model_dir, target, variants=["fp32"], progress=False)
-        except ExportError as again:
-            raise DetectorError(f"ONNX export of {model_dir} failed: {again}") from again
-    finally:
+        raise DetectorError(f"ONNX export of {model_dir} failed: {exc}") from exc
+    finally:  # a failure's report is in the message; the cache keeps exports only
         target.with_name(f"{target.name}.parity_failed.json").unlink(missing_ok=True)
+    for reason in result.dropped.values():
+        log(f"left out of the export, it failed the parity gate: {reason}")
 
 
 @contextmanager

@@ -183,7 +183,7 @@ def test_auto_engine_uses_the_onnx_export_and_shows_it(tmp_path: Path, micro_run
     run = tmp_path / "run"
     shutil.copytree(micro_run / "discriminator", run / "discriminator")
     shutil.copy(micro_run / "run_config.json", run / "run_config.json")
-    export_model(run, variants=["fp32"], parity_texts=[SENTENCE], progress=False)
+    export_model(run, run / "discriminator" / "onnx", variants=["fp32"], parity_texts=[SENTENCE], progress=False)
     onnx_app = build_app(run)
     assert find_export(run) == run / "discriminator" / "onnx"
     assert onnx_app.info.engine == "onnx (fp32)" and onnx_app.info.provider == "CPUExecutionProvider"

@@ -50,11 +50,13 @@ def test_all_variants_written_with_passing_parity(exported) -> None:
         assert parity["variants"][variant]["max_abs_logit_diff"] <= 1e-4
     for variant in ("fp16", "int8"):
         assert parity["variants"][variant]["flag_agreement"] >= 0.99
-    # int8 is quantised with both weight-scale kinds; the one kept agrees at least as well as the other
+    # int8 tries both weight-scale kinds first; it stops at the first candidate that passes, the best so far kept
     int8 = parity["variants"]["int8"]
-    assert int8["flag_agreement"] == max(int8["flag_agreement_by_weight_scales"].values())
-    assert int8["flag_agreement_by_weight_scales"][int8["weight_scales"]] == int8["flag_agreement"]
-    assert not (out / "model_int8_per_channel.onnx").exists()  # the candidate left behind is removed
+    tried = int8["flag_agreement_by_int8_candidate"]
+    assert {"per-tensor", "per-channel"} <= set(tried)
+    assert int8["flag_agreement"] == max(tried.values()) == tried[int8["int8_choice"]]
+    assert parity["dropped"] == {}
+    assert not list(out.glob("*candidate*"))  # the candidates not kept are removed
     # ged.json's 0.2 was tuned on raw probabilities; the flags are compared on calibrated ones, so the
     # threshold is carried through the calibrator (the same tokens are flagged as with 0.2 on raw scores).
     calibrator = load_calibration(Path(parity["source"]))
@@ -100,13 +102,37 @@ def test_dynamic_axes_any_batch_and_length(exported) -> None:
         assert out.shape == (batch, length)
 
 
-def test_parity_failure_exports_nothing(source: Path, tmp_path: Path) -> None:
+def test_parity_failure_of_fp32_exports_nothing(source: Path, tmp_path: Path) -> None:
     out = tmp_path / "onnx"
     with pytest.raises(ExportError, match="parity check failed"):
         export_model(source, out, variants=["fp32"], tolerance=1e-12, progress=False)
     assert not out.exists()
     report = json.loads((tmp_path / "onnx.parity_failed.json").read_text())
     assert report["passed"] is False and report["variants"]["fp32"]["passed"] is False
+
+
+def test_a_failing_reduced_precision_variant_is_dropped_and_the_rest_exported(source: Path, tmp_path: Path) -> None:
+    out = tmp_path / "onnx"
+    # agreement above 1 fails every int8 candidate and fp16; the fp32 graphs pass their own (logit) gate
+    result = export_model(source, out, variants=["fp32", "int8"], min_agreement=1.01, progress=False)
+    assert list(result.dropped) == ["int8"] and "flag agreement" in result.dropped["int8"]
+    assert sorted(result.manifest["variants"]) == ["fp32", "optimized"]
+    assert not (out / VARIANT_FILES["int8"]).exists() and (out / VARIANT_FILES["optimized"]).exists()
+    parity = json.loads((out / "parity.json").read_text())
+    assert parity["dropped"] == result.dropped and parity["passed"] is True
+    # every candidate was tried and is reported; the one reported is the best of them
+    tried = parity["variants"]["int8"]["flag_agreement_by_int8_candidate"]
+    assert len(tried) >= 2 and parity["variants"]["int8"]["flag_agreement"] == max(tried.values())
+    assert "Dropped (failed the gate): int8" in (out / "parity.md").read_text()
+    assert not (tmp_path / "onnx.parity_failed.json").exists()
+    assert Detector.load(out, engine="onnx").engine.variant == "fp32"  # the CPU default falls back to what is there
+
+
+def test_strict_keeps_all_or_nothing(source: Path, tmp_path: Path) -> None:
+    out = tmp_path / "onnx"
+    with pytest.raises(ExportError, match="parity check failed, nothing exported: int8"):
+        export_model(source, out, variants=["fp32", "int8"], min_agreement=1.01, strict=True, progress=False)
+    assert not out.exists() and (tmp_path / "onnx.parity_failed.json").exists()
 
 
 def test_torch_exporter_fallback_matches(source: Path, tmp_path: Path) -> None:
@@ -116,13 +142,36 @@ def test_torch_exporter_fallback_matches(source: Path, tmp_path: Path) -> None:
     assert list(result.manifest["variants"]) == ["fp32"]
 
 
-def test_default_out_dir_is_beside_the_model(source: Path, tmp_path: Path) -> None:
+def test_default_out_dir_is_the_cache_and_the_model_dir_stays_untouched(
+        source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from electra_detect.calibrators import weights_sha256
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     run = tmp_path / "run"
     shutil.copytree(source, run / "discriminator")
-    export_model(run, variants=["fp32"], parity_texts=["The farmer saw a red house."], progress=False)
-    assert (run / "discriminator" / "onnx" / "export.json").exists()
-    detector = Detector.load(run, engine="onnx")  # finds discriminator/onnx from the run dir
-    assert detector.engine.variant == "fp32"
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    result = export_model(run, variants=["fp32"], parity_texts=["The farmer saw a red house."], progress=False)
+    assert result.out_dir == tmp_path / "xdg" / "electra-detect" / "onnx" / weights_sha256(run / "discriminator")
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
+    detector = Detector.load(run, engine="onnx")  # finds the export in the cache by the weights' hash
+    assert detector.engine.export_dir == result.out_dir and detector.engine.variant == "fp32"
+
+
+def test_int8_candidates_name_the_ffn_outputs_and_the_end_layers(exported) -> None:
+    import onnx
+
+    from electra_detect.export import ffn_output_projections, first_and_last_layers, int8_candidates
+
+    out = exported.out_dir
+    config = json.loads((out / "config.json").read_text())
+    graph = onnx.load(str(out / VARIANT_FILES["optimized"])).graph
+    ffn_out = ffn_output_projections(graph, config)
+    assert len(ffn_out) == config["num_hidden_layers"]
+    ends = {n.name for n in first_and_last_layers(graph, config)}
+    assert {ffn_out[0].name, ffn_out[-1].name} <= ends and not ends & {n.name for n in ffn_out[1:-1]}
+    names = [name for name, _, _ in int8_candidates(out / VARIANT_FILES["optimized"], config)]
+    assert names == ["per-tensor", "per-channel", "per-channel, FFN outputs fp32",
+                     "per-channel, FFN outputs and first/last layers fp32"]
 
 
 def _pbtxt(text: str) -> dict[str, Any]:
@@ -197,10 +246,33 @@ def test_cli_export_and_triton(source: Path, tmp_path: Path, capsys: pytest.Capt
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert set(summary["parity"]) == {"fp32", "optimized", "int8"}  # int8 is made from the optimised graph
     assert all(row["passed"] for row in summary["parity"].values())
+    assert summary["kept"] == ["fp32", "optimized", "int8"] and summary["dropped"] == {}
     assert (tmp_path / "triton" / "electra_detect" / "config.pbtxt").exists()
     # an existing export can feed a Triton repository without re-exporting
     assert main(["export", "--model", str(tmp_path / "onnx"), "--triton", str(tmp_path / "t2"),
                  "--triton-variant", "int8"]) == 0
+
+
+def test_cli_drops_a_failing_variant_with_a_warning_and_strict_refuses(
+        source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from electra_detect import export
+
+    real_gate = export._gate
+
+    def int8_fails(variant, row, tolerance, min_agreement):  # whatever the micro model's numbers
+        real_gate(variant, row, tolerance, min_agreement)
+        row["passed"] = row["passed"] and variant != "int8"
+
+    monkeypatch.setattr(export, "_gate", int8_fails)
+    argv = ["export", "--model", str(source), "--variants", "fp32,int8", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "onnx")]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out.strip().splitlines()[-1])
+    assert summary["kept"] == ["fp32", "optimized"] and list(summary["dropped"]) == ["int8"]
+    assert captured.err.strip().splitlines()[-1].startswith("warning: dropped int8: ")
+    assert main([*argv, "--out", str(tmp_path / "strict"), "--strict"]) == 2
+    assert "parity check failed, nothing exported: int8" in capsys.readouterr().err
+    assert not (tmp_path / "strict").exists()
 
 
 @pytest.mark.parametrize("argv, message", [

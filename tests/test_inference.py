@@ -69,16 +69,25 @@ def test_calibration_of_a_cached_export_is_read_beside_the_weights(run_copy: Pat
         Detector.load(run_copy, engine="onnx")
 
 
-def test_int8_failing_the_parity_gate_leaves_an_exact_fp32_export(run_copy: Path, empty_cache: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_int8_failing_the_parity_gate_is_left_out_of_the_cache_by_the_export_rule(
+        run_copy: Path, empty_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from electra_detect import export
 
+    calls: list[list[str]] = []
     real = export.export_model
-    monkeypatch.setattr(export, "export_model", lambda *a, **k: real(*a, **{**k, "min_agreement": 1.01}))
+
+    def one_export_with_int8_failing(*args, **kwargs):
+        calls.append(list(kwargs["variants"]))
+        return real(*args, **{**kwargs, "min_agreement": 1.01})
+
+    monkeypatch.setattr(export, "export_model", one_export_with_int8_failing)
     messages: list[str] = []
     source = inference.locate(run_copy, log=messages.append)
-    assert source.origin == "exported" and "failed the parity gate" in messages[-1]
-    assert sorted(json.loads((source.export_dir / "export.json").read_text())["variants"]) == ["fp32"]
+    assert calls == [list(inference.CACHE_VARIANTS)]  # one export, no retry: the export's own rule drops int8
+    assert source.origin == "exported" and messages[-1].startswith("left out of the export, it failed the parity")
+    assert "int8: " in messages[-1]
+    assert sorted(json.loads((source.export_dir / "export.json").read_text())["variants"]) == ["fp32", "optimized"]
+    assert not list(empty_cache.glob("*.parity_failed.json"))
     assert Detector.load(run_copy, engine="auto").engine.variant == "fp32"
 
 

@@ -149,7 +149,7 @@ def test_calibrating_after_export_reaches_the_onnx_engine(micro_run: Path, tmp_p
     source = tmp_path / "disc"
     shutil.copytree(micro_run / "discriminator", source)
     save_calibration(source, TemperatureScaling(temperature=1.0))
-    export_model(source, None, variants=["fp32"], progress=False)  # into source/onnx, with the T = 1 copy
+    export_model(source, source / "onnx", variants=["fp32"], progress=False)  # shipped beside it, with the T = 1 copy
     save_calibration(source, TemperatureScaling(temperature=4.0))  # a later `calibrate`
     torch_det, onnx_det = Detector.load(source), Detector.load(source, engine="onnx")
     a, b = torch_det.score(TEXTS[0])[0], onnx_det.score(TEXTS[0])[0]

