@@ -9,8 +9,13 @@ import numpy as np
 import pytest
 
 from electra_detect.training import word_errors
-from electra_detect.training.realistic_errors import (EDITS_PER_SENTENCE, FAMILY_SHARES, Draft, RealisticErrorMaker,
-                                                      tag_tokens)
+from electra_detect.training.realistic_errors import (
+    EDITS_PER_SENTENCE,
+    FAMILY_SHARES,
+    Draft,
+    RealisticErrorMaker,
+    tag_tokens,
+)
 from electra_detect.training.word_errors import EmbeddingNeighbours
 
 TYPE = re.compile(r"^[MRU]:[A-Z]+(:[A-Z]+)?$")
