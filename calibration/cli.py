@@ -37,10 +37,11 @@ def add_calibrate(sub: argparse._SubParsersAction) -> None:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     from electra_detect.calibration.fit import calibrate
-    from electra_detect.cli.texts import read_labelled, read_text_files
+    from electra_detect.cli.texts import read_text_files
+    from electra_detect.tasks.ged.readers import read_labelled
 
     texts = read_text_files(args.text)
-    sentences = read_labelled(args, args.data) if args.data else []
+    sentences = read_labelled(args.data, args.fmt, args.refs, args.combine) if args.data else []
     if bool(texts) == bool(sentences):
         raise CalibrationError("give exactly one source: --text FILE... (rtd) or --data FILE (ged)")
     report = calibrate(args.model, texts=texts, sentences=sentences, method=args.method, seed=args.seed,
@@ -80,12 +81,13 @@ def run_pos_bias(args: argparse.Namespace) -> int:
         clean_rows,
         corrupt_rows,
         ged_rows,
-        load_tagger,
         write_report,
     )
     from electra_detect.calibrators import load_calibration
-    from electra_detect.cli.texts import check_unit_interval, read_labelled, read_text_files
+    from electra_detect.cli.texts import check_unit_interval, read_text_files
     from electra_detect.detector import Detector, resolve_model_dir
+    from electra_detect.tasks.ged.nlp import load_tagger
+    from electra_detect.tasks.ged.readers import read_labelled
 
     check_unit_interval(args.threshold, "--threshold")
     if bool(args.text) == bool(args.ged):
@@ -98,7 +100,7 @@ def run_pos_bias(args: argparse.Namespace) -> int:
     if args.corrupt and not generator.is_dir():
         raise CalibrationError(f"--corrupt needs the run dir's generator/ next to discriminator/ ({args.model})")
     texts = read_text_files(args.text)
-    sentences = read_labelled(args, args.ged) if args.ged else []
+    sentences = read_labelled(args.ged, args.fmt, args.refs, args.combine, args.annotator) if args.ged else []
     if not texts and not sentences:
         raise CalibrationError("no text to analyse")
     calibrator = None if args.raw else load_calibration(resolve_model_dir(args.model))

@@ -32,9 +32,12 @@ import numpy as np
 from electra_detect.calibration import CalibrationError
 from electra_detect.calibrators import sigmoid
 from electra_detect.detector import Detector, TextScores
-from electra_detect.tasks.ged import GedSentence, load_tagger, score_tokens, tag_pos
+from electra_detect.tasks.ged.alignment import score_tokens
+from electra_detect.tasks.ged.nlp import load_tagger
+from electra_detect.tasks.ged.pos_thresholds import tag_pos
+from electra_detect.tasks.ged.readers import GedSentence
 
-__all__ = ["TaggedScore", "align", "analyse", "clean_rows", "corrupt_rows", "ged_rows", "load_tagger",
+__all__ = ["TaggedScore", "align", "analyse", "clean_rows", "corrupt_rows", "ged_rows",
            "pos_table", "recalibrate", "write_report"]
 
 

@@ -243,8 +243,8 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
 
 
 def run_ged_train(args: argparse.Namespace) -> int:
-    from electra_detect.cli.texts import read_labelled
-    from electra_detect.tasks import ged
+    from electra_detect.cli.texts import labelled_from_flags as read_labelled
+    from electra_detect.tasks.ged import readers as ged  # the ged.X below: GedSentence, split_sentences, GedDataError
     from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
     from electra_detect.training.synthetic_errors import ErrorConfig
 

@@ -10,7 +10,9 @@ import torch
 from sklearn.metrics import precision_score, recall_score, roc_auc_score
 
 from electra_detect.detector import Detector
-from electra_detect.tasks.ged import GedSentence, flatten, score_tokens
+from electra_detect.tasks.ged.alignment import score_tokens
+from electra_detect.tasks.ged.metrics import flatten
+from electra_detect.tasks.ged.readers import GedSentence
 from electra_detect.training import objectives
 from electra_detect.training.masking import MaskedBatch, mask_tokens
 from electra_detect.training.model import ElectraPretrainingModel

@@ -31,7 +31,10 @@ from tqdm.auto import tqdm
 from electra_detect.detector import Detector, load_discriminator, pad_ids, replaced_logits, resolve_model_dir
 from electra_detect.engines import typed_channels
 from electra_detect.fileio import atomic_write_dir, atomic_write_json
-from electra_detect.tasks.ged import GedSentence, flatten, score_tokens, split_type, token_metrics, tune_threshold
+from electra_detect.tasks.ged.alignment import score_tokens
+from electra_detect.tasks.ged.edit_types import split_type
+from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold
+from electra_detect.tasks.ged.readers import GedSentence
 from electra_detect.training.data import iter_documents, resolve_corpus
 from electra_detect.training.optim import build_optimizer, warmup_linear_decay
 from electra_detect.training.synthetic_errors import ErrorConfig, ErrorMaker
