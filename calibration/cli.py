@@ -85,7 +85,8 @@ def run_pos_bias(args: argparse.Namespace) -> int:
     )
     from electra_detect.calibrators import load_calibration
     from electra_detect.cli.texts import check_unit_interval, read_text_files
-    from electra_detect.detector import Detector, resolve_model_dir
+    from electra_detect.detector import Detector
+    from electra_detect.model_dir import resolve_model_dir
     from electra_detect.tasks.ged.nlp import load_tagger
     from electra_detect.tasks.ged.readers import read_labelled
 

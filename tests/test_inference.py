@@ -15,8 +15,8 @@ import pytest
 
 from electra_detect import inference
 from electra_detect.calibrators import TemperatureScaling, save_calibration, weights_sha256
-from electra_detect.detector import Detector, DetectorError
-from electra_detect.errors import CliError
+from electra_detect.detector import Detector
+from electra_detect.errors import CliError, DetectorError
 
 TEXTS = ["The farmer saw a red house yesterday.", "A doctor", "Every student painted the river again and again.",
          " ".join(["The children visited the quiet village before the storm."] * 12)]  # several windows

@@ -152,7 +152,8 @@ def add_pretrain(sub: argparse._SubParsersAction) -> None:
 
 def run_pretrain(args: argparse.Namespace) -> int:
     from electra_detect.training.config import PAPER_MODEL, ConfigError, RunConfig
-    from electra_detect.training.trainer import Trainer, load_run_config, start_from
+    from electra_detect.training.rundir import load_run_config, start_from
+    from electra_detect.training.trainer import Trainer
 
     out = Path(args.out)
     if args.resume and (out / "run_config.json").exists():

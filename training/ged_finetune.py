@@ -28,9 +28,11 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from electra_detect.detector import Detector, load_discriminator, pad_ids, replaced_logits, resolve_model_dir
+from electra_detect.detector import Detector
 from electra_detect.engines import typed_channels
+from electra_detect.engines.torch_engine import load_discriminator, replaced_logits
 from electra_detect.fileio import atomic_write_dir, atomic_write_json
+from electra_detect.model_dir import resolve_model_dir
 from electra_detect.tasks.ged.alignment import score_tokens
 from electra_detect.tasks.ged.edit_types import split_type
 from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold
@@ -38,6 +40,7 @@ from electra_detect.tasks.ged.readers import GedSentence
 from electra_detect.training.data import iter_documents, resolve_corpus
 from electra_detect.training.optim import build_optimizer, warmup_linear_decay
 from electra_detect.training.synthetic_errors import ErrorConfig, ErrorMaker
+from electra_detect.windows import pad_ids
 
 _WORDS = re.compile(r"\w+(?:'\w+)?|[^\w\s]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

@@ -1,4 +1,4 @@
-"""What the verbs read: text arguments and files, streamed in bounded batches, and labelled GED data.
+"""What the verbs read: text arguments and files, streamed in bounded batches.
 
 Known failures raise ``CliError`` (or the task's own error): the CLI prints it as one ``error:`` line (exit 2).
 """
@@ -25,7 +25,8 @@ def fail(message: str) -> int:
 
 def check_unit_interval(value: float | None, flag: str) -> None:
     """Thresholds are probabilities: a finite number in [0, 1] (nan and 5 are refused, as the server does)."""
-    from electra_detect.detector import DetectorError, check_threshold
+    from electra_detect.errors import DetectorError
+    from electra_detect.model_dir import check_threshold
 
     if value is not None:
         try:

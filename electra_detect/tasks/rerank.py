@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from electra_detect.errors import RerankError  # noqa: F401  (callers import it from here too)
+from electra_detect.errors import RerankError
 
 
 @dataclass
