@@ -262,7 +262,9 @@ class DemoApp:
     def rerank(self, nbest: Any, lm_weight: Any = 1.0, length_weight: Any = 0.0,
                calibration: str = "calibrated") -> tuple[list[list[Any]], str]:
         """The pasted n-best list, best first, with each component of the total."""
-        from electra_detect.tasks.rerank import RerankError, parse_hypothesis_lines, rerank_hypotheses
+        from electra_detect.errors import RerankError
+        from electra_detect.tasks.rerank.fusion import rerank_hypotheses
+        from electra_detect.tasks.rerank.nbest import parse_hypothesis_lines
 
         try:
             if not isinstance(nbest, str) or not nbest.strip():

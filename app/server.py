@@ -68,13 +68,9 @@ async def _disconnect(request: Request) -> None:
 
 def create_app(detector: Detector, settings: ServerSettings | None = None) -> FastAPI:
     """The FastAPI app over ``detector``; the batcher lives from startup to the end of shutdown."""
-    from electra_detect.tasks.rerank import (
-        RerankError,
-        parse_hypothesis_lines,
-        rank_hypotheses,
-        sentence_score,
-        word_confidence,
-    )
+    from electra_detect.errors import RerankError
+    from electra_detect.tasks.rerank.fusion import rank_hypotheses, sentence_score, word_confidence
+    from electra_detect.tasks.rerank.nbest import parse_hypothesis_lines
 
     settings = settings or ServerSettings()
     metrics = Metrics()

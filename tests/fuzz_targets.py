@@ -201,9 +201,9 @@ def _ged():
 
 
 def _rerank():
-    from electra_detect.tasks import rerank
+    from electra_detect.tasks.rerank import nbest
 
-    return rerank
+    return nbest
 
 
 def _run_m2(data: bytes, scratch: Path, context: dict[str, Any]) -> Any:

@@ -110,7 +110,7 @@ def synthetic_examples(corpus: Sequence[str], count: int, seed: int = 0,
     acoustic mix works on recogniser-form text (``rerank.normalise``: lower case, no punctuation)."""
     clean = corpus_sentences(corpus, count)
     if config is not None and config.mix == "acoustic":
-        from electra_detect.tasks.rerank import normalise
+        from electra_detect.tasks.rerank.wer import normalise
 
         clean = [words for words in (normalise(" ".join(tokens)).split() for tokens in clean) if words]
     maker = ErrorMaker.for_corpus(clean, config, seed)
