@@ -114,11 +114,13 @@ def test_ged_cli_flags_and_evaluates(tmp_path: Path, micro_run: Path) -> None:
     assert out.returncode == 0, out.stderr
     row = json.loads(out.stdout)
     assert [f["word"] for f in row["flagged"]] == ["The", "farmer", "saw", "a", "house", "."]
+    engine_line = out.stderr.splitlines()[-1]
     data = tmp_path / "a.m2"
     data.write_text(M2)
     out = subprocess.run([*cli, "ged", "eval", "--model", str(micro_run), "--data", str(data), "--format", "m2",
                           "--threshold", "0"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+    assert out.stderr.splitlines()[-1] == engine_line and engine_line.startswith("engine: ")  # what `ged` runs
     report = json.loads(out.stdout)
     assert report["recall"] == 1.0 and report["precision"] == pytest.approx(3 / 12)
     assert report["sentences"] == 3 and set(report["per_type"]) == {"R:VERB:SVA", "M:ADJ", "M:PUNCT"}
