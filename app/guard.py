@@ -140,9 +140,9 @@ def _replay(body: bytes, original: Callable[[], Awaitable[dict]]) -> Callable[[]
 def http_protocol(read_timeout_s: float) -> type:
     """uvicorn's h11 protocol with the server's socket timeouts.
 
-    - A request head must arrive within ``read_timeout_s`` of the connection opening or of its first
-      byte (uvicorn's keep-alive timer is cancelled by any byte, so a client trickling a header a byte at
-      a time was held forever).
+    - A request head must arrive within ``read_timeout_s`` of a new connection opening, or of its first
+      byte on a kept-alive one (uvicorn's keep-alive timer is cancelled by any byte, so a client trickling
+      a header a byte at a time was held forever).
     - An idle keep-alive connection (no byte since the last response) is uvicorn's keep-alive timeout
       (``ServerSettings.keep_alive_s``), and is never closed while a request's bytes wait unread on the
       socket: closing then resets the connection, and the client loses a request it had already sent.
@@ -201,7 +201,13 @@ def http_protocol(read_timeout_s: float) -> type:
             """Unread bytes (or the client's close) on the socket; False when it cannot be told."""
             sock = self.transport.get_extra_info("socket")
             try:
-                return sock is not None and bool(select.select([sock.fileno()], [], [], 0)[0])
+                if sock is None:
+                    return False
+                if not hasattr(select, "poll"):  # Windows: select (poll has no limit on descriptor numbers)
+                    return bool(select.select([sock.fileno()], [], [], 0)[0])
+                poller = select.poll()
+                poller.register(sock.fileno(), select.POLLIN)
+                return bool(poller.poll(0))
             except (OSError, ValueError):
                 return False
 
