@@ -96,7 +96,8 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.host not in LOOPBACK and api_key is None:
         print(f"warning: serving on {args.host} without an API key; anyone who can reach the port can use it "
               f"(set ${args.api_key_env})", file=sys.stderr)
-    from electra_detect.app.server import ServerSettings, serve
+    from electra_detect.app.server import serve
+    from electra_detect.app.settings import ServerSettings
 
     detector = Detector.load(args.model, task="ged", device=args.device, calibrated=not args.no_calibration,
                              engine=args.engine, variant=args.variant if args.engine != "torch" else None,

@@ -122,8 +122,8 @@ def check_threshold(threshold: Any) -> float:
 
 def find_export(model: str | Path) -> Path | None:
     """The ONNX export dir ``electra-detect export`` wrote for this model (or the model is one), else None."""
-    from electra_detect.detector import DetectorError
     from electra_detect.engines.onnx_engine import find_export_dir
+    from electra_detect.errors import DetectorError
 
     try:
         return find_export_dir(model)
@@ -136,7 +136,8 @@ def load_detector(model: str | Path, engine: str = "auto", device: str | None = 
     """The Detector on the engine ``Detector.load`` chooses (``auto``: the ONNX export when the model dir
     holds a usable one, else torch). Returns (detector, note); the note says why the torch engine was used
     when ONNX was possible but failed, so the page never hides a fallback."""
-    from electra_detect.detector import Detector, DetectorError
+    from electra_detect.detector import Detector
+    from electra_detect.errors import DetectorError
 
     try:
         detector = Detector.load(model, device=device, engine=engine, variant=variant, task=task)
@@ -261,7 +262,9 @@ class DemoApp:
     def rerank(self, nbest: Any, lm_weight: Any = 1.0, length_weight: Any = 0.0,
                calibration: str = "calibrated") -> tuple[list[list[Any]], str]:
         """The pasted n-best list, best first, with each component of the total."""
-        from electra_detect.tasks.rerank import RerankError, parse_hypothesis_lines, rerank_hypotheses
+        from electra_detect.errors import RerankError
+        from electra_detect.tasks.rerank.fusion import rerank_hypotheses
+        from electra_detect.tasks.rerank.nbest import parse_hypothesis_lines
 
         try:
             if not isinstance(nbest, str) or not nbest.strip():

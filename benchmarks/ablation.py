@@ -168,7 +168,7 @@ def counted_flops_per_step(config: Any, work: Path, steps: int = 2) -> float:
 # -- evaluation data -----------------------------------------------------------------------------
 def prepare_data(shared: Path, out: Path, blimp_per_set: int, seed: int) -> dict[str, int]:
     """Compact copies of CoLA, BLiMP and JFLEG GED labels (ERRANT runs here, not on the GPU box)."""
-    from electra_detect.tasks import ged
+    from electra_detect.tasks.ged.readers import read_parallel, split_sentences
 
     out.mkdir(parents=True, exist_ok=True)
     for name in ("in_domain_train.tsv", "in_domain_dev.tsv"):
@@ -180,8 +180,8 @@ def prepare_data(shared: Path, out: Path, blimp_per_set: int, seed: int) -> dict
                   for r in rows[:blimp_per_set]]
     atomic_write_text(out / "blimp.jsonl", "".join(json.dumps(p) + "\n" for p in pairs))
     jfleg = shared / "jfleg" / "dev"
-    sentences = ged.read_parallel(jfleg / "dev.src", sorted(jfleg.glob("dev.ref[0-9]")), "majority")
-    tune, report = ged.split_sentences(sentences, 0.5, seed)
+    sentences = read_parallel(jfleg / "dev.src", sorted(jfleg.glob("dev.ref[0-9]")), "majority")
+    tune, report = split_sentences(sentences, 0.5, seed)
     atomic_write_json(out / "jfleg_ged.json", {
         "tune": [{"tokens": s.tokens, "labels": s.labels} for s in tune],
         "report": [{"tokens": s.tokens, "labels": s.labels} for s in report]})
@@ -199,7 +199,7 @@ class EvalData:
 
     @classmethod
     def load(cls, folder: Path, blimp_per_set: int = 0) -> EvalData:
-        from electra_detect.tasks.ged import GedSentence
+        from electra_detect.tasks.ged.readers import GedSentence
         from electra_detect.training.cola import read_cola
 
         blimp = [json.loads(line) for line in (folder / "blimp.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -223,9 +223,9 @@ def mlm_token_log_probs(run_dir: Path, objective: str, texts: list[str], device:
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-    from electra_detect.detector import pad_ids
     from electra_detect.engines.torch_engine import load_discriminator, replaced_logits
     from electra_detect.tasks.pll import GeneratorScorer
+    from electra_detect.windows import pad_ids
 
     if objective == "bert_mlm":
         scores = GeneratorScorer.load(run_dir / "mlm", device).score(texts, batch_size)
@@ -257,7 +257,8 @@ def mlm_token_log_probs(run_dir: Path, objective: str, texts: list[str], device:
 def evaluate_run(run_dir: Path, objective: str, data: EvalData, device: str, seed: int,
                  cola_epochs: int) -> dict[str, Any]:
     """CoLA MCC, BLiMP accuracy and zero-shot GED F0.5 of one pre-training run."""
-    from electra_detect.tasks import ged
+    from electra_detect.tasks.ged.alignment import score_tokens, to_token_scores
+    from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold
     from electra_detect.training.cola import ColaConfig, finetune_cola
 
     started = time.perf_counter()
@@ -272,15 +273,15 @@ def evaluate_run(run_dir: Path, objective: str, data: EvalData, device: str, see
         detector = Detector.load(run_dir / "discriminator", device=device, calibrated=False)
         scores = detector.score(good + bad, batch_size=256)
         sentence = np.array([s.sentence_sum for s in scores])
-        tune_scores = ged.score_tokens(detector, data.ged_tune, batch_size=256)
-        report_scores = ged.score_tokens(detector, data.ged_report, batch_size=256)
+        tune_scores = score_tokens(detector, data.ged_tune, batch_size=256)
+        report_scores = score_tokens(detector, data.ged_report, batch_size=256)
     else:
         pieces = mlm_token_log_probs(run_dir, objective, good + bad, device)
         sentence = np.array([lp.sum() for _o, lp in pieces])
 
         def surprisal(sentences: list[Any]) -> list[np.ndarray]:
             out = mlm_token_log_probs(run_dir, objective, [s.text for s in sentences], device)
-            return [ged.to_token_scores(s.tokens, ((o[0], 1.0 - math.exp(lp)) for o, lp in zip(offs, lps,
+            return [to_token_scores(s.tokens, ((o[0], 1.0 - math.exp(lp)) for o, lp in zip(offs, lps,
                                                                                                 strict=True)))
                     for s, (offs, lps) in zip(sentences, out, strict=True)]
 
@@ -290,8 +291,8 @@ def evaluate_run(run_dir: Path, objective: str, data: EvalData, device: str, see
     uids = [p["uid"] for p in data.blimp]
     per_set = {uid: float(np.mean([c for c, u in zip(correct, uids, strict=True) if u == uid]))
                for uid in sorted(set(uids))}
-    threshold = ged.tune_threshold(*ged.flatten(data.ged_tune, tune_scores))
-    metrics = ged.token_metrics(*ged.flatten(data.ged_report, report_scores), threshold)
+    threshold = tune_threshold(*flatten(data.ged_tune, tune_scores))
+    metrics = token_metrics(*flatten(data.ged_report, report_scores), threshold)
     return {"cola_mcc": cola["mcc"], "cola_acc": cola["accuracy"], "blimp_acc": float(np.mean(list(per_set.values()))),
             "blimp_per_set": per_set, "ged_f05": metrics["f05"], "ged_precision": metrics["precision"],
             "ged_recall": metrics["recall"], "ged_ap": metrics["average_precision"], "score": kind,

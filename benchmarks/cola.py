@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from electra_detect.detector import resolve_model_dir  # noqa: E402
 from electra_detect.fileio import atomic_write_json, atomic_write_text  # noqa: E402
+from electra_detect.model_dir import resolve_model_dir  # noqa: E402
 from electra_detect.training.cola import ColaConfig, finetune_cola, read_cola  # noqa: E402
 
 

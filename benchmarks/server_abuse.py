@@ -499,7 +499,7 @@ def main() -> int:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     duration = args.duration or (10.0 if args.quick else 60.0)
-    from electra_detect.app.server import ServerSettings
+    from electra_detect.app.settings import ServerSettings
 
     defaults = ServerSettings()
     limits = {"max_texts": defaults.max_texts, "max_chars": defaults.max_chars, "max_tokens": defaults.max_tokens,

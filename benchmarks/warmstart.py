@@ -34,19 +34,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from electra_detect.detector import Detector  # noqa: E402
 from electra_detect.fileio import atomic_write_json, atomic_write_text  # noqa: E402
-from electra_detect.tasks import ged  # noqa: E402
+from electra_detect.tasks.ged.alignment import flags_to_token_labels, score_tokens  # noqa: E402
+from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold
+from electra_detect.tasks.ged.readers import GedSentence, read_bea_json, read_parallel, split_sentences
 
 BOOTSTRAP = 1000
 
 
 # -- data ---------------------------------------------------------------------------------------------
-def load_sets(fce: Path, jfleg: Path, seed: int) -> dict[str, dict[str, list[ged.GedSentence]]]:
+def load_sets(fce: Path, jfleg: Path, seed: int) -> dict[str, dict[str, list[GedSentence]]]:
     """{"FCE dev": {"tune": [...], "report": [...]}, "JFLEG dev": {...}}."""
-    sets = {"FCE dev": ged.read_bea_json(fce / "fce-dev.json"),
-            "JFLEG dev": ged.read_parallel(jfleg / "dev.src", sorted(jfleg.glob("dev.ref[0-9]")), "majority")}
+    sets = {"FCE dev": read_bea_json(fce / "fce-dev.json"),
+            "JFLEG dev": read_parallel(jfleg / "dev.src", sorted(jfleg.glob("dev.ref[0-9]")), "majority")}
     out = {}
     for name, sentences in sets.items():
-        tune, report = ged.split_sentences(sentences, 0.5, seed)
+        tune, report = split_sentences(sentences, 0.5, seed)
         out[name] = {"all": sentences, "tune": tune, "report": report}
         print(f"{name}: {len(sentences)} sentences (tune {len(tune)}, report {len(report)})", file=sys.stderr)
     return out
@@ -74,19 +76,19 @@ def pretraining(source: str) -> dict[str, Any]:
 
 
 # -- scoring -------------------------------------------------------------------------------------------
-def token_scores(model: Path | str, sentences: list[ged.GedSentence]) -> tuple[list[np.ndarray], float]:
+def token_scores(model: Path | str, sentences: list[GedSentence]) -> tuple[list[np.ndarray], float]:
     detector = Detector.load(model, engine="torch")
     started = time.perf_counter()
-    scores = ged.score_tokens(detector, sentences)
+    scores = score_tokens(detector, sentences)
     return scores, len(sentences) / (time.perf_counter() - started)
 
 
 def metrics(split: dict[str, list], tune_scores: list[np.ndarray], report_scores: list[np.ndarray]) -> dict:
-    threshold = ged.tune_threshold(*ged.flatten(split["tune"], tune_scores))
-    return {"threshold": threshold, **ged.token_metrics(*ged.flatten(split["report"], report_scores), threshold)}
+    threshold = tune_threshold(*flatten(split["tune"], tune_scores))
+    return {"threshold": threshold, **token_metrics(*flatten(split["report"], report_scores), threshold)}
 
 
-def f05_per_resample(sentences: list[ged.GedSentence], scores: list[np.ndarray], threshold: float,
+def f05_per_resample(sentences: list[GedSentence], scores: list[np.ndarray], threshold: float,
                      resamples: np.ndarray) -> np.ndarray:
     """F0.5 of each bootstrap resample (rows of sentence indices): per-sentence TP/FP/FN counts summed."""
     tp = np.array([int(((s >= threshold) & (np.array(x.labels) == 1)).sum()) for x, s in zip(sentences, scores,
@@ -146,10 +148,10 @@ def main() -> int:
             scored_sources.add(source)
             for name, split in sets.items():
                 all_scores, rate = token_scores(source, split["all"])
-                labels, values = ged.flatten(split["all"], all_scores)
+                labels, values = flatten(split["all"], all_scores)
                 tune_scores, report_scores = (token_scores(source, split[part])[0] for part in ("tune", "report"))
                 rows.append({"arm": arm, "set": name, "stage": "zero-shot", **compute,
-                             "ap_all": ged.token_metrics(labels, values, 0.5)["average_precision"],
+                             "ap_all": token_metrics(labels, values, 0.5)["average_precision"],
                              "error_rate_all": float(labels.mean()), "sentences_per_s": rate,
                              **metrics(split, tune_scores, report_scores)})
         for seed in recipes[arm].get("seeds", args.seeds):
@@ -180,10 +182,10 @@ def main() -> int:
                 rows.append({"arm": "harper-py", "set": name, "note": f"not run: {status.get('harper-py')}"})
                 continue
             flagged = loaded["harper-py"].flag([s.text for s in split["report"]])
-            scores = [ged.flags_to_token_labels(s.tokens, spans) for s, spans in zip(split["report"], flagged,
+            scores = [flags_to_token_labels(s.tokens, spans) for s, spans in zip(split["report"], flagged,
                                                                                       strict=True)]
             rows.append({"arm": "harper-py", "set": name, "stage": "rule-based", "threshold": 0.5,
-                         **ged.token_metrics(*ged.flatten(split["report"], scores), 0.5)})
+                         **token_metrics(*flatten(split["report"], scores), 0.5)})
             kept[("harper-py", name)] = [(scores, 0.5)]
 
     # -- paired bootstrap of seed-mean F0.5 differences ------------------------------------------------------
@@ -195,7 +197,7 @@ def main() -> int:
         resamples = rng.integers(0, len(report), size=(BOOTSTRAP, len(report)))
         curves = {arm: np.mean([f05_per_resample(report, s, t, resamples) for s, t in kept[(arm, set_name)]], axis=0)
                   for arm in names if (arm, set_name) in kept}
-        point = {arm: float(np.mean([ged.token_metrics(*ged.flatten(report, s), t)["f05"]
+        point = {arm: float(np.mean([token_metrics(*flatten(report, s), t)["f05"]
                                      for s, t in kept[(arm, set_name)]])) for arm in curves}
         for i, first in enumerate(curves):
             for second in list(curves)[i + 1:]:

@@ -21,7 +21,9 @@ from pathlib import Path
 
 from electra_detect.detector import Detector
 from electra_detect.fileio import atomic_write_json, atomic_write_text
-from electra_detect.tasks import ged
+from electra_detect.tasks.ged.alignment import score_tokens
+from electra_detect.tasks.ged.metrics import flatten, token_metrics
+from electra_detect.tasks.ged.readers import read_bea_json
 
 BASE = {"lr": "3e-4", "gen_layers": "2", "mask_prob": "0.15", "seq_len": "64", "batch_size": "32"}
 
@@ -35,10 +37,10 @@ def probe(name: str, settings: dict[str, str], args: argparse.Namespace) -> dict
                         "--warmup-steps", str(args.warmup), "--eval-every", str(args.steps), "--eval-batches", "8",
                         "--save-every", str(args.steps), "--no-progress", *flags], check=True)
     summary = json.loads((out / "summary.json").read_text())
-    labels, scores = ged.flatten(args.sentences, ged.score_tokens(Detector.load(out), args.sentences))
+    labels, scores = flatten(args.sentences, score_tokens(Detector.load(out), args.sentences))
     return {"probe": name, **settings, "steps": summary["steps"], "minutes": summary["minutes"],
             "val_disc_auc": summary["val"].get("val_disc_auc"), "val_gen_acc": summary["val"].get("val_gen_acc"),
-            "fce_dev_ap": ged.token_metrics(labels, scores, 0.5)["average_precision"],
+            "fce_dev_ap": token_metrics(labels, scores, 0.5)["average_precision"],
             "fce_dev_error_rate": float(labels.mean())}
 
 
@@ -55,7 +57,7 @@ def main() -> int:
     parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results" / "warmstart_probe"))
     args = parser.parse_args()
     base = BASE | dict(b.split("=", 1) for b in args.base)
-    args.sentences = ged.read_bea_json(Path(args.fce) / "fce-dev.json")
+    args.sentences = read_bea_json(Path(args.fce) / "fce-dev.json")
     plan = {"base": base}
     for spec in args.vary:
         key, values = spec.split("=", 1)

@@ -37,10 +37,11 @@ def add_calibrate(sub: argparse._SubParsersAction) -> None:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     from electra_detect.calibration.fit import calibrate
-    from electra_detect.cli.texts import read_labelled, read_text_files
+    from electra_detect.cli.texts import read_text_files
+    from electra_detect.tasks.ged.readers import read_labelled
 
     texts = read_text_files(args.text)
-    sentences = read_labelled(args, args.data) if args.data else []
+    sentences = read_labelled(args.data, args.fmt, args.refs, args.combine) if args.data else []
     if bool(texts) == bool(sentences):
         raise CalibrationError("give exactly one source: --text FILE... (rtd) or --data FILE (ged)")
     report = calibrate(args.model, texts=texts, sentences=sentences, method=args.method, seed=args.seed,
@@ -75,17 +76,12 @@ def add_pos_bias(sub: argparse._SubParsersAction) -> None:
 
 
 def run_pos_bias(args: argparse.Namespace) -> int:
-    from electra_detect.calibration.pos_bias import (
-        analyse,
-        clean_rows,
-        corrupt_rows,
-        ged_rows,
-        load_tagger,
-        write_report,
-    )
+    from electra_detect.calibration.pos_bias import analyse_source, write_report
     from electra_detect.calibrators import load_calibration
-    from electra_detect.cli.texts import check_unit_interval, read_labelled, read_text_files
-    from electra_detect.detector import Detector, resolve_model_dir
+    from electra_detect.cli.texts import check_unit_interval, read_text_files
+    from electra_detect.detector import Detector
+    from electra_detect.model_dir import resolve_model_dir
+    from electra_detect.tasks.ged.readers import read_labelled
 
     check_unit_interval(args.threshold, "--threshold")
     if bool(args.text) == bool(args.ged):
@@ -98,22 +94,15 @@ def run_pos_bias(args: argparse.Namespace) -> int:
     if args.corrupt and not generator.is_dir():
         raise CalibrationError(f"--corrupt needs the run dir's generator/ next to discriminator/ ({args.model})")
     texts = read_text_files(args.text)
-    sentences = read_labelled(args, args.ged) if args.ged else []
+    sentences = read_labelled(args.ged, args.fmt, args.refs, args.combine, args.annotator) if args.ged else []
     if not texts and not sentences:
         raise CalibrationError("no text to analyse")
     calibrator = None if args.raw else load_calibration(resolve_model_dir(args.model))
     detector = Detector.load(args.model, calibrated=False)  # raw once; calibrated = the calibrator on the same logits
     threshold = detector.threshold() if args.threshold is None else args.threshold
-    nlp = load_tagger()
-    if sentences:
-        mode, rows = "ged", ged_rows(detector, sentences, nlp)
-    elif args.corrupt:
-        mode, rows = "corrupt", corrupt_rows(detector, generator, texts, nlp, args.seed, args.rounds, progress=True)
-    else:
-        mode, rows = "clean", clean_rows(detector, texts, nlp)
-    report = analyse(rows, mode, threshold, calibrator, args.bootstrap, args.seed)
-    if mode == "corrupt":
-        report["rounds"] = args.rounds
+    report = analyse_source(detector, threshold, texts, sentences, generator if args.corrupt else None, args.rounds,
+                            calibrator, args.bootstrap, args.seed)
+    mode = report["mode"]
     titles = {"clean": "clean text", "corrupt": "generator-corrupted text", "ged": "GED data"}
     paths = write_report(report, Path(args.out_dir), f"POS bias on {titles[mode]} ({Path(args.model).name})")
     summary = {"mode": mode, "tokens": report["tokens"], "threshold": threshold, "calibration": report["calibration"],

@@ -19,8 +19,10 @@ import numpy as np
 import torch
 
 from electra_detect.calibration import CalibrationError
-from electra_detect.detector import Detector, pad_ids
-from electra_detect.tasks.ged import GedSentence, to_token_scores
+from electra_detect.detector import Detector
+from electra_detect.tasks.ged.alignment import to_token_scores
+from electra_detect.tasks.ged.readers import GedSentence
+from electra_detect.windows import pad_ids
 
 
 @dataclass

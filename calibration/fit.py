@@ -13,7 +13,7 @@ from electra_detect.calibration.metrics import all_metrics
 from electra_detect.calibration.plots import reliability_diagram
 from electra_detect.calibrators import METHODS, save_calibration, sigmoid
 from electra_detect.detector import Detector
-from electra_detect.tasks.ged import GedSentence
+from electra_detect.tasks.ged.readers import GedSentence
 
 
 def _halves(items: Sequence, seed: int) -> tuple[list, list]:

@@ -32,9 +32,12 @@ import numpy as np
 from electra_detect.calibration import CalibrationError
 from electra_detect.calibrators import sigmoid
 from electra_detect.detector import Detector, TextScores
-from electra_detect.tasks.ged import GedSentence, load_tagger, score_tokens, tag_pos
+from electra_detect.tasks.ged.alignment import score_tokens
+from electra_detect.tasks.ged.nlp import load_tagger
+from electra_detect.tasks.ged.pos_thresholds import tag_pos
+from electra_detect.tasks.ged.readers import GedSentence
 
-__all__ = ["TaggedScore", "align", "analyse", "clean_rows", "corrupt_rows", "ged_rows", "load_tagger",
+__all__ = ["TaggedScore", "align", "analyse", "analyse_source", "clean_rows", "corrupt_rows", "ged_rows",
            "pos_table", "recalibrate", "write_report"]
 
 
@@ -239,6 +242,24 @@ def analyse(rows: Sequence[TaggedScore], mode: str, threshold: float, calibrator
     report["calibration"] = calibrator.to_dict()["method"] if calibrator is not None else "raw"
     report["calibrated"] = (pos_table(recalibrate(rows, calibrator), threshold, n_boot, seed)
                             if calibrator is not None else None)
+    return report
+
+
+def analyse_source(detector: Detector, threshold: float, texts: Sequence[str] = (),
+                   sentences: Sequence[GedSentence] = (), generator_dir: Path | None = None, rounds: int = 1,
+                   calibrator: Any = None, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """The report of one source: GED ``sentences`` (mode ``ged``), ``texts`` corrupted by the generator in
+    ``generator_dir`` ``rounds`` times (``corrupt``), or clean ``texts`` (``clean``)."""
+    nlp = load_tagger()
+    if sentences:
+        mode, rows = "ged", ged_rows(detector, sentences, nlp)
+    elif generator_dir is not None:
+        mode, rows = "corrupt", corrupt_rows(detector, generator_dir, texts, nlp, seed, rounds, progress=True)
+    else:
+        mode, rows = "clean", clean_rows(detector, texts, nlp)
+    report = analyse(rows, mode, threshold, calibrator, n_boot, seed)
+    if mode == "corrupt":
+        report["rounds"] = rounds
     return report
 
 

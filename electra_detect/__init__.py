@@ -19,8 +19,12 @@ if (_ROOT / "pyproject.toml").is_file() and all((_ROOT / n / "__init__.py").is_f
 
 def __getattr__(name: str):
     """``from electra_detect import Detector`` without importing numpy for ``import electra_detect``."""
-    if name in ("Detector", "TextScores", "WordScore", "TokenScore", "DetectorError"):
+    if name in ("Detector", "TextScores", "WordScore", "TokenScore"):
         from electra_detect import detector
 
         return getattr(detector, name)
+    if name == "DetectorError":
+        from electra_detect.errors import DetectorError
+
+        return DetectorError
     raise AttributeError(f"module 'electra_detect' has no attribute {name!r}")

@@ -16,22 +16,12 @@ from typing import Any
 import numpy as np
 
 from electra_detect.engines import ENGINES, Engine
-from electra_detect.engines.torch_engine import TorchEngine, load_discriminator, replaced_logits  # noqa: F401
+from electra_detect.engines.torch_engine import TorchEngine
 from electra_detect.errors import DetectorError
-from electra_detect.model_dir import (  # noqa: F401  (public names of the detector module)
-    GED_DIR,
-    GED_FILE,
-    TASKS,
-    check_threshold,
-    resolve_model_dir,
-    task_model_path,
-    tuned_threshold,
-)
+from electra_detect.model_dir import resolve_model_dir, task_model_path, tuned_threshold
 from electra_detect.windows import pad_ids, split_windows, text_windows
 
-__all__ = ["Detector", "DetectorError", "ScoringJob", "TextScores", "TokenScore", "WordScore", "Engine",
-           "TorchEngine", "load_discriminator", "replaced_logits", "resolve_model_dir", "task_model_path",
-           "pad_ids", "check_threshold", "tuned_threshold", "GED_FILE", "GED_DIR", "TASKS"]
+__all__ = ["Detector", "ScoringJob", "TextScores", "TokenScore", "WordScore"]
 
 
 @dataclass
@@ -253,7 +243,7 @@ class Detector:
         """Uncalibrated logits for already-tokenised ids (calibration fitting needs them)."""
         return self.engine.logits(np.asarray(input_ids, dtype=np.int64), np.asarray(attention_mask, dtype=np.int64))
 
-    def windows(self, texts: Sequence[str]) -> list[list[int]]:
+    def window_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Every model window (ids without [CLS]/[SEP]) of the texts, as ``score`` runs them; export
         parity checks and benchmarks feed the engines exactly these."""
         return text_windows(self.tokenizer, texts, self.max_length - 2)
@@ -328,13 +318,13 @@ class ScoringJob:
             raise DetectorError("batch_size must be >= 1")
         self.detector, self.texts, self.encodings, self.batch_size = detector, texts, encodings, batch_size
         self.calibrated = calibrated
-        self.windows: list[tuple[int, int, list[int]]] = []  # (text index, first token, ids)
+        self.chunks: list[tuple[int, int, list[int]]] = []  # every window: (text index, first token, ids)
         for index, encoding in enumerate(encodings):
             for start, chunk in split_windows(encoding.ids, detector.max_length - 2):
-                self.windows.append((index, start, chunk))
-        self.windows.sort(key=lambda window: len(window[2]))
+                self.chunks.append((index, start, chunk))
+        self.chunks.sort(key=lambda window: len(window[2]))
         self.tokens = sum(len(e.ids) for e in encodings)
-        self.cost = sum(len(chunk) + 2 for _, _, chunk in self.windows)
+        self.cost = sum(len(chunk) + 2 for _, _, chunk in self.chunks)
         self.position = 0  # windows scored so far
         self.probs = [np.full(len(e.ids), np.nan) for e in encodings]
         self.margin = [np.full(len(e.ids), -1) for e in encodings]
@@ -354,12 +344,12 @@ class ScoringJob:
 
     @property
     def done(self) -> bool:
-        return self.position >= len(self.windows)
+        return self.position >= len(self.chunks)
 
     @property
     def remaining(self) -> int:
         """Model tokens still to run."""
-        return sum(len(chunk) + 2 for _, _, chunk in self.windows[self.position:])
+        return sum(len(chunk) + 2 for _, _, chunk in self.chunks[self.position:])
 
     def step(self, max_tokens: int = 0) -> int:
         """Run engine batches of up to ``batch_size`` windows until the job is done or ``max_tokens`` model tokens
@@ -367,7 +357,7 @@ class ScoringJob:
         Returns the model tokens run."""
         ran = 0
         while not self.done:
-            batch = self.windows[self.position:self.position + self.batch_size]
+            batch = self.chunks[self.position:self.position + self.batch_size]
             if max_tokens:  # fewer rows when long windows would overrun the budget; the first window always runs
                 taken, total = [], ran
                 for window in batch:

@@ -170,12 +170,12 @@ class Target:
 
 def context_for(needs: str, model: str | Path) -> dict[str, Any]:
     """What a target needs, built once per run: spaCy's sentence splitter, ERRANT, or a Detector on ``model``."""
-    from electra_detect.tasks import ged
+    from electra_detect.tasks.ged.nlp import load_errant, sentence_splitter
 
     if needs == "nlp":
-        return {"nlp": ged._sentence_splitter()}
+        return {"nlp": sentence_splitter()}
     if needs == "errant":
-        return {"errant": ged.load_errant()}
+        return {"errant": load_errant()}
     if needs == "detector":
         from electra_detect.detector import Detector
 
@@ -195,15 +195,15 @@ def check(target: Target, example: Any, scratch: Path, context: dict[str, Any]) 
 
 
 def _ged():
-    from electra_detect.tasks import ged
+    from electra_detect.tasks.ged import readers
 
-    return ged
+    return readers
 
 
 def _rerank():
-    from electra_detect.tasks import rerank
+    from electra_detect.tasks.rerank import nbest
 
-    return rerank
+    return nbest
 
 
 def _run_m2(data: bytes, scratch: Path, context: dict[str, Any]) -> Any:
@@ -294,14 +294,12 @@ def _run_score(batch: list[str], scratch: Path, context: dict[str, Any]) -> Any:
 
 def _run_text_file(data: bytes, scratch: Path, context: dict[str, Any]) -> Any:
     """The CLI's --file reading (the batches every inference verb scores)."""
-    import argparse
-
     from electra_detect.cli.texts import open_texts, text_batches
 
-    args = argparse.Namespace(verb="score", text=[], file=str(_write(scratch / "texts.txt", data)))
-    handle = open_texts(args)
+    file = str(_write(scratch / "texts.txt", data))
+    handle = open_texts(file)
     try:
-        return [t for batch in text_batches(args, handle) for t in batch]
+        return [t for batch in text_batches([], file, handle) for t in batch]
     finally:
         handle.close()
 
@@ -312,7 +310,7 @@ def _errors() -> dict[str, tuple[type[BaseException], ...]]:
     from electra_detect.training.data import CorpusError
 
     return {"ged": (GedDataError,), "rerank": (RerankError,), "corpus": (CorpusError,), "config": (ConfigError,),
-            "score": (DetectorError,), "cli": (CliError, SystemExit)}
+            "score": (DetectorError,), "cli": (CliError,)}
 
 
 def targets() -> dict[str, Target]:

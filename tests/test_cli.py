@@ -183,15 +183,13 @@ def test_thresholds_are_checked_before_the_model_loads(verb: str, value: str, tm
 
 
 def test_text_file_is_read_in_bounded_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import argparse
-
     from electra_detect.cli import texts as cli
+    from electra_detect.errors import CliError
 
     path = tmp_path / "big.txt"
     path.write_text("".join(f"line {i} of the file\n\n" for i in range(1000)), encoding="utf-8")
-    args = argparse.Namespace(text=["an argument"], file=str(path), verb="score")
-    handle = cli.open_texts(args)
-    batches = cli.text_batches(args, handle)
+    handle = cli.open_texts(str(path))
+    batches = cli.text_batches(["an argument"], str(path), handle)
     first = next(batches)
     assert first[0] == "an argument" and len(first) == cli.STREAM_TEXTS // 8  # a small first batch: output soon
     assert handle.tell() < path.stat().st_size / 10  # only what the first batch needed has been read
@@ -202,10 +200,8 @@ def test_text_file_is_read_in_bounded_batches(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr(cli, "MAX_LINE_CHARS", 50)
     long = tmp_path / "long.txt"
     long.write_text("short\n" + "x" * 200 + "\n", encoding="utf-8")
-    args = argparse.Namespace(text=[], file=str(long), verb="score")
-    with pytest.raises(SystemExit) as stop:
-        list(cli.text_batches(args, cli.open_texts(args)))
-    assert stop.value.code == 2
+    with pytest.raises(CliError, match="line 2 is longer than 50 characters"):
+        list(cli.text_batches([], str(long), cli.open_texts(str(long))))
 
 
 def test_score_file_streams_its_output(micro_run: Path) -> None:

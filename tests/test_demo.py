@@ -96,7 +96,8 @@ def test_ged_merges_adjacent_flagged_words_into_spans(app: DemoApp, scores) -> N
 
 
 def test_rerank_tab_matches_the_shared_rerank_api(app: DemoApp) -> None:
-    from electra_detect.tasks.rerank import parse_hypothesis_lines, rerank_hypotheses
+    from electra_detect.tasks.rerank.fusion import rerank_hypotheses
+    from electra_detect.tasks.rerank.nbest import parse_hypothesis_lines
 
     nbest = "the farmer saw a red house\t-3.5\nthe farmer saw a red horse\t-3.4\n\nfarmer the saw red a house\t-3.0\n"
     table, message = app.rerank(nbest, 2.0, 0.5)

@@ -238,7 +238,8 @@ def test_typed_sentence_is_highlighted_and_the_top_word_flagged(demo: DemoProces
 
 def test_rerank_tab_shows_the_reranked_table(demo: DemoProcess, browser: Any, detector: Any,
                                              tmp_path: Path) -> None:
-    from electra_detect.tasks.rerank import parse_hypothesis_lines, rerank_hypotheses
+    from electra_detect.tasks.rerank.fusion import rerank_hypotheses
+    from electra_detect.tasks.rerank.nbest import parse_hypothesis_lines
 
     external: list[str] = []
     page = open_page(browser, demo.url, external)

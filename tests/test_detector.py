@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from electra_detect.detector import Detector, DetectorError
+from electra_detect.detector import Detector
+from electra_detect.errors import DetectorError
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +87,7 @@ def test_window_edges_take_the_window_that_holds_them(micro_run: Path) -> None:
     assert scores.tokens[0].p_replaced == pytest.approx(alone.tokens[0].p_replaced, abs=1e-4)
     # The last token lies only in the last window: that window's ids scored alone must agree (re-tokenising
     # the text from a subword's offset would give other ids, and a model that reads context other scores).
-    last = narrow.windows([text])[-1]
+    last = narrow.window_ids([text])[-1]
     ids, mask = narrow.pad_batch([last])
     alone_p = 1 / (1 + np.exp(-narrow.raw_logits(ids, mask)[0, len(last)]))
     assert scores.tokens[-1].p_replaced == pytest.approx(float(alone_p), abs=1e-6)

@@ -89,8 +89,8 @@ def test_nbest_string_pattern_admits_only_what_the_reader_parses() -> None:
     from hypothesis import strategies as st
 
     pytest.importorskip("fastapi")
-    from electra_detect.app.server import NBEST_LINES
-    from electra_detect.tasks.rerank import parse_hypothesis_lines
+    from electra_detect.app.schemas import NBEST_LINES
+    from electra_detect.tasks.rerank.nbest import parse_hypothesis_lines
     from tests.fuzz_targets import hypothesis_lines
 
     @settings(max_examples=EXAMPLES * 5, deadline=None, database=None, derandomize=True,

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from electra_detect.detector import Detector
-from electra_detect.tasks.ged import GedSentence
+from electra_detect.tasks.ged.readers import GedSentence
 from electra_detect.training.ged_finetune import FinetuneConfig, corpus_sentences, finetune, synthetic_examples
 from tests.conftest import synthetic_text
 

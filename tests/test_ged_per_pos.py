@@ -10,10 +10,18 @@ import numpy as np
 import pytest
 
 from electra_detect import cli
-from electra_detect.tasks import ged
+from electra_detect.tasks.ged.metrics import flatten, token_metrics
+from electra_detect.tasks.ged.pos_thresholds import (
+    pos_threshold_metrics,
+    select_pos_thresholds,
+    tag_pos,
+    thresholds_for,
+    tune_pos_thresholds,
+)
+from electra_detect.tasks.ged.readers import GedSentence
 
 
-def _biased(n_sentences: int, seed: int) -> tuple[list[ged.GedSentence], list[np.ndarray], list[list[str]]]:
+def _biased(n_sentences: int, seed: int) -> tuple[list[GedSentence], list[np.ndarray], list[list[str]]]:
     """NOUN errors score ~0.8 against ~0.5 for correct nouns; DET errors ~0.3 against ~0.1.
     One threshold cannot serve both tags; one per tag can."""
     rng = np.random.default_rng(seed)
@@ -23,23 +31,23 @@ def _biased(n_sentences: int, seed: int) -> tuple[list[ged.GedSentence], list[np
         labels = (rng.uniform(size=10) < 0.2).astype(int).tolist()
         centre = {("NOUN", 1): 0.8, ("NOUN", 0): 0.5, ("DET", 1): 0.3, ("DET", 0): 0.1}
         values = np.clip([rng.normal(centre[(t, y)], 0.05) for t, y in zip(pos, labels, strict=True)], 0, 1)
-        sentences.append(ged.GedSentence(["w"] * 10, labels))
+        sentences.append(GedSentence(["w"] * 10, labels))
         scores.append(values)
         tags.append(pos)
     return sentences, scores, tags
 
 
 def _f05(sentences, scores, tags, per_tag: dict[str, float], default: float) -> float:
-    labels, values = ged.flatten(sentences, scores)
+    labels, values = flatten(sentences, scores)
     flat = [t for ts in tags for t in ts]
-    return ged.pos_threshold_metrics(labels, values, flat, per_tag, default)["f05"]
+    return pos_threshold_metrics(labels, values, flat, per_tag, default)["f05"]
 
 
 def test_tuning_finds_a_threshold_per_tag_and_beats_one_threshold() -> None:
     sentences, scores, tags = _biased(300, seed=0)
-    labels, values = ged.flatten(sentences, scores)
+    labels, values = flatten(sentences, scores)
     flat = [t for ts in tags for t in ts]
-    base, per_tag = ged.tune_pos_thresholds(labels, values, flat)
+    base, per_tag = tune_pos_thresholds(labels, values, flat)
     thresholds = {"DET": per_tag.get("DET", base), "NOUN": per_tag.get("NOUN", base)}
     assert 0.15 < thresholds["DET"] < 0.25 and 0.6 < thresholds["NOUN"] < 0.75
     assert _f05(sentences, scores, tags, per_tag, base) > 0.95
@@ -48,12 +56,12 @@ def test_tuning_finds_a_threshold_per_tag_and_beats_one_threshold() -> None:
 
 def test_adoption_is_decided_on_held_out_folds() -> None:
     sentences, scores, tags = _biased(200, seed=1)
-    choice = ged.select_pos_thresholds(sentences, scores, tags)
+    choice = select_pos_thresholds(sentences, scores, tags)
     assert choice["adopted"] and choice["cv_f05_per_pos"] > choice["cv_f05_global"] + 0.05
     fresh = _biased(200, seed=2)  # the chosen thresholds carry over to new data
     assert _f05(*fresh, choice["thresholds"], choice["global_threshold"]) > _f05(*fresh, {}, choice["global_threshold"])
     # With too few errors per tag to tune on, nothing changes, and a tie is not adopted.
-    choice = ged.select_pos_thresholds(sentences, scores, tags, min_errors=10_000)
+    choice = select_pos_thresholds(sentences, scores, tags, min_errors=10_000)
     assert choice["thresholds"] == {} and not choice["adopted"]
 
 
@@ -62,15 +70,15 @@ def test_never_flag_is_a_candidate() -> None:
     labels = np.array([1, 0, 1, 0] * 50 + [0] * 100)
     values = np.array([0.9, 0.1, 0.8, 0.2] * 50 + [0.95] * 100)
     pos = ["NOUN"] * 200 + ["PUNCT"] * 100
-    base, per_tag = ged.tune_pos_thresholds(labels, values, pos, min_errors=0)
-    assert per_tag["PUNCT"] > 1.0 and ged.token_metrics(labels, values, ged.thresholds_for(pos, per_tag, base))[
+    base, per_tag = tune_pos_thresholds(labels, values, pos, min_errors=0)
+    assert per_tag["PUNCT"] > 1.0 and token_metrics(labels, values, thresholds_for(pos, per_tag, base))[
         "f05"] == pytest.approx(1.0)
 
 
 def test_tag_pos_keeps_whitespace_tokens() -> None:
-    sentences = [ged.GedSentence("He go to the store .".split(), [0, 1, 0, 0, 0, 0]),
-                 ged.GedSentence("I can't do n't it !".split(), [0] * 6)]
-    tags = ged.tag_pos(sentences)
+    sentences = [GedSentence("He go to the store .".split(), [0, 1, 0, 0, 0, 0]),
+                 GedSentence("I can't do n't it !".split(), [0] * 6)]
+    tags = tag_pos(sentences)
     assert tags[0] == ["PRON", "VERB", "ADP", "DET", "NOUN", "PUNCT"]
     assert [len(t) for t in tags] == [6, 6]  # "can't" stays one token: labels live on these tokens
 

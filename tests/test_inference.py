@@ -15,7 +15,8 @@ import pytest
 
 from electra_detect import inference
 from electra_detect.calibrators import TemperatureScaling, save_calibration, weights_sha256
-from electra_detect.detector import Detector, DetectorError
+from electra_detect.detector import Detector
+from electra_detect.errors import CliError, DetectorError
 
 TEXTS = ["The farmer saw a red house yesterday.", "A doctor", "Every student painted the river again and again.",
          " ".join(["The children visited the quiet village before the storm."] * 12)]  # several windows
@@ -149,9 +150,9 @@ def test_stream_reads_ahead_a_bounded_number_of_batches_and_passes_errors_on(mic
 
     def failing():
         yield ["fine"]
-        raise SystemExit(2)  # what text_batches raises after printing an `error:` line
+        raise CliError("a line that cannot be read")  # what text_batches raises
 
-    with pytest.raises(SystemExit):
+    with pytest.raises(CliError):
         list(detector.stream(failing(), workers=2))
 
 

@@ -152,7 +152,7 @@ def test_default_recipe_is_a_pre_ln_pair_with_a_half_depth_generator_and_local_l
 
 
 def test_gdes_keeps_the_discriminator_loss_off_the_generator_table(tmp_path: Path) -> None:
-    from electra_detect.detector import load_discriminator
+    from electra_detect.engines.torch_engine import load_discriminator
     from electra_detect.training.model import token_table
 
     torch.manual_seed(0)

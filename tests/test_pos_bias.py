@@ -17,12 +17,12 @@ from electra_detect.calibration.pos_bias import (
     align,
     analyse,
     corrupt_rows,
-    load_tagger,
     pos_table,
     recalibrate,
 )
 from electra_detect.calibrators import TemperatureScaling, save_calibration, sigmoid
 from electra_detect.detector import Detector, TextScores, TokenScore
+from electra_detect.tasks.ged.nlp import load_tagger
 
 TEXTS = ["The farmer saw a red house yesterday.", "A doctor opened the broken window again.",
          "My sister can't find the small garden, naïvely.", "The children visited the quiet village on sunday."]

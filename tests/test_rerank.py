@@ -9,8 +9,16 @@ import numpy as np
 import pytest
 
 from electra_detect.cli import main
-from electra_detect.tasks import rerank
-from electra_detect.tasks.rerank import RerankError
+from electra_detect.errors import RerankError
+from electra_detect.tasks.rerank.fusion import (
+    corpus_wer,
+    rerank_hypotheses,
+    score_utterances,
+    tune_weights,
+    word_confidence,
+)
+from electra_detect.tasks.rerank.nbest import Hypothesis, Utterance, detect_format, parse_hypothesis_lines, read_nbest
+from electra_detect.tasks.rerank.wer import hypothesis_word_errors, normalise, word_errors
 
 UTTS = {
     "u1": {"hyp_1": {"score": -10.0, "text": "the farmer saw a red house"},
@@ -52,29 +60,29 @@ def write_formats(tmp_path: Path) -> dict[str, Path]:
 
 def test_parse_hypothesis_lines_scores_separators_and_bad_line() -> None:
     text = "the cat sat\t-1.5\n\n  \nthe cat sad ||| -2\nno score here\n"
-    assert rerank.parse_hypothesis_lines(text) == [("the cat sat", -1.5), ("the cat sad", -2.0),
+    assert parse_hypothesis_lines(text) == [("the cat sat", -1.5), ("the cat sad", -2.0),
                                                     ("no score here", None)]
     with pytest.raises(RerankError, match="line 3"):
-        rerank.parse_hypothesis_lines("a\t1\n\nb\tnot-a-number\n")
+        parse_hypothesis_lines("a\t1\n\nb\tnot-a-number\n")
     with pytest.raises(RerankError, match="line 1"):
-        rerank.parse_hypothesis_lines("a\tnan\n")
+        parse_hypothesis_lines("a\tnan\n")
     assert issubclass(RerankError, ValueError)
 
 
 def test_four_readers_agree(tmp_path: Path) -> None:
     paths = write_formats(tmp_path)
     got = {
-        "mlm": list(rerank.read_nbest(paths["mlm"])),
-        "jsonl": list(rerank.read_nbest(paths["jsonl"])),
-        "kaldi": list(rerank.read_nbest(paths["kaldi"], "kaldi", paths["scores"], paths["refs"])),
-        "espnet": list(rerank.read_nbest(paths["espnet"], refs=paths["refs"])),  # a folder: auto = espnet
+        "mlm": list(read_nbest(paths["mlm"])),
+        "jsonl": list(read_nbest(paths["jsonl"])),
+        "kaldi": list(read_nbest(paths["kaldi"], "kaldi", paths["scores"], paths["refs"])),
+        "espnet": list(read_nbest(paths["espnet"], refs=paths["refs"])),  # a folder: auto = espnet
     }
     for utts in got.values():
         assert [u.id for u in utts] == ["u1", "u2"]
         assert [h.text for h in utts[0].hyps] == [UTTS["u1"][f"hyp_{i}"]["text"] for i in (1, 2, 3)]
         assert [h.asr_score for h in utts[1].hyps] == [-7.0, -7.5]
         assert utts[1].ref == "My sister likes the river."
-    assert rerank.detect_format(paths["kaldi"]) == "kaldi"
+    assert detect_format(paths["kaldi"]) == "kaldi"
 
 
 def test_malformed_lists_name_the_line(tmp_path: Path) -> None:
@@ -82,53 +90,53 @@ def test_malformed_lists_name_the_line(tmp_path: Path) -> None:
     bad.write_text('{"id": "a", "hyps": [{"text": "x", "score": 1}]}\n\n{"id": "b", "hyps": [{"text": "y", '
                    '"score": "high"}]}\n', encoding="utf-8")
     with pytest.raises(RerankError, match=r"bad.jsonl:3"):
-        list(rerank.read_nbest(bad))
+        list(read_nbest(bad))
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"id": "a", "hyps": []}\n', encoding="utf-8")
     with pytest.raises(RerankError, match="no hypotheses"):
-        list(rerank.read_nbest(broken))
+        list(read_nbest(broken))
     kaldi = tmp_path / "k.txt"
     kaldi.write_text("a-1 x\nb-1 y\na-2 z\n", encoding="utf-8")
     with pytest.raises(RerankError, match=r"k.txt:3.*not contiguous"):
-        list(rerank.read_nbest(kaldi, "kaldi"))
+        list(read_nbest(kaldi, "kaldi"))
     nokey = tmp_path / "n.txt"
     nokey.write_text("a-1 x\nfoo bar\n", encoding="utf-8")
     with pytest.raises(RerankError, match=r"n.txt:2"):
-        list(rerank.read_nbest(nokey, "kaldi"))
+        list(read_nbest(nokey, "kaldi"))
     mlm = tmp_path / "m.json"
     mlm.write_text('{"u": {"hyp_1": {"text": "x", "score": 1},\n "hyp_2": }}', encoding="utf-8")
     with pytest.raises(RerankError, match=r"m.json:2"):
-        list(rerank.read_nbest(mlm))
+        list(read_nbest(mlm))
     (tmp_path / "formats").mkdir()
     espnet = write_formats(tmp_path / "formats")["espnet"]
     (espnet / "2best_recog" / "score").write_text("u1 tensor(-2.0, device='cuda:0')\nu2 tensor(high)\n")
-    assert [h.asr_score for h in next(iter(rerank.read_nbest(espnet))).hyps][1] == -2.0
+    assert [h.asr_score for h in next(iter(read_nbest(espnet))).hyps][1] == -2.0
     with pytest.raises(RerankError, match=r"2best_recog/score: 'u2': score is not a number"):
-        list(rerank.read_nbest(espnet))
+        list(read_nbest(espnet))
     with pytest.raises(RerankError, match="no 1best_recog/ folder"):
-        list(rerank.read_nbest(tmp_path, "espnet"))
+        list(read_nbest(tmp_path, "espnet"))
     with pytest.raises(RerankError, match="reads a decode folder"):
-        list(rerank.read_nbest(mlm, "espnet"))
+        list(read_nbest(mlm, "espnet"))
 
 
 def test_word_errors_and_tuning_with_an_oracle_like_scorer() -> None:
-    errors, n = rerank.word_errors("The cat sat.", ["the cat sat", "a cat sat down", ""])
+    errors, n = word_errors("The cat sat.", ["the cat sat", "a cat sat down", ""])
     assert n == 3 and errors.tolist() == [0.0, 2.0, 3.0]
 
     # A scorer that knows the reference: the tuned weight must use it and reach the oracle.
-    utts = [rerank.Utterance(k, [rerank.Hypothesis(v[h]["text"], v[h]["score"]) for h in v if h.startswith("hyp_")],
+    utts = [Utterance(k, [Hypothesis(v[h]["text"], v[h]["score"]) for h in v if h.startswith("hyp_")],
                              v["ref"]) for k, v in UTTS.items()]
-    refs = {rerank.normalise(v["ref"]) for v in UTTS.values()}
-    items = rerank.score_utterances(utts, lambda texts: [0.0 if rerank.normalise(t) in refs else -1.0
+    refs = {normalise(v["ref"]) for v in UTTS.values()}
+    items = score_utterances(utts, lambda texts: [0.0 if normalise(t) in refs else -1.0
                                                          for t in texts])
-    tuned = rerank.tune_weights(items)
+    tuned = tune_weights(items)
     assert tuned["dev_wer_before"] == pytest.approx(1 / 12)
     assert tuned["dev_wer_after"] == 0.0 == tuned["dev_wer_oracle"]
     assert tuned["lm_weight"] > 0
-    assert rerank.corpus_wer(items, tuned["lm_weight"], tuned["length_weight"]) == 0.0
+    assert corpus_wer(items, tuned["lm_weight"], tuned["length_weight"]) == 0.0
     # An uninformative scorer keeps the recogniser's choice (weight 0 wins ties).
-    flat = rerank.score_utterances(utts, lambda texts: [0.0] * len(texts))
-    assert rerank.tune_weights(flat, length_grid=[0.0])["lm_weight"] == 0.0
+    flat = score_utterances(utts, lambda texts: [0.0] * len(texts))
+    assert tune_weights(flat, length_grid=[0.0])["lm_weight"] == 0.0
 
 
 def test_rerank_hypotheses_rows(micro_run: Path) -> None:
@@ -136,7 +144,7 @@ def test_rerank_hypotheses_rows(micro_run: Path) -> None:
 
     detector = Detector.load(micro_run)
     hyps = [("the farmer saw a red house", -3.0), ("farmer the a house saw red", None), ("the river", -4.0)]
-    rows = rerank.rerank_hypotheses(detector, hyps, lm_weight=2.0, length_weight=0.5)
+    rows = rerank_hypotheses(detector, hyps, lm_weight=2.0, length_weight=0.5)
     assert [r["rank"] for r in rows] == [1, 2, 3]
     assert [r["total"] for r in rows] == sorted((r["total"] for r in rows), reverse=True)
     direct = {s.text: s.sentence_sum for s in detector.score([h for h, _ in hyps])}
@@ -145,7 +153,7 @@ def test_rerank_hypotheses_rows(micro_run: Path) -> None:
         assert row["total"] == pytest.approx(row["asr_score"] + 2.0 * row["electra_score"] + 0.5 * row["length"])
     assert next(r for r in rows if r["text"].startswith("farmer"))["asr_score"] == 0.0
     with pytest.raises(RerankError):
-        rerank.rerank_hypotheses(detector, [])
+        rerank_hypotheses(detector, [])
 
 
 def _summary(capsys: pytest.CaptureFixture) -> dict:
@@ -216,11 +224,11 @@ def test_cli_bad_input_leaves_no_output(micro_run: Path, tmp_path: Path, capsys:
 
 
 def test_tuning_needs_references() -> None:
-    utts = [rerank.Utterance("a", [rerank.Hypothesis("x", 0.0)])]
-    items = rerank.score_utterances(utts, lambda texts: [0.0] * len(texts))
+    utts = [Utterance("a", [Hypothesis("x", 0.0)])]
+    items = score_utterances(utts, lambda texts: [0.0] * len(texts))
     assert items[0].errors is None
     with pytest.raises(RerankError, match="no references"):
-        rerank.tune_weights(items)
+        tune_weights(items)
     assert np.isfinite(items[0].asr).all()
 
 
@@ -235,14 +243,14 @@ def test_cli_error_comes_before_any_progress_bar(micro_run: Path, tmp_path: Path
 
 
 def test_hypothesis_word_errors_align_with_the_reference() -> None:
-    assert rerank.hypothesis_word_errors("she had been forced into prudence",
+    assert hypothesis_word_errors("she had been forced into prudence",
                                          "she had bean forced in to prudence") == [0, 0, 1, 0, 1, 1, 0]
-    assert rerank.hypothesis_word_errors("A b c.", "a , b c d") == [0, None, 0, 0, 1]  # ',' normalises away
-    assert rerank.hypothesis_word_errors("a b c d", "a c d") == [0, 0, 0]  # a deletion has no hypothesis word
-    assert rerank.hypothesis_word_errors("a b c d", "a c d", mark_deletions=True) == [0, 1, 0]  # ... but the next
-    assert rerank.hypothesis_word_errors("a b c d", "a b c", mark_deletions=True) == [0, 0, 1]  # ... or the last
+    assert hypothesis_word_errors("A b c.", "a , b c d") == [0, None, 0, 0, 1]  # ',' normalises away
+    assert hypothesis_word_errors("a b c d", "a c d") == [0, 0, 0]  # a deletion has no hypothesis word
+    assert hypothesis_word_errors("a b c d", "a c d", mark_deletions=True) == [0, 1, 0]  # ... but the next
+    assert hypothesis_word_errors("a b c d", "a b c", mark_deletions=True) == [0, 0, 1]  # ... or the last
     with pytest.raises(RerankError):
-        rerank.hypothesis_word_errors("  ", "a")
+        hypothesis_word_errors("  ", "a")
 
 
 def test_word_confidence_takes_the_highest_detector_word_inside_each_recogniser_word() -> None:
@@ -252,7 +260,7 @@ def test_word_confidence_takes_the_highest_detector_word_inside_each_recogniser_
     words = [WordScore("she", 0, 3, 0.1), WordScore("'", 3, 4, 0.2), WordScore("ll", 4, 6, 0.7),
              WordScore("learn", 7, 12, 0.4), WordScore("romance", 14, 21, 0.05)]
     result = TextScores(text=text, tokens=[], words=words, sentence_mean=0.0, sentence_sum=0.0)
-    assert [(r["word"], r["start"], r["end"], r["p_wrong"]) for r in rerank.word_confidence(result)] == [
+    assert [(r["word"], r["start"], r["end"], r["p_wrong"]) for r in word_confidence(result)] == [
         ("she'll", 0, 6, 0.7), ("learn", 7, 12, 0.4), ("romance", 14, 21, 0.05)]
 
 

@@ -99,7 +99,7 @@ def test_health_docs_and_openapi(server: Server) -> None:
     assert schemas["ScoreRequest"]["properties"]["texts"]["minItems"] == 1  # the schema says what the server takes
     assert schemas["GedRequest"]["properties"]["texts"]["minItems"] == 1
     assert schemas["RerankRequest"]["properties"]["lists"]["minItems"] == 1
-    from electra_detect.app.server import NOT_BLANK  # a blank text is declared invalid, as the server treats it
+    from electra_detect.app.schemas import NOT_BLANK  # a blank text is declared invalid, as the server treats it
 
     assert schemas["ScoreRequest"]["properties"]["texts"]["items"]["pattern"] == NOT_BLANK
     threshold = schemas["GedRequest"]["properties"]["threshold"]["anyOf"]
@@ -276,7 +276,8 @@ def test_api_key_and_graceful_shutdown(export_dir: Path, tmp_path: Path) -> None
 def test_request_timeout_is_a_json_504(export_dir: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import ServerSettings, create_app
+    from electra_detect.app.server import create_app
+    from electra_detect.app.settings import ServerSettings
 
     detector = Detector.load(export_dir, engine="onnx")
     app = create_app(detector, ServerSettings(timeout_s=0.2, max_wait_ms=1500, max_batch=64))
@@ -355,7 +356,8 @@ def test_content_type_and_json_parse_errors_are_named(server: Server) -> None:
 def test_too_many_tokens_is_413_before_the_model(export_dir: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import ServerSettings, create_app
+    from electra_detect.app.server import create_app
+    from electra_detect.app.settings import ServerSettings
 
     detector = Detector.load(export_dir, engine="onnx")
     app = create_app(detector, ServerSettings(max_tokens=40))
@@ -370,7 +372,8 @@ def test_too_many_tokens_is_413_before_the_model(export_dir: Path) -> None:
 def test_a_long_request_that_cannot_finish_in_time_is_a_quick_503(export_dir: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import ServerSettings, create_app
+    from electra_detect.app.server import create_app
+    from electra_detect.app.settings import ServerSettings
 
     detector = Detector.load(export_dir, engine="onnx")
     app = create_app(detector, ServerSettings(step_tokens=16, timeout_s=5))
@@ -389,7 +392,8 @@ def test_a_long_request_that_cannot_finish_in_time_is_a_quick_503(export_dir: Pa
 def test_engine_failure_is_a_json_500(export_dir: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import ServerSettings, create_app
+    from electra_detect.app.server import create_app
+    from electra_detect.app.settings import ServerSettings
 
     class Broken:
         name, provider, max_positions = "broken", "cpu", 64
@@ -421,7 +425,9 @@ class SlowEngine:
 
 @pytest.mark.parametrize("batching", [False, True])
 def test_a_small_request_overtakes_a_heavy_one_and_an_abandoned_one_stops(export_dir: Path, batching: bool) -> None:
-    from electra_detect.app.server import Metrics, MicroBatcher, ServerSettings
+    from electra_detect.app.batcher import MicroBatcher
+    from electra_detect.app.metrics import Metrics
+    from electra_detect.app.settings import ServerSettings
 
     detector = Detector.load(export_dir, engine="onnx")
     engine = SlowEngine(detector.engine, 0.02)
@@ -454,7 +460,9 @@ def test_a_small_request_overtakes_a_heavy_one_and_an_abandoned_one_stops(export
 
 
 def test_a_flood_of_small_requests_does_not_starve_one_in_progress(export_dir: Path) -> None:
-    from electra_detect.app.server import Metrics, MicroBatcher, ServerSettings
+    from electra_detect.app.batcher import MicroBatcher
+    from electra_detect.app.metrics import Metrics
+    from electra_detect.app.settings import ServerSettings
 
     detector = Detector.load(export_dir, engine="onnx")
     detector.engine = SlowEngine(detector.engine, 0.01)
@@ -478,7 +486,9 @@ def test_a_flood_of_small_requests_does_not_starve_one_in_progress(export_dir: P
 
 
 def test_long_requests_take_turns_two_at_a_time_in_arrival_order(export_dir: Path) -> None:
-    from electra_detect.app.server import LONG_SLOTS, Metrics, MicroBatcher, ServerSettings
+    from electra_detect.app.batcher import LONG_SLOTS, MicroBatcher
+    from electra_detect.app.metrics import Metrics
+    from electra_detect.app.settings import ServerSettings
 
     detector = Detector.load(export_dir, engine="onnx")
     settings = ServerSettings(step_tokens=64, model_batch=4, batching=False)
@@ -509,7 +519,7 @@ def test_scoring_job_steps_respect_the_budget_and_match_score(export_dir: Path) 
     steps = []
     while not job.done:
         steps.append(job.step(100))
-    longest = max(len(chunk) + 2 for _, _, chunk in job.windows)
+    longest = max(len(chunk) + 2 for _, _, chunk in job.chunks)
     assert len(steps) > 1 and all(ran <= max(100, longest) for ran in steps)
     assert sum(steps) == job.cost
     whole = detector.score(texts)
@@ -535,6 +545,13 @@ def test_slow_clients_are_dropped(export_dir: Path, tmp_path: Path) -> None:
             assert reply.startswith(b"HTTP/1.1 408") and b"request_timeout" in reply
             assert time.monotonic() - started < 5
         assert httpx.get(f"{srv.url}/healthz").status_code == 200
+        # An idle keep-alive connection is not a slow client: it outlives --read-timeout and httpx's 5-s pool
+        # expiry (a server closing at the client's own expiry races the client's next request: ReadError).
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as idle:
+            for pause in (5.5, 0):
+                idle.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert idle.recv(4096).startswith(b"HTTP/1.1 200")
+                time.sleep(pause)
     finally:
         assert srv.stop() == 0
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-from electra_detect.detector import load_discriminator
+from electra_detect.engines.torch_engine import load_discriminator
 from electra_detect.training.checkpoint import CheckpointError
 from electra_detect.training.trainer import Trainer
 from tests.conftest import micro_config, synthetic_text

@@ -152,7 +152,8 @@ def add_pretrain(sub: argparse._SubParsersAction) -> None:
 
 def run_pretrain(args: argparse.Namespace) -> int:
     from electra_detect.training.config import PAPER_MODEL, ConfigError, RunConfig
-    from electra_detect.training.trainer import Trainer, load_run_config, start_from
+    from electra_detect.training.rundir import load_run_config, start_from
+    from electra_detect.training.trainer import Trainer
 
     out = Path(args.out)
     if args.resume and (out / "run_config.json").exists():
@@ -247,8 +248,8 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
 
 
 def run_ged_train(args: argparse.Namespace) -> int:
-    from electra_detect.cli.texts import read_labelled
-    from electra_detect.tasks import ged
+    from electra_detect.cli.texts import labelled_from_flags as read_labelled
+    from electra_detect.tasks.ged import readers as ged  # the ged.X below: GedSentence, split_sentences, GedDataError
     from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
     from electra_detect.training.synthetic_errors import ErrorConfig
 

@@ -10,7 +10,9 @@ import torch
 from sklearn.metrics import precision_score, recall_score, roc_auc_score
 
 from electra_detect.detector import Detector
-from electra_detect.tasks.ged import GedSentence, flatten, score_tokens
+from electra_detect.tasks.ged.alignment import score_tokens
+from electra_detect.tasks.ged.metrics import flatten
+from electra_detect.tasks.ged.readers import GedSentence
 from electra_detect.training import objectives
 from electra_detect.training.masking import MaskedBatch, mask_tokens
 from electra_detect.training.model import ElectraPretrainingModel
@@ -116,7 +118,7 @@ def frequency_swaps(sentences: list[str], rate: float = 0.15, seed: int = 0) -> 
 def corruption_auc(detector: Detector, sentences: list[str], rate: float = 0.15, seed: int = 0) -> dict[str, float]:
     """Generator-free check that a discriminator reads context: word-level ROC AUC on fluent sentences
     with ``rate`` of their words swapped for frequency-sampled words, each word scored as GED scores it
-    (max over its subwords, ``electra_detect.tasks.ged.score_tokens``)."""
+    (max over its subwords, ``electra_detect.tasks.ged.alignment.score_tokens``)."""
     corrupted = frequency_swaps([s for s in sentences if len(s.split()) >= 4], rate, seed)
     y, p = flatten(corrupted, score_tokens(detector, corrupted))
     return {"corruption_auc": float(roc_auc_score(y, p)), "words": int(len(y)), "swapped": int(y.sum()),

@@ -28,13 +28,19 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from electra_detect.detector import Detector, load_discriminator, pad_ids, replaced_logits, resolve_model_dir
+from electra_detect.detector import Detector
 from electra_detect.engines import typed_channels
+from electra_detect.engines.torch_engine import load_discriminator, replaced_logits
 from electra_detect.fileio import atomic_write_dir, atomic_write_json
-from electra_detect.tasks.ged import GedSentence, flatten, score_tokens, split_type, token_metrics, tune_threshold
+from electra_detect.model_dir import resolve_model_dir
+from electra_detect.tasks.ged.alignment import score_tokens
+from electra_detect.tasks.ged.edit_types import split_type
+from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold
+from electra_detect.tasks.ged.readers import GedSentence
 from electra_detect.training.data import iter_documents, resolve_corpus
 from electra_detect.training.optim import build_optimizer, warmup_linear_decay
 from electra_detect.training.synthetic_errors import ErrorConfig, ErrorMaker
+from electra_detect.windows import pad_ids
 
 _WORDS = re.compile(r"\w+(?:'\w+)?|[^\w\s]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -112,7 +118,7 @@ def synthetic_examples(corpus: Sequence[str], count: int, seed: int = 0, config:
                                   config.judge_threshold)
     clean = corpus_sentences(corpus, count)
     if config is not None and config.mix == "acoustic":
-        from electra_detect.tasks.rerank import normalise
+        from electra_detect.tasks.rerank.wer import normalise
 
         clean = [words for words in (normalise(" ".join(tokens)).split() for tokens in clean) if words]
     maker = ErrorMaker.for_corpus(clean, config, seed)

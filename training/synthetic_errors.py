@@ -42,7 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from electra_detect.tasks.ged import GedSentence
+from electra_detect.tasks.ged.readers import GedSentence
 
 ARTICLES = ["a", "an", "the"]
 PREPOSITIONS = ["in", "on", "at", "to", "for", "of", "with", "by", "from", "about", "into", "over", "under"]

@@ -30,23 +30,18 @@ from electra_detect.training.evaluation import StepStats, evaluate
 from electra_detect.training.masking import mask_tokens
 from electra_detect.training.model import ElectraPretrainingModel
 from electra_detect.training.objectives import PretrainingLoss
-from electra_detect.training.optim import build_optimizer, clip_gradients, optimizer_and_schedule, warmup_linear_decay
+from electra_detect.training.optim import clip_gradients, optimizer_and_schedule
 from electra_detect.training.rundir import (
-    RUN_CONFIG_FILE,
     check_out_dir,
     clear_interrupted_saves,
     export,
-    load_run_config,
     log_metrics,
-    start_from,
     trim_metrics,
     write_run_config,
 )
 from electra_detect.training.state import RunData, TrainState
 
-# Imported from here by the CLI, the benchmarks and training/ged_finetune.py.
-__all__ = ["RUN_CONFIG_FILE", "TrainResult", "Trainer", "build_optimizer", "clip_gradients", "load_run_config",
-           "start_from", "warmup_linear_decay"]
+__all__ = ["TrainResult", "Trainer"]
 
 
 @dataclass

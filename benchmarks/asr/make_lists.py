@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from electra_detect.fileio import atomic_write_json  # noqa: E402
-from electra_detect.tasks.rerank import normalise  # noqa: E402
+from electra_detect.tasks.rerank.wer import normalise  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 NOVELS = ("persuasion", "northangerabbey", "mansfieldpark")

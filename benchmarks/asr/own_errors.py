@@ -18,20 +18,21 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from electra_detect.fileio import atomic_write_text  # noqa: E402
-from electra_detect.tasks import rerank  # noqa: E402
+from electra_detect.tasks.rerank.nbest import Utterance, read_nbest  # noqa: E402
+from electra_detect.tasks.rerank.wer import hypothesis_word_errors, normalise  # noqa: E402
 
 
-def labelled_hypotheses(utterances: list[rerank.Utterance]) -> list[tuple[list[str], list[int]]]:
+def labelled_hypotheses(utterances: list[Utterance]) -> list[tuple[list[str], list[int]]]:
     """(words, 0/1 labels) for each distinct non-empty hypothesis and the reference of every utterance."""
     out = []
     for utt in utterances:
-        ref = rerank.normalise(utt.ref)
+        ref = normalise(utt.ref)
         seen = set()
-        for text in [ref, *(rerank.normalise(h.text) for h in utt.hyps)]:
+        for text in [ref, *(normalise(h.text) for h in utt.hyps)]:
             if not text or text in seen:
                 continue
             seen.add(text)
-            labels = rerank.hypothesis_word_errors(ref, text, mark_deletions=True)
+            labels = hypothesis_word_errors(ref, text, mark_deletions=True)
             out.append((text.split(), [int(label or 0) for label in labels]))
     return out
 
@@ -45,7 +46,7 @@ def main() -> int:
     path = Path(args.lists) / f"{args.split}.json"
     if not path.is_file():
         raise SystemExit(f"error: {path} not found: make it with make_lists.py --n-train N")
-    rows = labelled_hypotheses(list(rerank.read_nbest(path)))
+    rows = labelled_hypotheses(list(read_nbest(path)))
     lines = []
     for words, labels in rows:
         lines += [f"{w}\t{'i' if label else 'c'}" for w, label in zip(words, labels, strict=True)] + [""]

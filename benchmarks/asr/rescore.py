@@ -13,8 +13,8 @@ PLL`` (one masked pass per token, Salazar et al. 2020) with ``--pll``; a Kneser-
 another detector (an ASR-aware fine-tune) with the same three forms, in the same run.
 
 Per condition: test WER with a paired bootstrap (resampling sentences) of each system minus 1-best and minus PLL.
-Word confidence on each condition's test 1-best: p(wrong) of each word (``rerank.word_confidence``) against the
-word's alignment with the reference (``rerank.hypothesis_word_errors``): ROC AUC, and normalised cross-entropy
+Word confidence on each condition's test 1-best: p(wrong) of each word (``word_confidence``) against the
+word's alignment with the reference (``hypothesis_word_errors``): ROC AUC, and normalised cross-entropy
 after a Platt map fitted on the dev 1-best (raw p(replaced) is not a probability of an ASR error); the
 recogniser's own word posteriors (pocketsphinx lattice) the same way.
 
@@ -42,7 +42,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text  # noqa: E402
-from electra_detect.tasks import rerank  # noqa: E402
+from electra_detect.tasks.rerank.fusion import pll_scorer, word_confidence, word_count  # noqa: E402
+from electra_detect.tasks.rerank.nbest import Utterance, read_nbest  # noqa: E402
+from electra_detect.tasks.rerank.wer import hypothesis_word_errors, word_errors  # noqa: E402
 
 WEIGHT_GRID = np.concatenate([[0.0], np.logspace(-3, 3, 37), -np.logspace(-2, 3, 16)])
 FOLDS = 5
@@ -56,13 +58,13 @@ def load_lists(folder: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for split in ("dev", "test"):
         raw = json.loads((folder / f"{split}.json").read_text(encoding="utf-8"))
-        utts = list(rerank.read_nbest(folder / f"{split}.json"))
+        utts = list(read_nbest(folder / f"{split}.json"))
         out[split] = {"utts": utts, "raw": raw, "condition": [str(manifest[u.id]["snr_db"]) for u in utts],
                       "sentence": [u.id.rsplit("-", 1)[0] for u in utts]}
     return out
 
 
-def padded(utts: list[rerank.Utterance], values: list[list[float]], fill: float) -> np.ndarray:
+def padded(utts: list[Utterance], values: list[list[float]], fill: float) -> np.ndarray:
     """Per-hypothesis values as [utterances, widest list], padded with ``fill``."""
     width = max(len(u.hyps) for u in utts)
     out = np.full((len(utts), width), fill)
@@ -71,7 +73,7 @@ def padded(utts: list[rerank.Utterance], values: list[list[float]], fill: float)
     return out
 
 
-def split_by_utterance(utts: list[rerank.Utterance], flat: list[float]) -> list[list[float]]:
+def split_by_utterance(utts: list[Utterance], flat: list[float]) -> list[list[float]]:
     rows, start = [], 0
     for u in utts:
         rows.append(list(flat[start:start + len(u.hyps)]))
@@ -166,18 +168,18 @@ def confidence_metrics(p_wrong_dev: np.ndarray, wrong_dev: np.ndarray, p_wrong: 
             "words": int(len(wrong)), "error_rate": float(wrong.mean())}
 
 
-def word_labels(utts: list[rerank.Utterance], raw: dict, detectors: dict[str, Any]) -> dict[str, list]:
+def word_labels(utts: list[Utterance], raw: dict, detectors: dict[str, Any]) -> dict[str, list]:
     """Per word of each 1-best: wrong (1/0), each detector's p(wrong), the recogniser's 1 - posterior; words
     without a label (punctuation) or without a posterior are left out of all."""
     texts = [u.hyps[0].text for u in utts]
     scored = {label: detector.score(texts) for label, detector in detectors.items()}
     rows: dict[str, list] = {"wrong": [], "recogniser": [], **{label: [] for label in detectors}}
     for index, utt in enumerate(utts):
-        labels = rerank.hypothesis_word_errors(utt.ref, utt.hyps[0].text) if utt.hyps[0].text.strip() else []
+        labels = hypothesis_word_errors(utt.ref, utt.hyps[0].text) if utt.hyps[0].text.strip() else []
         posteriors = raw[utt.id]["hyp_1"].get("word_posteriors")
         if posteriors is None or len(posteriors) != len(labels):
             continue
-        ours = {label: rerank.word_confidence(results[index]) for label, results in scored.items()}
+        ours = {label: word_confidence(results[index]) for label, results in scored.items()}
         for position, (label, posterior) in enumerate(zip(labels, posteriors, strict=True)):
             if label is None:
                 continue
@@ -220,7 +222,7 @@ def main() -> int:
     if args.pll:
         from electra_detect.tasks.pll import GeneratorScorer
 
-        scorers["generator PLL"] = rerank.pll_scorer(GeneratorScorer.load(args.model), args.batch_size)
+        scorers["generator PLL"] = pll_scorer(GeneratorScorer.load(args.model), args.batch_size)
     if args.ngram_corpus is not None:
         from ngram import KneserNeyLM, corpus_sentences
 
@@ -230,7 +232,7 @@ def main() -> int:
     for split, part in data.items():
         utts = part["utts"]
         texts = [h.text for u in utts for h in u.hyps]
-        flat = {"words": [float(rerank.word_count(t)) for t in texts]}
+        flat = {"words": [float(word_count(t)) for t in texts]}
         for label, detector in detectors.items():
             started = time.perf_counter()
             results = detector.score(texts, batch_size=args.batch_size)
@@ -248,7 +250,7 @@ def main() -> int:
             print(json.dumps({"scored": name, "split": split, "hypotheses": len(texts)}), file=sys.stderr)
         errors, ref_words = [], []
         for u in utts:
-            e, n = rerank.word_errors(u.ref, [h.text for h in u.hyps])
+            e, n = word_errors(u.ref, [h.text for h in u.hyps])
             errors.append(list(e))
             ref_words.append(n)
         part["features"] = {name: padded(utts, split_by_utterance(utts, values), 0.0) for name, values in flat.items()}

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from electra_detect.cli import DEFAULT_MODEL, verb
 from electra_detect.cli.engine import add_engine_args, load_detector
@@ -53,25 +52,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--per-pos-thresholds", action="store_true",
                    help="also tune one threshold per universal POS tag (spaCy) on the tuning data; used when it "
                         "beats the single threshold in 2-fold cross-validation on the tuning data")
+    add_engine_args(e, workers=False)  # the engine `ged` runs, so that eval measures what users run
 
 
 def run_ged(args: argparse.Namespace) -> int:
-    return flag(args, args.text, args.file, args.threshold)
-
-
-def flag(args: argparse.Namespace, texts: list[str], file: str | None = None, threshold: float | None = None) -> int:
-    """One JSON line per text, in input order: the words flagged at ``threshold`` (default: the model's tuned one)."""
+    """One JSON line per text, in input order: the words flagged at --threshold (default: the model's tuned one)."""
     import itertools
     import sys
 
     from electra_detect.cli.texts import STREAM_BIG, check_unit_interval, open_texts, text_batches
 
-    check_unit_interval(threshold, "--threshold")
-    source = argparse.Namespace(text=texts, file=file, verb=args.verb)
-    batches = text_batches(source, open_texts(source), per_batch=STREAM_BIG)
+    check_unit_interval(args.threshold, "--threshold")
+    batches = text_batches(args.text, args.file, open_texts(args.file), per_batch=STREAM_BIG, label=args.verb)
     first = next(batches)  # "no text" and an unreadable first line are reported before the model loads
     detector = load_detector(args, task="ged")
-    threshold = detector.threshold() if threshold is None else threshold
+    threshold = detector.threshold() if args.threshold is None else args.threshold
     write = sys.stdout.write
     for scored in detector.stream(itertools.chain([first], batches), workers=args.workers or None):
         write("".join(json.dumps({"text": s.text, "threshold": threshold, "flagged": s.flagged(threshold, 4)}) + "\n"
@@ -81,75 +76,24 @@ def flag(args: argparse.Namespace, texts: list[str], file: str | None = None, th
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    import time
-
-    from electra_detect.cli.texts import check_unit_interval, read_labelled
-    from electra_detect.detector import Detector
-    from electra_detect.tasks import ged
+    from electra_detect.cli.texts import check_unit_interval
+    from electra_detect.errors import GedDataError
+    from electra_detect.tasks.ged.evaluation import evaluate
+    from electra_detect.tasks.ged.readers import read_labelled, split_sentences
 
     check_unit_interval(args.threshold, "--threshold")
-    sentences = read_labelled(args, args.data)
+    if args.tune_on and args.fmt == "parallel":  # --refs belong to --data; a second source would need its own
+        raise GedDataError("--tune-on is not available with --format parallel; use --split")
+    labelled = {"fmt": args.fmt, "refs": args.refs, "combine": args.combine, "annotator": args.annotator}
+    sentences = read_labelled(args.data, **labelled)
     if not sentences:
-        raise ged.GedDataError(f"{args.data} holds no sentences")
-    task = "score" if args.zero_shot else "ged"
-    detector = Detector.load(args.model, task=task)
-    tuning: list[ged.GedSentence] = []
+        raise GedDataError(f"{args.data} holds no sentences")
+    tuning = read_labelled(args.tune_on, **labelled) if args.tune_on and not args.split else []
     if args.split:
-        tuning, sentences = ged.split_sentences(sentences, 0.5, args.seed)
-    elif args.tune_on:
-        if args.fmt == "parallel":  # --refs belong to --data; a second source would need its own
-            raise ged.GedDataError("--tune-on is not available with --format parallel; use --split")
-        tuning = read_labelled(args, args.tune_on)
+        tuning, sentences = split_sentences(sentences, 0.5, args.seed)
     if args.per_pos_thresholds and (not tuning or args.threshold is not None):
-        raise ged.GedDataError("--per-pos-thresholds tunes its thresholds: give --split or --tune-on, "
-                               "and no --threshold")
-    threshold = args.threshold
-    needs_tuning = tuning and (threshold is None or args.per_pos_thresholds)
-    tune_scores = ged.score_tokens(detector, tuning) if needs_tuning else []
-    if threshold is None and tuning:
-        threshold = ged.tune_threshold(*ged.flatten(tuning, tune_scores))
-    threshold = detector.threshold() if threshold is None else threshold
-    started = time.perf_counter()
-    typed = ged.score_typed_tokens(detector, sentences) if detector.channels else None  # the same pass, with types
-    scores = [t.scores for t in typed] if typed else ged.score_tokens(detector, sentences)
-    seconds = time.perf_counter() - started
-    report = ged.token_metrics(*ged.flatten(sentences, scores), threshold)
-    report.update(sentences=len(sentences), seconds=round(seconds, 3),
-                  sentences_per_s=round(len(sentences) / max(seconds, 1e-9), 2),
-                  threshold_source="given" if args.threshold is not None else ("tuned" if tuning else "model"),
-                  per_type=ged.per_type_recall(sentences, scores, threshold), calibration=detector.calibration,
-                  model_dir=str(detector.model_dir))
-    if typed:  # operation / main-type accuracy on the detected error tokens, per main type
-        report["types"] = ged.type_metrics(sentences, typed, threshold)
-    if args.per_pos_thresholds:
-        report = _with_pos_thresholds(report, detector, tuning, tune_scores, sentences, scores, args.seed)
+        raise GedDataError("--per-pos-thresholds tunes its thresholds: give --split or --tune-on, and no --threshold")
+    detector = load_detector(args, task="score" if args.zero_shot else "ged", threads=None)
+    report = evaluate(detector, sentences, tuning, args.threshold, per_pos=args.per_pos_thresholds, seed=args.seed)
     print(json.dumps(report))
     return 0
-
-
-def _with_pos_thresholds(report: dict[str, Any], detector: Any, tuning: list, tune_scores: list, sentences: list,
-                         scores: list, seed: int) -> dict[str, Any]:
-    """Choose single vs per-POS thresholds on the tuning data; report both on the report data.
-
-    The headline metrics are those of the adopted choice (``threshold_source`` says which)."""
-    from electra_detect.tasks import ged
-
-    nlp = ged.load_tagger()
-    choice = ged.select_pos_thresholds(tuning, tune_scores, ged.tag_pos(tuning, nlp), seed=seed)
-    labels, values = ged.flatten(sentences, scores)
-    pos = [tag for tags in ged.tag_pos(sentences, nlp) for tag in tags]
-    per_pos = ged.pos_threshold_metrics(labels, values, pos, choice["thresholds"], choice["global_threshold"])
-    choice.update(report_single={k: report[k] for k in ("f05", "precision", "recall", "threshold")},
-                  report_per_pos={k: per_pos[k] for k in ("f05", "precision", "recall")})
-    if choice["adopted"]:
-        report.update({k: per_pos[k] for k in ("precision", "recall", "f05", "flagged")},
-                      threshold_source="tuned per POS")
-        flags = values >= ged.thresholds_for(pos, choice["thresholds"], choice["global_threshold"])
-        start = 0
-        per_sentence = []
-        for sentence in sentences:  # per-type recall under the per-POS flags: flags as 0/1 scores
-            per_sentence.append(flags[start:start + len(sentence.tokens)].astype(float))
-            start += len(sentence.tokens)
-        report["per_type"] = ged.per_type_recall(sentences, per_sentence, 0.5)
-    report["per_pos"] = choice
-    return report

@@ -13,7 +13,7 @@ from electra_detect.cli.engine import add_engine_args
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from electra_detect.errors import DetectorError, RerankError
-    from electra_detect.tasks.rerank import FORMATS
+    from electra_detect.tasks.rerank.nbest import FORMATS
 
     p = verb(
         sub, "rerank", run_rerank, errors=(RerankError, DetectorError),
@@ -58,73 +58,40 @@ def run_rerank(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from tqdm import tqdm
-
-    from electra_detect.fileio import atomic_open
-    from electra_detect.tasks import rerank
+    from electra_detect.errors import RerankError
+    from electra_detect.tasks.rerank.nbest import read_nbest
+    from electra_detect.tasks.rerank.run import chunked, detector_confidence, rerank_chunks
 
     for name in ("lm_weight", "length_weight"):
         value = getattr(args, name)
         if value is not None and not math.isfinite(value):
-            raise rerank.RerankError(f"--{name.replace('_', '-')} must be a finite number")
+            raise RerankError(f"--{name.replace('_', '-')} must be a finite number")
     if args.batch_size < 1 or args.chunk < 1:
-        raise rerank.RerankError("--batch-size and --chunk must be positive")
+        raise RerankError("--batch-size and --chunk must be positive")
     if args.tune_on and args.length_weight is not None:
-        raise rerank.RerankError("--length-weight is tuned by --tune-on; give one or the other")
+        raise RerankError("--length-weight is tuned by --tune-on; give one or the other")
     out = Path(args.out)
     if out.is_dir():
-        raise rerank.RerankError(f"--out {out} is a directory")
-    # The readers stream: a malformed line fails when it is reached, and atomic_open leaves no partial OUT.
-    utterances = rerank.read_nbest(args.nbest, args.fmt, args.scores, args.refs)
-    dev = rerank.read_nbest(args.tune_on, args.dev_format, args.dev_scores, args.dev_refs) if args.tune_on else None
-    chunks = _chunks(utterances, args.chunk)
+        raise RerankError(f"--out {out} is a directory")
+    # The readers stream: a malformed line fails when it is reached, and the rows' atomic write leaves no partial OUT.
+    chunks = chunked(read_nbest(args.nbest, args.fmt, args.scores, args.refs), args.chunk)
+    dev = chunked(read_nbest(args.tune_on, args.dev_format, args.dev_scores, args.dev_refs), args.chunk) \
+        if args.tune_on else None
     # The first chunk is read before the model loads and before any progress bar: a malformed or empty file is
     # one error line, with no bar printed ahead of it.
     first = next(chunks, None)
     if first is None:
-        raise rerank.RerankError(f"{args.nbest} holds no utterances")
-
-    started = time.perf_counter()
+        raise RerankError(f"{args.nbest} holds no utterances")
     if args.confidence and args.scorer != "electra":
-        raise rerank.RerankError("--confidence reads the discriminator's word scores: use --scorer electra")
+        raise RerankError("--confidence reads the discriminator's word scores: use --scorer electra")
+    started = time.perf_counter()
     scorer, lm_name, detector = _scorer(args)
     load_seconds = time.perf_counter() - started
-    scoring_seconds = 0.0
-    tuned: dict | None = None
-    lm_weight = 1.0 if args.lm_weight is None else args.lm_weight
-    length_weight = args.length_weight or 0.0
-    if dev is not None:
-        dev_items = [item for chunk in _chunks(dev, args.chunk) for item in rerank.score_utterances(chunk, scorer)]
-        tuned = rerank.tune_weights(dev_items)
-        lm_weight, length_weight = tuned["lm_weight"], tuned["length_weight"]
-
-    tally = rerank.WerTally()
-    hypotheses = 0
-    # Rows stream into a temp file beside OUT, which replaces OUT only when every utterance was scored.
-    with atomic_open(out) as handle, tqdm(desc="rerank", unit="utt", disable=args.no_progress) as bar:
-        for chunk in itertools.chain([first], chunks):
-            t0 = time.perf_counter()
-            items = rerank.score_utterances(chunk, scorer)
-            scoring_seconds += time.perf_counter() - t0
-            chosen = [rerank.choose(item, lm_weight, length_weight) for item in items]
-            confidence = _confidence(detector, [item.utt.hyps[c].text for item, c in zip(items, chosen, strict=True)],
-                                     args) if args.confidence else None
-            for index, item in enumerate(items):
-                tally.add(item, chosen[index])
-                hypotheses += len(item.utt.hyps)
-                row = rerank.utterance_row(item, lm_weight, length_weight, lm_name)
-                if confidence is not None:
-                    row["confidence"] = confidence[index]
-                handle.write(json.dumps(row) + "\n")
-            bar.update(len(items))
-        if tally.utterances == 0:
-            raise rerank.RerankError(f"{args.nbest} holds no utterances")
-    seconds = time.perf_counter() - started - load_seconds
-    summary = {"utterances": tally.utterances, "hypotheses": hypotheses, "scorer": args.scorer, "score": args.score,
-               "lm_weight": lm_weight, "length_weight": length_weight, **tally.summary(),
-               "seconds": round(seconds, 3), "scoring_seconds": round(scoring_seconds, 3),
-               "seconds_per_utterance": round(scoring_seconds / tally.utterances, 5),
-               "model_load_seconds": round(load_seconds, 3), "out": str(out)}
+    confidence = detector_confidence(detector, args.batch_size, not args.raw) if args.confidence else None
+    summary = rerank_chunks(itertools.chain([first], chunks), out, scorer, lm_name, dev, args.lm_weight,
+                            args.length_weight, confidence, source=args.nbest, progress=not args.no_progress)
+    tuned = summary.pop("tuned", None)
+    summary.update(scorer=args.scorer, score=args.score, model_load_seconds=round(load_seconds, 3), out=str(out))
     if tuned is not None:
         summary["tuned_on"] = {"file": args.tune_on, **tuned}
     print(json.dumps(summary))
@@ -132,32 +99,14 @@ def run_rerank(args: argparse.Namespace) -> int:
 
 
 def _scorer(args: argparse.Namespace):
-    from electra_detect.tasks import rerank
+    """(scorer, its name in the rows, the Detector or None) as --scorer says."""
+    from electra_detect.tasks.rerank.fusion import detector_scorer, pll_scorer
 
     if args.scorer == "pll":
         from electra_detect.tasks.pll import GeneratorScorer
 
-        return rerank.pll_scorer(GeneratorScorer.load(args.model), args.batch_size), "pll_score", None
+        return pll_scorer(GeneratorScorer.load(args.model), args.batch_size), "pll_score", None
     from electra_detect.cli.engine import load_detector
 
     detector = load_detector(args, "score", threads=None, device=args.device, calibrated=not args.raw)
-    return rerank.detector_scorer(detector, args.score, args.batch_size), "electra_score", detector
-
-
-def _confidence(detector, texts: list[str], args: argparse.Namespace) -> list[list[dict]]:
-    """Word confidence of each chosen hypothesis: one more Detector pass, over the chosen texts only."""
-    from electra_detect.tasks import rerank
-
-    results = detector.score(texts, batch_size=args.batch_size, calibrated=not args.raw)
-    return [rerank.word_confidence(result) for result in results]
-
-
-def _chunks(items, size: int):
-    chunk = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+    return detector_scorer(detector, args.score, args.batch_size), "electra_score", detector

