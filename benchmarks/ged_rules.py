@@ -29,7 +29,7 @@ from warmstart import f05_per_resample, load_sets  # noqa: E402
 from electra_detect.detector import Detector  # noqa: E402
 from electra_detect.fileio import atomic_write_json, atomic_write_text  # noqa: E402
 from electra_detect.rules import lift, tune_rules  # noqa: E402
-from electra_detect.tasks import ged  # noqa: E402
+from electra_detect.tasks.ged import alignment, metrics  # noqa: E402
 
 
 def main() -> int:
@@ -44,21 +44,21 @@ def main() -> int:
     sets = load_sets(Path(args.fce), Path(args.jfleg), args.split_seed)
     detector = Detector.load(args.model, engine="torch")
     harper = peers.HarperPeer()
-    f05 = lambda labels, scores, t: ged.token_metrics(labels, scores, t)["f05"]  # noqa: E731
+    f05 = lambda labels, scores, t: metrics.token_metrics(labels, scores, t)["f05"]  # noqa: E731
     rows, settings = [], {}
     rng = np.random.default_rng(0)
     for set_name, split in sets.items():
         halves = {}
         for half in ("tune", "report"):
             sentences = split[half]
-            scores = ged.score_tokens(detector, sentences)
-            flags = [ged.flags_to_token_labels(s.tokens, spans).astype(float)
+            scores = alignment.score_tokens(detector, sentences)
+            flags = [alignment.flags_to_token_labels(s.tokens, spans).astype(float)
                      for s, spans in zip(sentences, harper.flag([s.text for s in sentences]), strict=True)]
             halves[half] = (sentences, scores, flags)
         sentences, scores, flags = halves["tune"]
-        labels, flat = ged.flatten(sentences, scores)
-        alone_threshold = ged.tune_threshold(labels, flat)
-        setting = tune_rules(labels, flat, np.concatenate(flags), ged.tune_threshold, f05)
+        labels, flat = metrics.flatten(sentences, scores)
+        alone_threshold = metrics.tune_threshold(labels, flat)
+        setting = tune_rules(labels, flat, np.concatenate(flags), metrics.tune_threshold, f05)
         settings[set_name] = setting.to_json()
         report, scores, flags = halves["report"]
         lifted = [lift(s, f, setting.weight) for s, f in zip(scores, flags, strict=True)]
@@ -69,7 +69,7 @@ def main() -> int:
         for system, values, threshold, boot in (("model alone", scores, alone_threshold, alone),
                                                  ("model with rules", lifted, setting.threshold, both),
                                                  ("harper-py alone", flags, 0.5, rules_only)):
-            row = ged.token_metrics(*ged.flatten(report, values), threshold)
+            row = metrics.token_metrics(*metrics.flatten(report, values), threshold)
             low, high = np.percentile(boot - alone, [2.5, 97.5])
             rows.append({"set": set_name, "system": system, **row, "minus_model_ci95": [low, high],
                          **({"weight": setting.weight} if system == "model with rules" else {})})

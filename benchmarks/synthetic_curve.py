@@ -36,7 +36,7 @@ from warmstart import f05_per_resample, load_sets  # noqa: E402
 
 from electra_detect.detector import Detector  # noqa: E402
 from electra_detect.fileio import atomic_write_json, atomic_write_text  # noqa: E402
-from electra_detect.tasks import ged  # noqa: E402
+from electra_detect.tasks.ged import alignment, metrics, readers  # noqa: E402
 
 # Clean text presets, relative to --runs (`electra-detect corpus build --out runs/corpus`,
 # `python scripts/write_corpus_text.py --out runs/text`). "prose": everyday and narrative prose with free licences.
@@ -66,7 +66,7 @@ def train_point(name: str, point: dict[str, Any], args: argparse.Namespace) -> P
         return model_dir
     cache = Path(args.work_dir) / f"{name}.examples.json"  # generating 200k sentences takes ~20 min: kept
     if cache.exists():
-        examples = [ged.GedSentence(*row) for row in json.loads(cache.read_text())]
+        examples = [readers.GedSentence(*row) for row in json.loads(cache.read_text())]
     else:
         started = time.monotonic()
         corpus = [str(Path(args.runs) / path) for path in TEXTS[point["text"]]]
@@ -89,14 +89,14 @@ def score_point(name: str, model_dir: Path, sets: dict, args: argparse.Namespace
     detector = Detector.load(model_dir, engine="torch")
     out: dict[str, Any] = {"point": name, "finetune": json.loads((model_dir / "ged.json").read_text())}
     for set_name, split in sets.items():
-        tune = ged.score_tokens(detector, split["tune"])
-        threshold = ged.tune_threshold(*ged.flatten(split["tune"], tune))
-        report = ged.score_tokens(detector, split["report"])
-        row = ged.token_metrics(*ged.flatten(split["report"], report), threshold)
-        row["per_type_recall"] = ged.per_type_recall(split["report"], report, threshold)
+        tune = alignment.score_tokens(detector, split["tune"])
+        threshold = metrics.tune_threshold(*metrics.flatten(split["tune"], tune))
+        report = alignment.score_tokens(detector, split["report"])
+        row = metrics.token_metrics(*metrics.flatten(split["report"], report), threshold)
+        row["per_type_recall"] = metrics.per_type_recall(split["report"], report, threshold)
         if detector.channels:
-            typed = ged.score_typed_tokens(detector, split["report"])
-            row["types"] = ged.type_metrics(split["report"], typed, threshold)
+            typed = alignment.score_typed_tokens(detector, split["report"])
+            row["types"] = metrics.type_metrics(split["report"], typed, threshold)
         row["report_scores"] = [s.tolist() for s in report]
         out[set_name] = row
     atomic_write_json(cached, out)
@@ -112,10 +112,10 @@ def harper_rows(sets: dict) -> dict[str, Any]:
     out = {}
     for set_name, split in sets.items():
         flagged = loaded["harper-py"].flag([s.text for s in split["report"]])
-        scores = [ged.flags_to_token_labels(s.tokens, spans).astype(float)
+        scores = [alignment.flags_to_token_labels(s.tokens, spans).astype(float)
                   for s, spans in zip(split["report"], flagged, strict=True)]
-        row = ged.token_metrics(*ged.flatten(split["report"], scores), 0.5)
-        row["per_type_recall"] = ged.per_type_recall(split["report"], scores, 0.5)
+        row = metrics.token_metrics(*metrics.flatten(split["report"], scores), 0.5)
+        row["per_type_recall"] = metrics.per_type_recall(split["report"], scores, 0.5)
         row["report_scores"] = [s.tolist() for s in scores]
         out[set_name] = row
     return out

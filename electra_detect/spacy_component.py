@@ -20,7 +20,8 @@ from typing import Any
 from spacy.language import Language
 from spacy.tokens import Doc, Span, Token
 
-from electra_detect.detector import Detector, TextScores, check_threshold
+from electra_detect.detector import Detector, TextScores
+from electra_detect.model_dir import check_threshold
 
 FACTORY = "electra_detect"
 UNTYPED_LABEL = "ERROR"  # the span label when the model names no operation or type

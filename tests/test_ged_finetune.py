@@ -9,7 +9,8 @@ from pathlib import Path
 
 from electra_detect.detector import Detector
 from electra_detect.tasks.ged.readers import GedSentence
-from electra_detect.training.ged_finetune import FinetuneConfig, corpus_sentences, finetune, synthetic_examples
+from electra_detect.training.data import corpus_sentences
+from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
 from tests.conftest import synthetic_text
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from electra_detect.rules import flagged_words, harper_flagger, lift, tune_rules
-from electra_detect.tasks import ged
+from electra_detect.tasks.ged import metrics
 
 
 def test_spans_mark_the_words_they_touch_and_insertions_the_next_word() -> None:
@@ -24,11 +24,11 @@ def test_tuning_uses_the_rules_only_when_they_help() -> None:
     rng = np.random.default_rng(0)
     labels = (rng.random(2000) < 0.15).astype(int)
     scores = np.clip(0.3 * labels + rng.random(2000) * 0.7, 0, 1)  # a weak model
-    f05 = lambda y, s, t: ged.token_metrics(y, s, t)["f05"]  # noqa: E731
+    f05 = lambda y, s, t: metrics.token_metrics(y, s, t)["f05"]  # noqa: E731
     helpful = labels * (rng.random(2000) < 0.6)  # rules that find 60% of the errors and nothing else
-    assert tune_rules(labels, scores, helpful, ged.tune_threshold, f05).weight > 0
+    assert tune_rules(labels, scores, helpful, metrics.tune_threshold, f05).weight > 0
     noise = (rng.random(2000) < 0.5).astype(int)  # rules that flag at random
-    assert tune_rules(labels, scores, noise, ged.tune_threshold, f05).weight == 0
+    assert tune_rules(labels, scores, noise, metrics.tune_threshold, f05).weight == 0
 
 
 def test_harper_flags_raw_text() -> None:

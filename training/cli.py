@@ -248,22 +248,23 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
 
 
 def run_ged_train(args: argparse.Namespace) -> int:
-    from electra_detect.cli.texts import labelled_from_flags as read_labelled
-    from electra_detect.tasks.ged import readers as ged  # the ged.X below: GedSentence, split_sentences, GedDataError
+    from electra_detect.errors import GedDataError
+    from electra_detect.tasks.ged.readers import GedSentence, read_labelled, split_sentences
     from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
     from electra_detect.training.synthetic_errors import ErrorConfig
 
-    train: list[ged.GedSentence] = []
-    dev: list[ged.GedSentence] = []
+    train: list[GedSentence] = []
+    dev: list[GedSentence] = []
+    labelled = {"fmt": args.fmt, "refs": args.refs, "combine": args.combine}
     if args.data:
-        train = read_labelled(args, args.data)
+        train = read_labelled(args.data, **labelled)
         if args.dev_split:
-            dev, train = ged.split_sentences(train, args.dev_split, args.seed)
+            dev, train = split_sentences(train, args.dev_split, args.seed)
     if args.dev:
         if args.fmt == "parallel":
-            raise ged.GedDataError("--dev does not take parallel data (its --refs are the training file's): "
+            raise GedDataError("--dev does not take parallel data (its --refs are the training file's): "
                                    "use --dev-split")
-        dev = read_labelled(args, args.dev)
+        dev = read_labelled(args.dev, **labelled)
     config = FinetuneConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                             max_steps=args.max_steps, types=args.types, type_weight=args.type_weight,
                             checkpoint_every=args.checkpoint_every)
@@ -272,7 +273,7 @@ def run_ged_train(args: argparse.Namespace) -> int:
             train += synthetic_examples(args.corpus, args.synthetic, args.seed, ErrorConfig(mix=args.error_mix),
                                         neighbours_from=_model_dir_of(start))
         if not train:
-            raise ged.GedDataError("nothing to train on: give --data and/or --synthetic N")
+            raise GedDataError("nothing to train on: give --data and/or --synthetic N")
         summary = finetune(start, args.out, train, dev or None, config, show_progress=not args.no_progress)
     print(json.dumps(summary))
     return 0

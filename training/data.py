@@ -16,6 +16,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -413,3 +414,21 @@ class BlockSampler:
 
     def state(self) -> dict[str, int]:
         return {"epoch": self.epoch, "offset": self.offset}
+
+
+# Sentences and words of clean text for synthetic errors: a regex split is enough for corpus prose.
+_WORDS = re.compile(r"\w+(?:'\w+)?|[^\w\s]")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def corpus_sentences(corpus: Sequence[str], limit: int, doc_split: str = "blank") -> list[list[str]]:
+    """Whitespace/punctuation-tokenised sentences from corpus files (or the embedded corpus)."""
+    sentences: list[list[str]] = []
+    for doc in iter_documents(resolve_corpus(corpus), doc_split):
+        for sentence in _SENTENCE_END.split(doc):
+            tokens = _WORDS.findall(sentence)
+            if 4 <= len(tokens) <= 60:
+                sentences.append(tokens)
+                if len(sentences) >= limit:
+                    return sentences
+    return sentences

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -37,13 +36,10 @@ from electra_detect.tasks.ged.alignment import score_tokens
 from electra_detect.tasks.ged.edit_types import split_type
 from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold
 from electra_detect.tasks.ged.readers import GedSentence
-from electra_detect.training.data import iter_documents, resolve_corpus
+from electra_detect.training.data import corpus_sentences
 from electra_detect.training.optim import build_optimizer, warmup_linear_decay
 from electra_detect.training.synthetic_errors import ErrorConfig, ErrorMaker
 from electra_detect.windows import pad_ids
-
-_WORDS = re.compile(r"\w+(?:'\w+)?|[^\w\s]")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass
@@ -90,19 +86,6 @@ def type_targets(sentence: GedSentence, channels: Sequence[str]) -> list[tuple[i
         op, main = split_type(types[0])
         out.append((OPERATIONS.index(op), mains.get(main, mains["OTHER"])))
     return out
-
-
-def corpus_sentences(corpus: Sequence[str], limit: int, doc_split: str = "blank") -> list[list[str]]:
-    """Whitespace/punctuation-tokenised sentences from corpus files (or the embedded corpus)."""
-    sentences: list[list[str]] = []
-    for doc in iter_documents(resolve_corpus(corpus), doc_split):
-        for sentence in _SENTENCE_END.split(doc):
-            tokens = _WORDS.findall(sentence)
-            if 4 <= len(tokens) <= 60:
-                sentences.append(tokens)
-                if len(sentences) >= limit:
-                    return sentences
-    return sentences
 
 
 def synthetic_examples(corpus: Sequence[str], count: int, seed: int = 0, config: ErrorConfig | None = None,

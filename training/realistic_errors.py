@@ -29,7 +29,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from electra_detect.tasks.ged import GedSentence
+from electra_detect.tasks.ged.readers import GedSentence
 from electra_detect.training import word_errors as words
 from electra_detect.training.word_errors import EmbeddingNeighbours
 
@@ -448,7 +448,7 @@ def tag_tokens(sentences: list[list[str]], nlp=None) -> list[list[str]]:
     """Penn tags of pre-tokenised sentences, tagged in context with the tokens kept as they are."""
     from spacy.tokens import Doc
 
-    from electra_detect.tasks.ged import load_tagger
+    from electra_detect.tasks.ged.nlp import load_tagger
 
     nlp = nlp or load_tagger()
     docs = (Doc(nlp.vocab, words=list(tokens)) for tokens in sentences)
@@ -458,7 +458,7 @@ def tag_tokens(sentences: list[list[str]], nlp=None) -> list[list[str]]:
 def clean_sentences(corpus: list[str], count: int, seed: int) -> list[list[str]]:
     """``count`` distinct corpus sentences drawn at random (seeded) from all of the corpus (4-60 tokens each);
     when the corpus has fewer, every one of them, then again in a new order (each copy gets errors of its own)."""
-    from electra_detect.training.ged_finetune import corpus_sentences
+    from electra_detect.training.data import corpus_sentences
 
     pool = list({" ".join(tokens): tokens for tokens in corpus_sentences(corpus, 10_000_000)}.values())
     rng = random.Random(seed)
@@ -473,7 +473,7 @@ def discriminator_judge(model_dir: str) -> Callable[[list[str], int], float]:
     """p(replaced) of token i of a tokenised sentence, from the discriminator in ``model_dir`` (the word's subwords'
     maximum, as GED scores words)."""
     from electra_detect.detector import Detector
-    from electra_detect.tasks.ged import to_token_scores
+    from electra_detect.tasks.ged.alignment import to_token_scores
 
     detector = Detector.load(model_dir, engine="torch")
 

@@ -115,9 +115,3 @@ def read_text_files(paths: list[str]) -> list[str]:
     return texts
 
 
-def labelled_from_flags(args: Any, path: str) -> list:
-    """:func:`~electra_detect.tasks.ged.readers.read_labelled` of ``path`` with a verb's --format, --refs,
-    --combine and --annotator flags (``ged train``'s, until its verb passes them as plain values)."""
-    from electra_detect.tasks.ged.readers import read_labelled
-
-    return read_labelled(path, args.fmt, args.refs, args.combine, getattr(args, "annotator", 0))
