@@ -25,3 +25,7 @@ class ExportError(RuntimeError):
 
 class CliError(ValueError):
     """A flag value the verb cannot use."""
+
+
+class RulesUnavailable(RuntimeError):
+    """``ged --with-rules`` cannot run: the rule-based checker is not installed or the model has no rules setting."""

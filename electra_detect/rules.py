@@ -8,17 +8,18 @@ readability and enhancement lints are not errors and are left out.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
+from electra_detect.detector import TextScores
+from electra_detect.errors import RulesUnavailable
+
 Span = tuple[int, int]
 NOT_ERRORS = ("Readability", "Style", "Enhancement")  # harper lint kinds that are advice, not errors
-
-
-class RulesUnavailable(RuntimeError):
-    """The rule-based checker is not installed."""
 
 
 def harper_spans(linter, harper, text: str, exclude_kinds=NOT_ERRORS) -> set[Span]:
@@ -86,3 +87,26 @@ def tune_rules(labels: np.ndarray, scores: np.ndarray, flags: np.ndarray,
             best = (value, RuleSetting(float(weight), float(threshold)))
     assert best is not None
     return best[1]
+
+
+def rule_setting(model_dir: str | Path) -> RuleSetting:
+    """The weight and threshold tuned for this GED model (``ged.json`` ``"rules"``, benchmarks/ged_rules.py)."""
+    path = Path(model_dir) / "ged.json"
+    try:
+        spec = json.loads(path.read_text())["rules"]
+        return RuleSetting(float(spec["weight"]), float(spec["threshold"]))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RulesUnavailable(f"{path} has no tuned rules setting (python benchmarks/ged_rules.py "
+                               f"--model {model_dir} --write-setting): {exc}") from None
+
+
+def with_rules(scored: Sequence[TextScores], flag: Callable[[Sequence[str]], list[list[Span]]],
+               weight: float) -> list[TextScores]:
+    """Each text's word scores lifted by ``weight`` where ``flag`` (e.g. :func:`harper_flagger`) marks the word."""
+    out = []
+    for text, spans in zip(scored, flag([s.text for s in scored]), strict=True):
+        hits = flagged_words([(w.start, w.end) for w in text.words], spans)
+        lifted = lift(np.array([w.score for w in text.words]), hits, weight)
+        words = [replace(w, score=float(s)) for w, s in zip(text.words, lifted, strict=True)]
+        out.append(replace(text, words=words))
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from electra_detect.rules import flagged_words, harper_flagger, lift, tune_rules
+from electra_detect.rules import flagged_words, harper_flagger, lift, tune_rules, with_rules
 from electra_detect.tasks.ged import metrics
 
 
@@ -36,3 +36,24 @@ def test_harper_flags_raw_text() -> None:
     flag = harper_flagger()
     (spans,) = flag(["He go to the store yesterday."])
     assert (3, 5) in spans
+
+
+def test_with_rules_lifts_the_flagged_words_of_scored_text() -> None:
+    from electra_detect.detector import TextScores, WordScore
+
+    text = TextScores("He go home", [], [WordScore("He", 0, 2, 0.1), WordScore("go", 3, 5, 0.2),
+                                         WordScore("home", 6, 10, 0.1)], 0.0, 0.0)
+    (lifted,) = with_rules([text], lambda texts: [[(3, 5)] for _ in texts], 0.5)
+    assert [w.score for w in lifted.words] == pytest.approx([0.1, 0.7, 0.1])
+    assert text.words[1].score == 0.2  # the input is left as it was
+
+
+def test_ged_with_rules_needs_a_tuned_setting(tmp_path, micro_run) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "electra_detect.cli", "ged", "--engine", "torch", "--model",
+                             str(micro_run), "--with-rules", "He go home."], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 2 and "no tuned rules setting" in result.stderr
+    assert len(result.stderr.strip().splitlines()[-1]) < 400

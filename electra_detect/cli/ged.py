@@ -13,9 +13,9 @@ from electra_detect.cli.engine import add_engine_args, load_detector
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from electra_detect.errors import DetectorError, GedDataError
+    from electra_detect.errors import DetectorError, GedDataError, RulesUnavailable
 
-    p = verb(sub, "ged", run_ged, errors=(DetectorError, GedDataError),
+    p = verb(sub, "ged", run_ged, errors=(DetectorError, GedDataError, RulesUnavailable),
              help="flag grammatical errors in text (JSON lines out); `ged eval` scores a data set",
              description="Zero-shot grammatical error detection: words whose replaced probability "
                          "is >= --threshold are flagged. `electra-detect ged eval --help` for evaluation.")
@@ -26,6 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--file", help="check each non-empty line of this file ('-' = stdin)")
     p.add_argument("--threshold", type=float, help="flag words with score >= this (default: the model's "
                                                   "tuned ged.json threshold, else 0.5)")
+    p.add_argument("--with-rules", action="store_true",
+                   help="lift the model's score of words harper-py (rule-based) flags, by the weight and threshold "
+                        "tuned for the model (ged.json \"rules\"); needs the rules extra")
     add_engine_args(p)
 
     e = verb(sub, "ged-eval", run_eval, errors=(DetectorError, GedDataError),
@@ -67,8 +70,15 @@ def run_ged(args: argparse.Namespace) -> int:
     first = next(batches)  # "no text" and an unreadable first line are reported before the model loads
     detector = load_detector(args, task="ged")
     threshold = detector.threshold() if args.threshold is None else args.threshold
+    if args.with_rules:
+        from electra_detect.rules import harper_flagger, rule_setting, with_rules
+
+        setting, flag = rule_setting(detector.model_dir), harper_flagger()
+        threshold = setting.threshold if args.threshold is None else args.threshold
     write = sys.stdout.write
     for scored in detector.stream(itertools.chain([first], batches), workers=args.workers or None):
+        if args.with_rules:
+            scored = with_rules(scored, flag, setting.weight)
         write("".join(json.dumps({"text": s.text, "threshold": threshold, "flagged": s.flagged(threshold, 4)}) + "\n"
                       for s in scored))
         sys.stdout.flush()  # written as it goes: a long file shows results at once
