@@ -252,6 +252,27 @@ def test_empty_input_gives_empty_output(verb: str, tmp_path: Path, micro_run: Pa
     assert bad.returncode == 2 and b"not UTF-8 text: standard input" in bad.stderr, bad.stderr
 
 
+@pytest.mark.parametrize("how", ["no-argument", "dash"])
+def test_rerank_reads_stdin_and_writes_stdout(how: str, micro_run: Path) -> None:
+    hyps = [{"text": "the river flows", "score": -1.0}, {"text": "the river flow", "score": -1.5}]
+    lists = "".join(json.dumps({"id": str(i), "hyps": hyps, "ref": "the river flows"}) + "\n" for i in range(3))
+    args = ["rerank", "--model", str(micro_run), "--no-progress"] + (["-"] if how == "dash" else [])
+    result = subprocess.run([*CLI, *args], input=lists, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [row["id"] for row in rows] == ["0", "1", "2"]  # stdout holds only the rows
+    summary = json.loads(result.stderr.strip().splitlines()[-1])  # the summary goes to stderr
+    assert summary["utterances"] == 3 and summary["out"] == "-"
+    kaldi = subprocess.run([*CLI, *args], input="u1-1 the river flows\nu1-2 the river flow\n", capture_output=True,
+                           text=True, timeout=300)
+    assert kaldi.returncode == 0 and json.loads(kaldi.stdout)["id"] == "u1", kaldi.stderr  # sniffed as Kaldi text
+    empty = subprocess.run([*CLI, *args], input="\n", capture_output=True, text=True, timeout=300)
+    assert (empty.returncode, empty.stdout) == (0, ""), empty.stderr
+    bad = subprocess.run([*CLI, *args], input='{"id": "x", "hyps": [{"text": "y", "score": "high"}]}\n',
+                         capture_output=True, text=True, timeout=300)
+    assert_clean_error(bad, "standard input:1")
+
+
 def test_pretrain_micro_preset_runs_with_its_default_length(tmp_path: Path, corpus_file: Path,
                                                             cache_dir: Path) -> None:
     out = tmp_path / "run"
