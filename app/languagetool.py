@@ -22,6 +22,7 @@ LANGUAGES = [{"name": "English", "code": "en", "longCode": "en"},
              {"name": "English (Canadian)", "code": "en", "longCode": "en-CA"},
              {"name": "English (New Zealand)", "code": "en", "longCode": "en-NZ"},
              {"name": "English (South African)", "code": "en", "longCode": "en-ZA"}]
+LANGUAGE_PATTERN = r"^([Aa][Uu][Tt][Oo]|[Ee][Nn]([-_][A-Za-z]{2,8})*)$"  # English or auto: the check and the schema
 CONTEXT_CHARS = 40  # characters of context on each side of a match, as LanguageTool gives
 
 # ERRANT main types, in words (a typed GED model names one per flagged word).
@@ -72,7 +73,7 @@ def parse_language(language: str | None) -> dict[str, str]:
     for entry in LANGUAGES:
         if entry["longCode"].lower() == code.lower():
             return {"name": entry["name"], "code": entry["longCode"]}
-    if re.fullmatch(r"en([-_][A-Za-z]{2,8})*", code):
+    if re.search(LANGUAGE_PATTERN, code):
         return {"name": "English", "code": code}
     raise CheckError(f"language {code!r} is not supported: this server checks English (en, en-US, ... or auto)")
 

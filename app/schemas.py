@@ -141,7 +141,28 @@ def declare_limits(schema: dict[str, Any], settings: ServerSettings) -> dict[str
             for item in form.get("items", {}).get("anyOf", []):
                 if item.get("type") == "string":
                     item["maxLength"] = settings.max_chars
+    _declare_check_form(schema, settings)
     schema.setdefault("info", {})["x-limits"] = {"max_texts": settings.max_texts, "max_chars": settings.max_chars,
                                                 "max_tokens": settings.max_tokens,
                                                 "max_body_bytes": settings.max_body_bytes}
     return schema
+
+
+def _declare_check_form(schema: dict[str, Any], settings: ServerSettings) -> None:
+    """/v2/check's form, as the route checks it: text or data (not both), text up to max_chars characters, an
+    English language code (or auto). The data annotation's JSON grammar is the route's check alone."""
+    from electra_detect.app.languagetool import LANGUAGE_PATTERN
+
+    content = schema.get("paths", {}).get("/v2/check", {}).get("post", {}).get("requestBody", {}).get("content", {})
+    for media in content.values():
+        ref = media.get("schema", {}).get("$ref", "")
+        form = schema.get("components", {}).get("schemas", {}).get(ref.rsplit("/", 1)[-1], {})
+        properties = form.get("properties", {})
+        for option in properties.get("text", {}).get("anyOf", [properties.get("text", {})]):
+            if option.get("type") == "string":
+                option["maxLength"] = settings.max_chars
+        for option in properties.get("language", {}).get("anyOf", [properties.get("language", {})]):
+            if option.get("type") == "string":
+                option["pattern"] = LANGUAGE_PATTERN
+        form["anyOf"] = [{"required": ["text"]}, {"required": ["data"]}]
+        form["not"] = {"required": ["text", "data"]}

@@ -128,6 +128,13 @@ def test_languages_and_openapi(client) -> None:
     assert {"/v2/check", "/v2/languages"} <= set(spec["paths"])
     form = spec["paths"]["/v2/check"]["post"]["requestBody"]["content"]
     assert "application/x-www-form-urlencoded" in form
+    body = spec["components"]["schemas"][form["application/x-www-form-urlencoded"]["schema"]["$ref"].split("/")[-1]]
+    text = next(t for t in body["properties"]["text"]["anyOf"] if t.get("type") == "string")
+    assert text["maxLength"] == 300  # the server's max_chars, as for /v1/ged's texts
+    language = next(t for t in body["properties"]["language"]["anyOf"] if t.get("type") == "string")
+    assert [bool(re.search(language["pattern"], c)) for c in ["en-US", "EN", "auto", "de-DE", "english"]] == [
+        True, True, True, False, False]
+    assert body["anyOf"] == [{"required": ["text"]}, {"required": ["data"]}]
 
 
 def test_a_real_languagetool_client_reads_the_matches(micro_run: Path, tmp_path: Path, monkeypatch) -> None:
