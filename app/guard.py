@@ -92,10 +92,11 @@ class Guard:
         """A Content-Type other than JSON is a 415 (other than a form, on a LanguageTool route, ``form``); a
         missing one is judged once the body is read (a POST with no body at all is the app's 422, with a body
         it is a 415)."""
-        kind = dict(scope.get("headers") or []).get(b"content-type", b"application/json").decode("latin-1")
+        headers = dict(scope.get("headers") or [])
+        kind = headers.get(b"content-type", b"application/json").decode("latin-1")
         media = kind.split(";")[0].strip().lower()
         if form:
-            if media in FORM_MEDIA:
+            if media in FORM_MEDIA or b"content-type" not in headers:
                 return None
             return error_response(415, "unsupported_media_type", f"send a form ({' or '.join(FORM_MEDIA)}), "
                                                                   f"not {media or 'nothing'}")

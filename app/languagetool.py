@@ -23,6 +23,20 @@ LANGUAGES = [{"name": "English", "code": "en", "longCode": "en"},
              {"name": "English (New Zealand)", "code": "en", "longCode": "en-NZ"},
              {"name": "English (South African)", "code": "en", "longCode": "en-ZA"}]
 LANGUAGE_PATTERN = r"^([Aa][Uu][Tt][Oo]|[Ee][Nn]([-_][A-Za-z]{2,8})*)$"  # English or auto: the check and the schema
+# LanguageTool's annotation JSON, spelled as a regex so that the schema and the check agree: an object with one
+# key, "annotation", a list of {"text": string} and {"markup": string, "interpretAs"?: string} (in either order);
+# a \\u escape is a character or a surrogate pair, never a lone surrogate. No whitespace run meets another, so a
+# long one costs linear time.
+_WS = r"[ \t\n\r]*"
+_ESCAPE = (r"\\u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}"  # not a surrogate, or a pair
+           r"|[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})")
+_STRING = rf'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|{_ESCAPE})*"'
+_TEXT = rf'\{{{_WS}"text"{_WS}:{_WS}{_STRING}{_WS}\}}'
+_AS = rf'"interpretAs"{_WS}:{_WS}{_STRING}'
+_MARKUP_KEY = rf'"markup"{_WS}:{_WS}{_STRING}'
+_MARKUP = rf"\{{{_WS}(?:{_MARKUP_KEY}(?:{_WS},{_WS}{_AS})?|{_AS}{_WS},{_WS}{_MARKUP_KEY}){_WS}\}}"
+_PART = rf"(?:{_TEXT}|{_MARKUP})"
+DATA_PATTERN = rf'^{_WS}\{{{_WS}"annotation"{_WS}:{_WS}\[{_WS}(?:{_PART}(?:{_WS},{_WS}{_PART})*{_WS})?\]{_WS}\}}{_WS}$'
 CONTEXT_CHARS = 40  # characters of context on each side of a match, as LanguageTool gives
 
 # ERRANT main types, in words (a typed GED model names one per flagged word).
@@ -67,7 +81,7 @@ class Document:
 
 def parse_language(language: str | None) -> dict[str, str]:
     """LanguageTool's ``language`` as this server checks it: English only; ``auto`` is English."""
-    code = (language or "auto").strip()
+    code = "auto" if language is None else language.strip()
     if code.lower() == "auto":
         return {"name": "English (US)", "code": "en-US"}
     for entry in LANGUAGES:
@@ -88,6 +102,9 @@ def parse_document(text: str | None, data: str | None) -> Document:
         return Document(text, text, [(0, 0, len(text))])
     if data is None:
         raise CheckError("missing text or data: give the text to check")
+    if not re.fullmatch(DATA_PATTERN, data):
+        raise CheckError('data must be LanguageTool\'s annotation JSON: {"annotation": [{"text": "..."}, '
+                         '{"markup": "...", "interpretAs": "..."}, ...]}')
     try:
         parsed = json.loads(data)
     except (ValueError, RecursionError):

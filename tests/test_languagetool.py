@@ -68,11 +68,13 @@ def test_offsets_count_utf16_code_units_as_languagetool_does() -> None:
 @pytest.mark.parametrize("text, data, language, fragment", [
     (None, None, "en-US", "missing text"),
     ("a", '{"annotation": []}', "en-US", "not both"),
-    (None, "{not json", "en-US", "not valid JSON"),
-    (None, '{"annotation": [{"text": 3}]}', "en-US", "annotation[0]"),
-    (None, '{"annotation": [{"text": "a", "markup": "b"}]}', "en-US", "annotation[0]"),
-    (None, '[1]', "en-US", "annotation"),
+    (None, "{not json", "en-US", "annotation JSON"),
+    (None, '{"annotation": [{"text": 3}]}', "en-US", "annotation JSON"),
+    (None, '{"annotation": [{"text": "a", "markup": "b"}]}', "en-US", "annotation JSON"),
+    (None, '[1]', "en-US", "annotation JSON"),
+    (None, '{"annotation": [{"text": "\\ud800"}]}', "en-US", "annotation JSON"),  # a lone surrogate
     ("text", None, "de-DE", "not supported"),
+    ("text", None, "", "not supported"),
 ])
 def test_bad_requests_are_check_errors(text: str | None, data: str | None, language: str, fragment: str) -> None:
     with pytest.raises(CheckError, match=re.escape(fragment)):
@@ -116,6 +118,10 @@ def test_check_errors_are_json_4xx(client) -> None:
     for form, status, kind in cases:
         response = client.post("/v2/check", data=form)
         assert (response.status_code, response.json()["error"]["type"]) == (status, kind), form
+    bare = client.post("/v2/check")  # no body at all: no text, as for the JSON routes
+    assert bare.status_code == 422 and bare.json()["error"]["type"] == "invalid_request"
+    untyped = client.post("/v2/check", content=b"text=Hello.")  # a body without a Content-Type
+    assert untyped.status_code == 415
     as_json = client.post("/v2/check", json={"text": "Hello."})
     assert as_json.status_code == 415 and as_json.json()["error"]["type"] == "unsupported_media_type"
     assert client.post("/v1/ged", data={"texts": "a"}).status_code == 415  # JSON routes still read only JSON
@@ -129,12 +135,14 @@ def test_languages_and_openapi(client) -> None:
     form = spec["paths"]["/v2/check"]["post"]["requestBody"]["content"]
     assert "application/x-www-form-urlencoded" in form
     body = spec["components"]["schemas"][form["application/x-www-form-urlencoded"]["schema"]["$ref"].split("/")[-1]]
-    text = next(t for t in body["properties"]["text"]["anyOf"] if t.get("type") == "string")
-    assert text["maxLength"] == 300  # the server's max_chars, as for /v1/ged's texts
-    language = next(t for t in body["properties"]["language"]["anyOf"] if t.get("type") == "string")
+    text, language, data = (body["properties"][name] for name in ("text", "language", "data"))
+    assert text["type"] == "string" and text["maxLength"] == 300  # the server's max_chars, as for /v1/ged's texts
+    assert [bool(re.search(data["pattern"], d)) for d in ['{"annotation": [{"text": "a"}]}', "null", "{}"]] == [
+        True, False, False]  # a form field is a string: "null" is no annotation
     assert [bool(re.search(language["pattern"], c)) for c in ["en-US", "EN", "auto", "de-DE", "english"]] == [
         True, True, True, False, False]
     assert body["anyOf"] == [{"required": ["text"]}, {"required": ["data"]}]
+    assert spec["paths"]["/v2/check"]["post"]["requestBody"]["required"] is True
 
 
 def test_a_real_languagetool_client_reads_the_matches(micro_run: Path, tmp_path: Path, monkeypatch) -> None:
