@@ -273,6 +273,9 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
     ) -> Response:
         """LanguageTool's /v2/check over /v1/ged's scores (its threshold): one match per flagged word, offsets in
         UTF-16 code units of the original text; other LanguageTool fields are accepted and ignored."""
+        form = await request.form()  # parsed once (cached); FastAPI reads an empty field as missing, LanguageTool not
+        text, data, language = (form[name] if isinstance(form.get(name), str) else None
+                                for name in ("text", "data", "language"))
         try:
             found_language, document = parse_language(language), parse_document(text, data)
         except CheckError as exc:

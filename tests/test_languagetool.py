@@ -107,13 +107,15 @@ def test_check_flags_every_word_at_threshold_zero(client) -> None:
         {"annotation": [{"markup": "<b>"}, {"text": "farmer"}, {"markup": "</b>"}]})), "language": (None, "auto")})
     assert marked.status_code == 200, marked.text  # multipart too
     assert [(m["offset"], m["length"]) for m in marked.json()["matches"]] == [(3, 6)]
-    empty = client.post("/v2/check", data={"text": "  ", "language": "en"})
-    assert empty.status_code == 200 and empty.json()["matches"] == []
+    for blank in ("  ", ""):  # an empty document: no matches (an empty field is given, not missing)
+        empty = client.post("/v2/check", data={"text": blank, "language": "en"})
+        assert empty.status_code == 200 and empty.json()["matches"] == [], blank
 
 
 def test_check_errors_are_json_4xx(client) -> None:
     cases = [({"language": "en-US"}, 422, "invalid_request"), ({"text": "x" * 301}, 413, "text_too_long"),
              ({"text": "Hello there.", "language": "fr"}, 422, "invalid_request"),
+             ({"text": "Hello there.", "language": ""}, 422, "invalid_request"),
              ({"data": "{bad"}, 422, "invalid_request")]
     for form, status, kind in cases:
         response = client.post("/v2/check", data=form)
