@@ -70,13 +70,13 @@ class Document:
     checked: str
     spans: list[tuple[int, int, int]]
 
-    def to_original(self, index: int, end: bool = False) -> int:
-        """The original index of a checked index (of a span's end, when ``end``: a word ending where markup
-        starts ends there, not after the markup)."""
+    def to_original(self, start: int, end: int) -> tuple[int, int] | None:
+        """The original [start, end) of a checked word, None when it starts in a markup's stand-in (not the
+        user's text); a word that runs on past its text part ends where that part ends."""
         for checked, original, length in self.spans:
-            if checked <= index < checked + length or end and index == checked + length:
-                return original + index - checked
-        return len(self.original) if self.spans else index
+            if checked <= start < checked + length:
+                return original + start - checked, original + min(end, checked + length) - checked
+        return None
 
 
 def parse_language(language: str | None) -> dict[str, str]:
@@ -182,8 +182,10 @@ def matches(document: Document, flagged: list[dict[str, Any]]) -> list[dict[str,
     original, units = document.original, utf16_offsets(document.original)
     found = []
     for word in flagged:
-        start = document.to_original(word["start"])
-        end = max(start, document.to_original(word["end"], end=True))
+        span = document.to_original(word["start"], word["end"])
+        if span is None:
+            continue
+        start, end = span
         left, right = max(0, start - CONTEXT_CHARS), min(len(original), end + CONTEXT_CHARS)
         message, short = _message(word)
         found.append({

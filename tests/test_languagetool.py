@@ -56,6 +56,11 @@ def test_markup_is_not_checked_but_counts_for_offsets() -> None:
                                {"word": "like", "start": 10, "end": 14, "score": 0.9}])
     spans = [document.original[m["offset"]:m["offset"] + m["length"]] for m in found]
     assert spans == ["don't", "like"]
+    stand_in = parse_document(None, json.dumps({"annotation": [{"markup": "", "interpretAs": "Some words"},
+                                                               {"text": "are mine"}]}))
+    found = matches(stand_in, [{"word": "words", "start": 5, "end": 10, "score": 0.9},  # not the user's text
+                               {"word": "mine", "start": 14, "end": 18, "score": 0.9}])
+    assert [(m["offset"], m["length"]) for m in found] == [(4, 4)]
 
 
 def test_offsets_count_utf16_code_units_as_languagetool_does() -> None:
