@@ -20,6 +20,9 @@ from electra_detect.app.settings import ServerSettings
 log = logging.getLogger("electra_detect.server")
 
 API_KEY_HEADER = "x-api-key"
+# LanguageTool's routes read forms, as its clients send them; every other route reads JSON.
+FORM_PATHS = frozenset({"/v2/check"})
+FORM_MEDIA = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 class Guard:
@@ -39,7 +42,8 @@ class Guard:
             await self.app(scope, receive, send)
             return
         path = scope["path"]
-        label = path if path in ("/v1/score", "/v1/ged", "/v1/rerank", "/healthz", "/metrics") else "other"
+        label = path if path in ("/v1/score", "/v1/ged", "/v1/rerank", "/v2/check", "/v2/languages", "/healthz",
+                                 "/metrics") else "other"
         started = time.perf_counter()
         status_box = {"status": 500, "started": False}
 
@@ -53,7 +57,7 @@ class Guard:
         try:
             rejection = self._reject(scope)
             if rejection is None and scope["method"] in ("POST", "PUT", "PATCH"):
-                rejection = self._content_type(scope)
+                rejection = self._content_type(scope, form=path in FORM_PATHS)
             if rejection is None and scope["method"] in ("POST", "PUT", "PATCH"):
                 body, rejection = await self._read_body(scope, receive)
                 if rejection is None and body.strip() and b"content-type" not in dict(scope.get("headers") or []):
@@ -84,11 +88,18 @@ class Guard:
         return None
 
     @staticmethod
-    def _content_type(scope: dict) -> JSONResponse | None:
-        """A Content-Type other than JSON is a 415; a missing one is judged once the body is read (a POST
-        with no body at all is the app's 422, with a body it is a 415)."""
-        kind = dict(scope.get("headers") or []).get(b"content-type", b"application/json").decode("latin-1")
+    def _content_type(scope: dict, form: bool = False) -> JSONResponse | None:
+        """A Content-Type other than JSON is a 415 (other than a form, on a LanguageTool route, ``form``); a
+        missing one is judged once the body is read (a POST with no body at all is the app's 422, with a body
+        it is a 415)."""
+        headers = dict(scope.get("headers") or [])
+        kind = headers.get(b"content-type", b"application/json").decode("latin-1")
         media = kind.split(";")[0].strip().lower()
+        if form:
+            if media in FORM_MEDIA or b"content-type" not in headers:
+                return None
+            return error_response(415, "unsupported_media_type", f"send a form ({' or '.join(FORM_MEDIA)}), "
+                                                                  f"not {media or 'nothing'}")
         if media != "application/json" and not media.endswith("+json"):
             return error_response(415, "unsupported_media_type", f"send JSON (Content-Type: application/json), "
                                                                   f"not {media or 'nothing'}")

@@ -141,7 +141,32 @@ def declare_limits(schema: dict[str, Any], settings: ServerSettings) -> dict[str
             for item in form.get("items", {}).get("anyOf", []):
                 if item.get("type") == "string":
                     item["maxLength"] = settings.max_chars
+    _declare_check_form(schema, settings)
     schema.setdefault("info", {})["x-limits"] = {"max_texts": settings.max_texts, "max_chars": settings.max_chars,
                                                 "max_tokens": settings.max_tokens,
                                                 "max_body_bytes": settings.max_body_bytes}
     return schema
+
+
+def _declare_check_form(schema: dict[str, Any], settings: ServerSettings) -> None:
+    """/v2/check's form, as the route checks it: text or data (not both; a form field is a string, never null),
+    text up to max_chars characters, data LanguageTool's annotation JSON (its grammar as a pattern), an English
+    language code (or auto)."""
+    from electra_detect.app.languagetool import DATA_PATTERN, LANGUAGE_PATTERN
+
+    body = schema.get("paths", {}).get("/v2/check", {}).get("post", {}).get("requestBody", {})
+    body["required"] = True  # text or data: a request without a form is a 422
+    content = body.get("content", {})
+    declared = {"text": {"maxLength": settings.max_chars}, "data": {"pattern": DATA_PATTERN},
+                "language": {"pattern": LANGUAGE_PATTERN}}
+    for media in content.values():
+        ref = media.get("schema", {}).get("$ref", "")
+        form = schema.get("components", {}).get("schemas", {}).get(ref.rsplit("/", 1)[-1], {})
+        properties = form.get("properties", {})
+        for name, limits in declared.items():
+            field = properties.get(name)
+            if field is not None:
+                string = next((o for o in field.pop("anyOf", []) if o.get("type") == "string"), {"type": "string"})
+                field.update(string, **limits)
+        form["anyOf"] = [{"required": ["text"]}, {"required": ["data"]}]
+        form["not"] = {"required": ["text", "data"]}

@@ -24,9 +24,9 @@ import math
 import re
 from collections.abc import Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Form, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -34,10 +34,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from electra_detect.app.api_errors import ApiError, error_response, json_error
 from electra_detect.app.batcher import MicroBatcher
 from electra_detect.app.guard import Guard, http_protocol
+from electra_detect.app.languagetool import LANGUAGES, CheckError, check_answer, matches, parse_document, parse_language
 from electra_detect.app.metrics import Metrics
 from electra_detect.app.schemas import (
     LIMITS_DOC,
     NBEST_LINES,
+    NOT_BLANK,
     SCORE_LIMIT,
     GedRequest,
     RerankRequest,
@@ -258,6 +260,36 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
 
         return await reply(lambda: {"lm_weight": float(body.lm_weight), "length_weight": float(body.length_weight),
                                     "results": [result(r) for r in rows]})
+
+    @app.post("/v2/check", summary="LanguageTool-compatible check (form fields text or data, language)",
+              responses={**errors, 415: {"description": "unsupported_media_type: send a form "
+                                                        "(application/x-www-form-urlencoded or multipart/form-data)"}})
+    async def languagetool_check(
+            request: Request,
+            text: Annotated[str | None, Form(description="the text to check (or data)")] = None,
+            data: Annotated[str | None, Form(description='LanguageTool annotation JSON: {"annotation": [{"text": '
+                                                         '...}, {"markup": ..., "interpretAs": ...}]}')] = None,
+            language: Annotated[str | None, Form(description="en, en-US, ... or auto (English only)")] = None,
+    ) -> Response:
+        """LanguageTool's /v2/check over /v1/ged's scores (its threshold): one match per flagged word, offsets in
+        UTF-16 code units of the original text; other LanguageTool fields are accepted and ignored."""
+        form = await request.form()  # parsed once (cached); FastAPI reads an empty field as missing, LanguageTool not
+        text, data, language = (form[name] if isinstance(form.get(name), str) else None
+                                for name in ("text", "data", "language"))
+        try:
+            found_language, document = parse_language(language), parse_document(text, data)
+        except CheckError as exc:
+            raise ApiError(422, "invalid_request", str(exc)) from None
+        found: list[dict[str, Any]] = []
+        if re.search(NOT_BLANK, document.checked):  # an empty document has no matches, as in LanguageTool
+            check_texts([document.checked], settings, "text")
+            result = (await scored(request, [document.checked]))[0]
+            found = matches(document, result.flagged(default_threshold))
+        return await reply(lambda: check_answer(found_language, found, app.version))
+
+    @app.get("/v2/languages", summary="LanguageTool-compatible list of the languages checked")
+    async def languagetool_languages() -> list[dict[str, str]]:
+        return LANGUAGES
 
     app.state.settings, app.state.metrics = settings, metrics
     app.add_middleware(Guard, settings=settings, metrics=metrics)

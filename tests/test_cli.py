@@ -61,7 +61,16 @@ def test_pretrain_rejects_bad_input(case: str, tmp_path: Path) -> None:
 
 def test_score_rejects_bad_input(tmp_path: Path, micro_run: Path) -> None:
     assert_clean_error(run_cli("score", "--model", str(tmp_path / "nope"), "hello"), "model path not found")
-    assert_clean_error(run_cli("score", "--model", str(micro_run)), "no text to score")
+    import pty
+
+    reader, terminal = pty.openpty()  # a terminal on stdin and no text: an error, not a wait for typing
+    try:
+        result = subprocess.run([*CLI, "score", "--model", str(micro_run)], stdin=terminal, capture_output=True,
+                                text=True, timeout=120)
+    finally:
+        os.close(reader)
+        os.close(terminal)
+    assert_clean_error(result, "no text to score")
     assert_clean_error(run_cli("score", "--model", str(micro_run), "--file", str(tmp_path / "x.txt")),
                        "input file not found")
     binary = tmp_path / "b.txt"
@@ -216,6 +225,52 @@ def test_score_file_streams_its_output(micro_run: Path) -> None:
     proc.stdin.close()
     rest = proc.stdout.read()
     assert proc.wait(timeout=120) == 0 and rest.count("sentence score") == 107
+
+
+@pytest.mark.parametrize("how", ["no-argument", "dash"])
+def test_ged_is_a_unix_filter(how: str, micro_run: Path) -> None:
+    args = ["ged", "--model", str(micro_run)] + (["--file", "-"] if how == "dash" else [])
+    result = subprocess.run([*CLI, *args], input="She don't like it.\n\nThe farmer saw a red house.\n",
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [row["text"] for row in rows] == ["She don't like it.", "The farmer saw a red house."]
+    assert all("flagged" in row and "threshold" in row for row in rows)
+
+
+@pytest.mark.parametrize("verb", ["score", "ged"])
+def test_empty_input_gives_empty_output(verb: str, tmp_path: Path, micro_run: Path) -> None:
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n", encoding="utf-8")
+    for args, given in (([], ""), (["--file", "-"], "\n"), (["--file", str(empty)], None)):
+        result = subprocess.run([*CLI, verb, "--model", str(micro_run), *args], input=given,
+                                stdin=subprocess.DEVNULL if given is None else None, capture_output=True,
+                                text=True, timeout=120)
+        assert (result.returncode, result.stdout) == (0, ""), (args, result.stderr)
+    bad = subprocess.run([*CLI, verb, "--model", str(micro_run)], input=b"fine\n\xff\xfe\n", capture_output=True,
+                         timeout=120)
+    assert bad.returncode == 2 and b"not UTF-8 text: standard input" in bad.stderr, bad.stderr
+
+
+@pytest.mark.parametrize("how", ["no-argument", "dash"])
+def test_rerank_reads_stdin_and_writes_stdout(how: str, micro_run: Path) -> None:
+    hyps = [{"text": "the river flows", "score": -1.0}, {"text": "the river flow", "score": -1.5}]
+    lists = "".join(json.dumps({"id": str(i), "hyps": hyps, "ref": "the river flows"}) + "\n" for i in range(3))
+    args = ["rerank", "--model", str(micro_run), "--no-progress"] + (["-"] if how == "dash" else [])
+    result = subprocess.run([*CLI, *args], input=lists, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [row["id"] for row in rows] == ["0", "1", "2"]  # stdout holds only the rows
+    summary = json.loads(result.stderr.strip().splitlines()[-1])  # the summary goes to stderr
+    assert summary["utterances"] == 3 and summary["out"] == "-"
+    kaldi = subprocess.run([*CLI, *args], input="u1-1 the river flows\nu1-2 the river flow\n", capture_output=True,
+                           text=True, timeout=300)
+    assert kaldi.returncode == 0 and json.loads(kaldi.stdout)["id"] == "u1", kaldi.stderr  # sniffed as Kaldi text
+    empty = subprocess.run([*CLI, *args], input="\n", capture_output=True, text=True, timeout=300)
+    assert (empty.returncode, empty.stdout) == (0, ""), empty.stderr
+    bad = subprocess.run([*CLI, *args], input='{"id": "x", "hyps": [{"text": "y", "score": "high"}]}\n',
+                         capture_output=True, text=True, timeout=300)
+    assert_clean_error(bad, "standard input:1")
 
 
 def test_pretrain_micro_preset_runs_with_its_default_length(tmp_path: Path, corpus_file: Path,

@@ -219,8 +219,8 @@ def test_cli_bad_input_leaves_no_output(micro_run: Path, tmp_path: Path, capsys:
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n", encoding="utf-8")
     assert main(["rerank", str(empty), "--format", "jsonl", "--model", str(micro_run), "--out", str(out),
-                 "--no-progress"]) == 2
-    assert "no utterances" in capsys.readouterr().err and not out.exists()
+                 "--no-progress"]) == 0  # an empty list: an empty output, so that a pipeline over many files goes on
+    assert out.read_text() == "" and capsys.readouterr().out == ""
 
 
 def test_tuning_needs_references() -> None:

@@ -23,7 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help=f"run or model dir (its fine-tuned ged/ when it has one) or a discriminator dir "
                         f"(default {DEFAULT_MODEL})")
-    p.add_argument("--file", help="check each non-empty line of this file ('-' = stdin)")
+    p.add_argument("--file", help="check each non-empty line of this file ('-' = stdin, "
+                                   "also read when no text or --file is given)")
     p.add_argument("--threshold", type=float, help="flag words with score >= this (default: the model's "
                                                   "tuned ged.json threshold, else 0.5)")
     p.add_argument("--with-rules", action="store_true",
@@ -66,8 +67,11 @@ def run_ged(args: argparse.Namespace) -> int:
     from electra_detect.cli.texts import STREAM_BIG, check_unit_interval, open_texts, text_batches
 
     check_unit_interval(args.threshold, "--threshold")
-    batches = text_batches(args.text, args.file, open_texts(args.file), per_batch=STREAM_BIG, label=args.verb)
-    first = next(batches)  # "no text" and an unreadable first line are reported before the model loads
+    handle = open_texts(args.file, args.text)  # no text and no --file: standard input
+    batches = text_batches(args.text, args.file, handle, per_batch=STREAM_BIG, label=args.verb)
+    first = next(batches, None)  # an unreadable first line is reported before the model loads
+    if first is None:
+        return 0  # no text (an empty file or input): no output, and a pipeline over many files goes on
     detector = load_detector(args, task="ged")
     threshold = detector.threshold() if args.threshold is None else args.threshold
     if args.with_rules:

@@ -20,13 +20,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="rerank ASR n-best lists: total = asr + lm_weight * ELECTRA score + length_weight * words",
         description="Rescore every hypothesis of an n-best list with the Detector's sentence score, fuse it with the "
                     "recogniser's score, and write one JSONL row per utterance (every hypothesis's component scores "
-                    "and the chosen one). Ends with one JSON summary line: WER before (1-best), after and oracle "
-                    "when references exist, and seconds. Formats: mlm-scoring JSON, our JSONL "
+                    "and the chosen one) to --out, else to stdout. Ends with one JSON summary line (on stderr when the "
+                    "rows go to stdout): WER before (1-best), after and oracle "
+                    "when references exist, and seconds. Reads standard input when NBEST is '-' or not given. "
+                    "Formats: mlm-scoring JSON, our JSONL "
                     '({"id", "hyps": [{"text", "score"}], "ref"}) and Kaldi n-best text (UTT-N words).')
-    p.add_argument("nbest", help="n-best file to rerank, or an ESPnet decode folder (1best_recog/, 2best_recog/, …)")
+    p.add_argument("nbest", nargs="?", default="-",
+                   help="n-best file to rerank, or an ESPnet decode folder (1best_recog/, 2best_recog/, …); "
+                        "'-' or none: standard input")
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help="run dir (or discriminator dir; --scorer pll needs a run dir)")
-    p.add_argument("--out", required=True, help="output JSONL (written atomically: no partial file on error)")
+    p.add_argument("--out", help="output JSONL (written atomically: no partial file on error); default: stdout, "
+                                 "a row as each chunk is scored")
     p.add_argument("--format", choices=FORMATS, default="auto", dest="fmt")
     p.add_argument("--scores", help="Kaldi format: file of 'UTT-N SCORE' lines (log-likelihood, higher = better)")
     p.add_argument("--refs", help="Kaldi and ESPnet formats: reference 'text' file (UTT words) for WER")
@@ -55,6 +60,7 @@ def run_rerank(args: argparse.Namespace) -> int:
     import itertools
     import json
     import math
+    import sys
     import time
     from pathlib import Path
 
@@ -70,9 +76,11 @@ def run_rerank(args: argparse.Namespace) -> int:
         raise RerankError("--batch-size and --chunk must be positive")
     if args.tune_on and args.length_weight is not None:
         raise RerankError("--length-weight is tuned by --tune-on; give one or the other")
-    out = Path(args.out)
-    if out.is_dir():
+    out = Path(args.out) if args.out else None
+    if out is not None and out.is_dir():
         raise RerankError(f"--out {out} is a directory")
+    if args.nbest == "-" and sys.stdin.isatty():  # nothing piped in: say so rather than wait for typing
+        raise RerankError("no n-best list: give an n-best file, or pipe one on standard input")
     # The readers stream: a malformed line fails when it is reached, and the rows' atomic write leaves no partial OUT.
     chunks = chunked(read_nbest(args.nbest, args.fmt, args.scores, args.refs), args.chunk)
     dev = chunked(read_nbest(args.tune_on, args.dev_format, args.dev_scores, args.dev_refs), args.chunk) \
@@ -80,8 +88,12 @@ def run_rerank(args: argparse.Namespace) -> int:
     # The first chunk is read before the model loads and before any progress bar: a malformed or empty file is
     # one error line, with no bar printed ahead of it.
     first = next(chunks, None)
-    if first is None:
-        raise RerankError(f"{args.nbest} holds no utterances")
+    if first is None:  # an empty file or input: empty output (an empty --out), and a pipeline goes on
+        if out is not None:
+            from electra_detect.fileio import atomic_write_text
+
+            atomic_write_text(out, "")
+        return 0
     if args.confidence and args.scorer != "electra":
         raise RerankError("--confidence reads the discriminator's word scores: use --scorer electra")
     started = time.perf_counter()
@@ -91,10 +103,11 @@ def run_rerank(args: argparse.Namespace) -> int:
     summary = rerank_chunks(itertools.chain([first], chunks), out, scorer, lm_name, dev, args.lm_weight,
                             args.length_weight, confidence, source=args.nbest, progress=not args.no_progress)
     tuned = summary.pop("tuned", None)
-    summary.update(scorer=args.scorer, score=args.score, model_load_seconds=round(load_seconds, 3), out=str(out))
+    summary.update(scorer=args.scorer, score=args.score, model_load_seconds=round(load_seconds, 3),
+                   out=str(out) if out else "-")
     if tuned is not None:
         summary["tuned_on"] = {"file": args.tune_on, **tuned}
-    print(json.dumps(summary))
+    print(json.dumps(summary), file=sys.stdout if out else sys.stderr)  # stdout holds only the rows then
     return 0
 
 

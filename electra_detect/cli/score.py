@@ -15,7 +15,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
              description="Score text with a discriminator and highlight suspicious words.")
     p.add_argument("text", nargs="*", help="text(s) to score")
     p.add_argument("--model", default=DEFAULT_MODEL, help=f"run dir or discriminator dir (default {DEFAULT_MODEL})")
-    p.add_argument("--file", help="score each non-empty line of this file ('-' = stdin)")
+    p.add_argument("--file", help="score each non-empty line of this file ('-' = stdin, "
+                                   "also read when no text or --file is given)")
     p.add_argument("--json", action="store_true", help="one JSON object per text")
     p.add_argument("--threshold", type=float, help="highlight words with score >= this (default: the model's "
                                                   "tuned ged.json threshold, else 0.5)")
@@ -32,8 +33,11 @@ def run(args: argparse.Namespace) -> int:
     from electra_detect.highlight import render_highlight, render_table
 
     check_unit_interval(args.threshold, "--threshold")
-    batches = text_batches(args.text, args.file, open_texts(args.file), per_batch=STREAM_BIG, label=args.verb)
-    first = next(batches)  # "no text" and an unreadable first line are reported before the model loads
+    handle = open_texts(args.file, args.text)  # no text and no --file: standard input
+    batches = text_batches(args.text, args.file, handle, per_batch=STREAM_BIG, label=args.verb)
+    first = next(batches, None)  # an unreadable first line is reported before the model loads
+    if first is None:
+        return 0  # no text (an empty file or input): no output, and a pipeline over many files goes on
     detector = load_detector(args, task="score")
     threshold = detector.threshold() if args.threshold is None else args.threshold
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")

@@ -5,7 +5,9 @@ Known failures raise ``CliError`` (or the task's own error): the CLI prints it a
 
 from __future__ import annotations
 
+import io
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -35,12 +37,20 @@ def check_unit_interval(value: float | None, flag: str) -> None:
             raise CliError(str(exc)) from None
 
 
-def open_texts(file: str | None) -> Any:
-    """Open ``file`` now (so a missing file is reported before the model loads; '-' = stdin); None without one."""
+def open_texts(file: str | None, texts: list[str] | None = None) -> Any:
+    """Open ``file`` now (so a missing file is reported before the model loads); '-', or no file and no ``texts``,
+    is standard input (UTF-8, as a file is), unless it is a terminal: then there is nothing to wait for, and that
+    is an error rather than a hang. None when the texts come from the arguments alone."""
     if not file:
-        return None
+        if texts:
+            return None
+        if sys.stdin is None or sys.stdin.isatty():
+            raise CliError("no text to score: give text arguments, --file, or pipe text on standard input")
+        file = "-"
+    if file == "-":
+        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
     try:
-        return sys.stdin if file == "-" else open(file, encoding="utf-8")
+        return open(file, encoding="utf-8")
     except FileNotFoundError:
         raise CliError(f"input file not found: {file}") from None
     except OSError as exc:
@@ -52,17 +62,19 @@ def text_batches(texts: list[str], file: str | None, handle: Any, per_batch: int
     """``texts``, then the non-empty lines of ``handle`` (``file`` opened by :func:`open_texts`), in batches of up
     to ``per_batch`` texts and about STREAM_CHARS characters (the first batch smaller, so that results show
     soon); read as they are needed, with a progress bar (bytes read, named ``label``) when stderr is a terminal.
-    Raises CliError when there is no text at all, or a line cannot be read."""
+    No text at all (an empty file, empty standard input) gives no batch: a pipeline over many files goes on.
+    Raises CliError when a line cannot be read."""
     from tqdm import tqdm
 
     batch = [t for t in texts if t.strip()]
     sent, number, error = 0, 0, None
     chars, limit = sum(map(len, batch)), 8
-    size = None
-    if handle is not None and handle is not sys.stdin:
+    size, name = None, "standard input" if file in (None, "-") else file
+    if handle is not None:
         try:
-            size = os.fstat(handle.fileno()).st_size
-        except OSError:
+            info = os.fstat(handle.fileno())
+            size = info.st_size if stat.S_ISREG(info.st_mode) else None  # a pipe has no size to show
+        except (OSError, ValueError, io.UnsupportedOperation):
             pass
     bar = tqdm(total=size, unit="B", unit_scale=True, desc=label, file=sys.stderr, leave=False,
                disable=handle is None or not sys.stderr.isatty())
@@ -73,7 +85,7 @@ def text_batches(texts: list[str], file: str | None, handle: Any, per_batch: int
                     number += 1
                     bar.update(len(line.encode("utf-8")))
                     if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
-                        error = f"{file}: line {number} is longer than {MAX_LINE_CHARS:,} characters; split it"
+                        error = f"{name}: line {number} is longer than {MAX_LINE_CHARS:,} characters; split it"
                         break
                     text = line.rstrip("\n")
                     if not text.strip():
@@ -85,13 +97,11 @@ def text_batches(texts: list[str], file: str | None, handle: Any, per_batch: int
                         yield batch
                         batch, chars, limit = [], 0, per_batch
     except UnicodeDecodeError:
-        error = f"input file is not UTF-8 text: {file}"
+        error = f"input file is not UTF-8 text: {name}"
     except OSError as exc:
-        error = f"cannot read {file}: {exc.strerror}"
+        error = f"cannot read {name}: {exc.strerror}"
     finally:
         bar.close()  # before any error line: the bar never follows or overwrites it
-    if error is None and not batch and not sent:
-        error = "no text to score: give text arguments or --file"
     if error is not None:
         raise CliError(error)
     if batch:

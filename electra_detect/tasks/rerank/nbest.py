@@ -2,19 +2,59 @@
 one-string form (a hypothesis per line, an optional score after a TAB or ' ||| ').
 
 Readers stream: JSONL and Kaldi text are read one line at a time, so large files never sit in memory whole (the
-mlm-scoring JSON is one object and is loaded)."""
+mlm-scoring JSON is one object and is loaded). ``-`` is standard input, read once, as it comes."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from electra_detect.errors import RerankError
+
+
+class StdinLines:
+    """Standard input (UTF-8) as a reader's file: read once, its first lines kept back to tell the format; it
+    stands where a reader takes a path (``str`` names it in messages, ``read_text`` is all of it)."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream if stream is not None else io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+        self.head: list[str] = []
+
+    def __str__(self) -> str:
+        return "standard input"
+
+    def first_line(self) -> str | None:
+        """The first non-blank line (kept for the reader), or None for empty input."""
+        try:  # readline, not `for`: a generator left early would close the stream it delegates to
+            while line := self.stream.readline():
+                self.head.append(line)
+                if line.strip():
+                    return line
+        except UnicodeDecodeError:
+            raise RerankError(f"{self}: not UTF-8 text") from None
+        return None
+
+    def __iter__(self) -> Iterator[str]:
+        head, self.head = self.head, []
+        yield from head
+        while line := self.stream.readline():  # not `yield from`: closing this generator must not close stdin
+            yield line
+
+    def __enter__(self) -> StdinLines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def read_text(self, encoding: str = "utf-8") -> str:
+        return "".join(self)
 
 
 @dataclass
@@ -94,9 +134,9 @@ def _check(utt: Utterance) -> Utterance:
     return utt
 
 
-def read_mlm_json(path: str | Path) -> Iterator[Utterance]:
+def read_mlm_json(path: str | Path | StdinLines) -> Iterator[Utterance]:
     """awslabs/mlm-scoring format: ``{utt: {"hyp_1": {"score", "text"}, ..., "ref": "..."}}``."""
-    path = Path(path)
+    path = _as_path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -120,9 +160,9 @@ def read_mlm_json(path: str | Path) -> Iterator[Utterance]:
         yield _check(Utterance(str(utt_id), hyps, _ref_from(entry.get("ref"), where), where))
 
 
-def read_jsonl(path: str | Path) -> Iterator[Utterance]:
+def read_jsonl(path: str | Path | StdinLines) -> Iterator[Utterance]:
     """Our JSONL: one ``{"id", "hyps": [{"text", "score"}], "ref"?}`` per line."""
-    path = Path(path)
+    path = _as_path(path)
     with _open_text(path) as handle:
         for number, line in enumerate(_lines(handle, path), start=1):
             if not line.strip():
@@ -158,14 +198,14 @@ def _read_key_values(path: str | Path, what: str) -> dict[str, str]:
     return values
 
 
-def read_kaldi(path: str | Path, scores: str | Path | None = None, refs: str | Path | None = None
+def read_kaldi(path: str | Path | StdinLines, scores: str | Path | None = None, refs: str | Path | None = None
                ) -> Iterator[Utterance]:
     """Kaldi-style n-best text: ``UTT-N word word ...`` per line (``nbest-to-linear`` + ``int2sym.pl``).
 
     A hypothesis's lines must be contiguous per utterance. ``scores``: lines ``UTT-N SCORE`` (a
     log-likelihood, higher = better; negate Kaldi costs). ``refs``: a Kaldi ``text`` file ``UTT words``.
     """
-    path = Path(path)
+    path = _as_path(path)
     score_map = _read_key_values(scores, "a score") if scores else {}
     ref_map = _read_key_values(refs, "a reference") if refs else {}
     current: Utterance | None = None
@@ -245,7 +285,8 @@ FORMATS = ("auto", "mlm-json", "jsonl", "kaldi", "espnet")
 
 
 def detect_format(path: str | Path) -> str:
-    """``mlm-json`` for .json, ``jsonl`` for .jsonl, else sniff: '{' starting a JSON line = jsonl, else kaldi."""
+    """``mlm-json`` for .json, ``jsonl`` for .jsonl, else sniff: '{' starting a JSON line = jsonl, else kaldi.
+    An empty file is ``jsonl`` (it holds no utterances in any format)."""
     path = Path(path)
     if path.suffix == ".json":
         return "mlm-json"
@@ -254,23 +295,31 @@ def detect_format(path: str | Path) -> str:
     with _open_text(path) as handle:
         for line in _lines(handle, path):
             if line.strip():
-                first = line.strip()
-                if first.startswith("{"):
-                    try:
-                        obj = json.loads(first)
-                    except (json.JSONDecodeError, RecursionError):
-                        return "mlm-json"  # a multi-line JSON object (its reader reports what is wrong)
-                    return "jsonl" if isinstance(obj, dict) and "hyps" in obj else "mlm-json"
-                return "kaldi"
-    raise RerankError(f"{path} is empty")
+                return _sniff(line)
+    return "jsonl"
+
+
+def _sniff(line: str) -> str:
+    """The format whose first non-blank line is ``line``."""
+    first = line.strip()
+    if first.startswith("{"):
+        try:
+            obj = json.loads(first)
+        except (json.JSONDecodeError, RecursionError):
+            return "mlm-json"  # a multi-line JSON object (its reader reports what is wrong)
+        return "jsonl" if isinstance(obj, dict) and "hyps" in obj else "mlm-json"
+    return "kaldi"
 
 
 def read_nbest(path: str | Path, fmt: str = "auto", scores: str | Path | None = None,
                refs: str | Path | None = None) -> Iterator[Utterance]:
-    """Utterances from any supported n-best file, streamed where the format allows."""
-    path = Path(path)
+    """Utterances from any supported n-best file (``-``: standard input), streamed where the format allows. An
+    empty file or input holds no utterances: an empty iterator."""
     if fmt not in FORMATS:
         raise RerankError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if str(path) == "-":
+        return _read_stdin(fmt, scores, refs)
+    path = Path(path)
     if path.is_dir() and fmt in ("auto", "espnet"):
         if scores:
             raise RerankError("--scores belongs to --format kaldi; an ESPnet folder carries its own score files")
@@ -290,7 +339,27 @@ def read_nbest(path: str | Path, fmt: str = "auto", scores: str | Path | None = 
     return read_kaldi(path, scores, refs)
 
 
-def _open_text(path: Path):
+def _read_stdin(fmt: str, scores: str | Path | None, refs: str | Path | None) -> Iterator[Utterance]:
+    source = StdinLines()
+    if fmt == "espnet":
+        raise RerankError("--format espnet reads a decode folder, not standard input")
+    first = source.first_line()
+    if first is None:
+        return iter(())
+    fmt = _sniff(first) if fmt == "auto" else fmt
+    if fmt != "kaldi" and (scores or refs):
+        raise RerankError("--scores/--refs files belong to --format kaldi; JSON formats carry their own")
+    return read_mlm_json(source) if fmt == "mlm-json" else read_jsonl(source) if fmt == "jsonl" else \
+        read_kaldi(source, scores, refs)
+
+
+def _as_path(path: str | Path | StdinLines) -> Path | StdinLines:
+    return path if isinstance(path, StdinLines) else Path(path)
+
+
+def _open_text(path: Path | StdinLines):
+    if isinstance(path, StdinLines):
+        return path
     try:
         return path.open("r", encoding="utf-8")
     except FileNotFoundError:
@@ -299,7 +368,7 @@ def _open_text(path: Path):
         raise RerankError(f"{path} is a directory, not an n-best file") from None
 
 
-def _lines(handle: Any, path: Path) -> Iterator[str]:
+def _lines(handle: Any, path: Path | StdinLines) -> Iterator[str]:
     try:
         yield from handle
     except UnicodeDecodeError:

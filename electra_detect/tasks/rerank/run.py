@@ -3,8 +3,10 @@ set when there is one, one JSONL row per utterance, and a summary with WER befor
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -42,12 +44,14 @@ def detector_confidence(detector: Any, batch_size: int, calibrated: bool) -> Con
     return confidence
 
 
-def rerank_chunks(chunks: Iterable[Sequence[Utterance]], out: Path, scorer: LmScorer, lm_name: str = "electra_score",
+def rerank_chunks(chunks: Iterable[Sequence[Utterance]], out: Path | None, scorer: LmScorer,
+                  lm_name: str = "electra_score",
                   dev: Iterable[Sequence[Utterance]] | None = None, lm_weight: float | None = None,
                   length_weight: float | None = None, confidence: Confidence | None = None, source: str = "",
                   progress: bool = True) -> dict[str, Any]:
     """Rerank every utterance of ``chunks``: one JSONL row each, written to ``out`` atomically (a temp file beside
-    it replaces it only when every utterance was scored). Weights: tuned on ``dev`` by WER when given, else
+    it replaces it only when every utterance was scored), or to stdout, a chunk at a time, when ``out`` is None.
+    Weights: tuned on ``dev`` by WER when given, else
     ``lm_weight`` (default 1) and ``length_weight`` (default 0). The summary: utterances, hypotheses, weights,
     WER figures (with references), seconds; ``tuned`` holds the tuning's figures when ``dev`` was given."""
     from tqdm import tqdm
@@ -62,7 +66,8 @@ def rerank_chunks(chunks: Iterable[Sequence[Utterance]], out: Path, scorer: LmSc
         lm_weight, length_weight = tuned["lm_weight"], tuned["length_weight"]
     tally = WerTally()
     hypotheses = 0
-    with atomic_open(out) as handle, tqdm(desc="rerank", unit="utt", disable=not progress) as bar:
+    rows = atomic_open(out) if out is not None else contextlib.nullcontext(sys.stdout)
+    with rows as handle, tqdm(desc="rerank", unit="utt", disable=not progress) as bar:
         for chunk in chunks:
             t0 = time.perf_counter()
             items = score_utterances(chunk, scorer)
@@ -77,6 +82,8 @@ def rerank_chunks(chunks: Iterable[Sequence[Utterance]], out: Path, scorer: LmSc
                 if words is not None:
                     row["confidence"] = words[index]
                 handle.write(json.dumps(row) + "\n")
+            if out is None:
+                handle.flush()  # a pipe downstream gets each chunk's rows as they are scored
             bar.update(len(items))
         if tally.utterances == 0:
             raise RerankError(f"{source} holds no utterances")

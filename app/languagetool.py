@@ -1,0 +1,204 @@
+"""LanguageTool's HTTP API (``/v2/check``, ``/v2/languages``) over the GED scores: the translation, no I/O.
+
+Editors and plugins that accept a custom LanguageTool server send the text (or LanguageTool's ``data``
+annotation: text parts that are checked, markup parts that are not) and read back ``matches``. Offsets and
+lengths are in UTF-16 code units of the original text, markup included, as LanguageTool counts them (its
+clients are Java and JavaScript; ``language_tool_python`` converts them back to code points). For text in
+the Basic Multilingual Plane that is the same as Python's string indices.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+SOFTWARE = {"name": "electra-detect", "buildDate": "", "apiVersion": 1, "premium": False, "status": ""}
+LANGUAGES = [{"name": "English", "code": "en", "longCode": "en"},
+             {"name": "English (US)", "code": "en", "longCode": "en-US"},
+             {"name": "English (GB)", "code": "en", "longCode": "en-GB"},
+             {"name": "English (Australian)", "code": "en", "longCode": "en-AU"},
+             {"name": "English (Canadian)", "code": "en", "longCode": "en-CA"},
+             {"name": "English (New Zealand)", "code": "en", "longCode": "en-NZ"},
+             {"name": "English (South African)", "code": "en", "longCode": "en-ZA"}]
+LANGUAGE_PATTERN = r"^([Aa][Uu][Tt][Oo]|[Ee][Nn]([-_][A-Za-z]{2,8})*)$"  # English or auto: the check and the schema
+# LanguageTool's annotation JSON, spelled as a regex so that the schema and the check agree: an object with one
+# key, "annotation", a list of {"text": string} and {"markup": string, "interpretAs"?: string} (in either order);
+# a \\u escape is a character or a surrogate pair, never a lone surrogate. No whitespace run meets another, so a
+# long one costs linear time.
+_WS = r"[ \t\n\r]*"
+_ESCAPE = (r"\\u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}"  # not a surrogate, or a pair
+           r"|[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})")
+_STRING = rf'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|{_ESCAPE})*"'
+_TEXT = rf'\{{{_WS}"text"{_WS}:{_WS}{_STRING}{_WS}\}}'
+_AS = rf'"interpretAs"{_WS}:{_WS}{_STRING}'
+_MARKUP_KEY = rf'"markup"{_WS}:{_WS}{_STRING}'
+_MARKUP = rf"\{{{_WS}(?:{_MARKUP_KEY}(?:{_WS},{_WS}{_AS})?|{_AS}{_WS},{_WS}{_MARKUP_KEY}){_WS}\}}"
+_PART = rf"(?:{_TEXT}|{_MARKUP})"
+DATA_PATTERN = rf'^{_WS}\{{{_WS}"annotation"{_WS}:{_WS}\[{_WS}(?:{_PART}(?:{_WS},{_WS}{_PART})*{_WS})?\]{_WS}\}}{_WS}$'
+CONTEXT_CHARS = 40  # characters of context on each side of a match, as LanguageTool gives
+
+# ERRANT main types, in words (a typed GED model names one per flagged word).
+TYPE_NAMES = {
+    "ADJ": "adjective", "ADJ:FORM": "adjective form", "ADV": "adverb", "CONJ": "conjunction",
+    "CONTR": "contraction", "DET": "determiner", "MORPH": "word form", "NOUN": "noun",
+    "NOUN:INFL": "noun inflection", "NOUN:NUM": "noun number", "NOUN:POSS": "possessive noun",
+    "ORTH": "capitalisation or spacing", "OTHER": "wording", "PART": "particle", "PREP": "preposition",
+    "PRON": "pronoun", "PUNCT": "punctuation", "SPELL": "spelling", "VERB": "verb", "VERB:FORM": "verb form",
+    "VERB:INFL": "verb inflection", "VERB:SVA": "subject-verb agreement", "VERB:TENSE": "verb tense",
+    "WO": "word order"}
+OPERATIONS = {"M": "Something may be missing here", "R": "This may be the wrong word",
+              "U": "This word may be unnecessary"}
+ISSUE_TYPES = {"SPELL": "misspelling", "PUNCT": "typographical", "ORTH": "typographical"}
+CATEGORIES = {"SPELL": ("TYPOS", "Possible Typo"), "PUNCT": ("PUNCTUATION", "Punctuation"),
+              "ORTH": ("CASING", "Capitalization")}
+GRAMMAR = ("GRAMMAR", "Grammar")
+
+
+class CheckError(ValueError):
+    """A /v2/check request that cannot be checked (the server answers it 4xx)."""
+
+
+@dataclass
+class Document:
+    """What /v2/check checks: ``checked`` is the text the model reads; ``original`` the text offsets count in
+    (the same, or text and markup parts together); ``spans`` map checked text onto the original:
+    (checked start, original start, length) for each text part."""
+
+    original: str
+    checked: str
+    spans: list[tuple[int, int, int]]
+
+    def to_original(self, start: int, end: int) -> tuple[int, int] | None:
+        """The original [start, end) of a checked word, None when it starts in a markup's stand-in (not the
+        user's text); a word that runs on past its text part ends where that part ends."""
+        for checked, original, length in self.spans:
+            if checked <= start < checked + length:
+                return original + start - checked, original + min(end, checked + length) - checked
+        return None
+
+
+def parse_language(language: str | None) -> dict[str, str]:
+    """LanguageTool's ``language`` as this server checks it: English only; ``auto`` is English."""
+    code = "auto" if language is None else language.strip()
+    if code.lower() == "auto":
+        return {"name": "English (US)", "code": "en-US"}
+    for entry in LANGUAGES:
+        if entry["longCode"].lower() == code.lower():
+            return {"name": entry["name"], "code": entry["longCode"]}
+    if re.search(LANGUAGE_PATTERN, code):
+        return {"name": "English", "code": code}
+    raise CheckError(f"language {code!r} is not supported: this server checks English (en, en-US, ... or auto)")
+
+
+def parse_document(text: str | None, data: str | None) -> Document:
+    """The document of a request's ``text`` or ``data`` (LanguageTool's annotation JSON:
+    ``{"annotation": [{"text": ...}, {"markup": ..., "interpretAs": ...}]}``). Markup is not checked but counts
+    for offsets; its ``interpretAs`` (default nothing) stands in for it in the checked text."""
+    if text is not None and data is not None:
+        raise CheckError("give text or data, not both")
+    if text is not None:
+        return Document(text, text, [(0, 0, len(text))])
+    if data is None:
+        raise CheckError("missing text or data: give the text to check")
+    if not re.fullmatch(DATA_PATTERN, data):
+        raise CheckError('data must be LanguageTool\'s annotation JSON: {"annotation": [{"text": "..."}, '
+                         '{"markup": "...", "interpretAs": "..."}, ...]}')
+    try:
+        parsed = json.loads(data)
+    except (ValueError, RecursionError):
+        raise CheckError("data is not valid JSON") from None
+    parts = parsed.get("annotation") if isinstance(parsed, dict) else None
+    if not isinstance(parts, list):
+        raise CheckError('data must be {"annotation": [{"text": ...} or {"markup": ...}, ...]}')
+    original, checked, spans = [], [], []
+    at_original = at_checked = 0
+    for index, part in enumerate(parts):
+        if not isinstance(part, dict):
+            raise CheckError(f"data annotation[{index}] must be an object with text or markup")
+        if isinstance(part.get("text"), str) and "markup" not in part:
+            spans.append((at_checked, at_original, len(part["text"])))
+            original.append(part["text"])
+            checked.append(part["text"])
+            at_original += len(part["text"])
+            at_checked += len(part["text"])
+        elif isinstance(part.get("markup"), str) and "text" not in part:
+            stand_in = part.get("interpretAs", "")
+            if not isinstance(stand_in, str):
+                raise CheckError(f"data annotation[{index}].interpretAs must be a string")
+            original.append(part["markup"])
+            checked.append(stand_in)
+            at_original += len(part["markup"])
+            at_checked += len(stand_in)
+        else:
+            raise CheckError(f"data annotation[{index}] must hold a string text or a string markup")
+    return Document("".join(original), "".join(checked), spans)
+
+
+def utf16_offsets(text: str) -> list[int]:
+    """UTF-16 offset of every code-point index of ``text`` (one more than its length): what LanguageTool counts."""
+    offsets, at = [0] * (len(text) + 1), 0
+    for index, char in enumerate(text):
+        at += 2 if ord(char) > 0xFFFF else 1
+        offsets[index + 1] = at
+    return offsets
+
+
+def _sentence(text: str, start: int, end: int) -> str:
+    """The sentence of ``text`` around [start, end): from after the last .!? or newline to the next one."""
+    head = max((m.end() for m in re.finditer(r"[.!?]+\s+|\n", text[:start])), default=0)
+    tail = re.search(r"[.!?]+(?=\s|$)|\n", text[end:])
+    return text[head:end + (tail.end() if tail else len(text) - end)].strip()
+
+
+def _rule(word: dict[str, Any]) -> dict[str, Any]:
+    main, operation = word.get("type"), word.get("operation")
+    if main is None:
+        return {"id": "ELECTRA_DETECT_ERROR", "description": "Possible error (ELECTRA replaced-token detection)",
+                "issueType": "grammar", "category": {"id": GRAMMAR[0], "name": GRAMMAR[1]}}
+    family = main.split(":")[0]
+    category = CATEGORIES.get(family, GRAMMAR)
+    name = TYPE_NAMES.get(main, main.lower())
+    return {"id": "ELECTRA_DETECT_" + re.sub(r"[^A-Z0-9]+", "_", f"{operation}_{main}".upper()),
+            "description": f"Possible {name} error ({operation}:{main})",
+            "issueType": ISSUE_TYPES.get(family, "grammar"),
+            "category": {"id": category[0], "name": category[1]}}
+
+
+def _message(word: dict[str, Any]) -> tuple[str, str]:
+    main = word.get("type")
+    score = f"{word['score']:.2f}"
+    if main is None:
+        return f"This word may be an error (score {score}).", "Possible error"
+    lead = OPERATIONS.get(word.get("operation") or "R", OPERATIONS["R"])
+    name = TYPE_NAMES.get(main, main.lower())
+    return f"{lead}: possible {name} error (score {score}).", f"Possible {name} error"
+
+
+def matches(document: Document, flagged: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """LanguageTool matches of the words flagged in ``document.checked`` (``TextScores.flagged``), in offsets
+    of the original text."""
+    original, units = document.original, utf16_offsets(document.original)
+    found = []
+    for word in flagged:
+        span = document.to_original(word["start"], word["end"])
+        if span is None:
+            continue
+        start, end = span
+        left, right = max(0, start - CONTEXT_CHARS), min(len(original), end + CONTEXT_CHARS)
+        message, short = _message(word)
+        found.append({
+            "message": message, "shortMessage": short, "replacements": [],
+            "offset": units[start], "length": units[end] - units[start],
+            "context": {"text": original[left:right], "offset": units[start] - units[left],
+                        "length": units[end] - units[start]},
+            "sentence": _sentence(original, start, end), "type": {"typeName": "Other"}, "rule": _rule(word),
+            "ignoreForIncompleteSentence": False, "contextForSureMatch": 0})
+    return found
+
+
+def check_answer(language: dict[str, str], found: list[dict[str, Any]], version: str) -> dict[str, Any]:
+    """The body of a /v2/check answer (``version``: the server's)."""
+    return {"software": {**SOFTWARE, "version": version}, "warnings": {"incompleteResults": False},
+            "language": {**language, "detectedLanguage": {**language, "confidence": 1.0}}, "matches": found}
