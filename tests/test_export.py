@@ -14,7 +14,8 @@ import pytest
 from electra_detect.cli import main
 from electra_detect.detector import Detector
 from electra_detect.engines.onnx_engine import VARIANT_FILES
-from electra_detect.export import VARIANTS, ExportError, export_model, write_triton_repo
+from electra_detect.export import VARIANTS, ExportError, export_model
+from electra_detect.triton import write_triton_repo
 
 
 @pytest.fixture(scope="module", params=["default", "paper"])

@@ -67,8 +67,9 @@ def run(args: argparse.Namespace) -> int:
 
     from electra_detect.cli.texts import check_unit_interval
     from electra_detect.engines.onnx_engine import MANIFEST
-    from electra_detect.export import ExportError, export_model, write_triton_repo
+    from electra_detect.export import ExportError, export_model
     from electra_detect.model_dir import resolve_model_dir
+    from electra_detect.triton import write_triton_repo
 
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if args.tolerance <= 0 or not 0 < args.min_agreement <= 1:
