@@ -61,17 +61,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run_ged(args: argparse.Namespace) -> int:
     """One JSON line per text, in input order: the words flagged at --threshold (default: the model's tuned one)."""
-    import itertools
     import sys
 
-    from electra_detect.cli.texts import STREAM_BIG, check_unit_interval, open_texts, text_batches
+    from electra_detect.cli.texts import check_unit_interval, input_batches
 
     check_unit_interval(args.threshold, "--threshold")
-    handle = open_texts(args.file, args.text)  # no text and no --file: standard input
-    batches = text_batches(args.text, args.file, handle, per_batch=STREAM_BIG, label=args.verb)
-    first = next(batches, None)  # an unreadable first line is reported before the model loads
-    if first is None:
-        return 0  # no text (an empty file or input): no output, and a pipeline over many files goes on
+    batches = input_batches(args.text, args.file, args.verb)
+    if batches is None:
+        return 0
     detector = load_detector(args, task="ged")
     threshold = detector.threshold() if args.threshold is None else args.threshold
     if args.with_rules:
@@ -80,7 +77,7 @@ def run_ged(args: argparse.Namespace) -> int:
         setting, flag = rule_setting(detector.model_dir), harper_flagger()
         threshold = setting.threshold if args.threshold is None else args.threshold
     write = sys.stdout.write
-    for scored in detector.stream(itertools.chain([first], batches), workers=args.workers or None):
+    for scored in detector.stream(batches, workers=args.workers or None):
         if args.with_rules:
             scored = with_rules(scored, flag, setting.weight)
         write("".join(json.dumps({"text": s.text, "threshold": threshold, "flagged": s.flagged(threshold, 4)}) + "\n"

@@ -24,24 +24,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import itertools
     import json
     import os
     import sys
 
-    from electra_detect.cli.texts import STREAM_BIG, check_unit_interval, open_texts, text_batches
+    from electra_detect.cli.texts import check_unit_interval, input_batches
     from electra_detect.highlight import render_highlight, render_table
 
     check_unit_interval(args.threshold, "--threshold")
-    handle = open_texts(args.file, args.text)  # no text and no --file: standard input
-    batches = text_batches(args.text, args.file, handle, per_batch=STREAM_BIG, label=args.verb)
-    first = next(batches, None)  # an unreadable first line is reported before the model loads
-    if first is None:
-        return 0  # no text (an empty file or input): no output, and a pipeline over many files goes on
+    batches = input_batches(args.text, args.file, args.verb)
+    if batches is None:
+        return 0
     detector = load_detector(args, task="score")
     threshold = detector.threshold() if args.threshold is None else args.threshold
     color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    for scored in detector.stream(itertools.chain([first], batches), workers=args.workers or None):
+    for scored in detector.stream(batches, workers=args.workers or None):
         lines = []
         for scores in scored:
             if args.json:

@@ -125,3 +125,12 @@ def read_text_files(paths: list[str]) -> list[str]:
     return texts
 
 
+def input_batches(texts: list[str], file: str | None, label: str):
+    """The verb's texts in batches (no text and no --file: standard input), or None when there are none at all
+    (an empty file or input gives no output, so a pipeline over many files goes on). The first batch is read
+    here, so an unreadable first line is reported before a model loads."""
+    import itertools
+
+    batches = text_batches(texts, file, open_texts(file, texts), per_batch=STREAM_BIG, label=label)
+    first = next(batches, None)
+    return None if first is None else itertools.chain([first], batches)
