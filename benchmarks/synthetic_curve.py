@@ -205,9 +205,28 @@ def plot(summary: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def fce_statistics(fce: Path) -> dict[str, Any]:
+    """FCE train's counts that the realistic mix copies: edits per sentence and each error type's share of the
+    typed error tokens (training/realistic_errors.py EDITS_PER_SENTENCE, FAMILY_SHARES). Counts only, no text."""
+    from collections import Counter
+
+    sentences = readers.read_bea_json(fce / "fce-train.json")
+    edits, types = Counter(), Counter()
+    for sentence in sentences:
+        count, previous = 0, None
+        for label, kinds in zip(sentence.labels, sentence.types, strict=True):
+            types.update(kinds if label else [])
+            count += bool(label and tuple(kinds) != previous)  # a run of tokens with one type is one edit
+            previous = tuple(kinds) if label else None
+        edits[min(count, 8)] += 1
+    total = sum(types.values())
+    return {"sentences": len(sentences), "edits_per_sentence": {k: edits[k] / len(sentences) for k in sorted(edits)},
+            "typed_error_tokens": total, "type_shares": {t: n / total for t, n in types.most_common()}}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--point", action="append", required=True, metavar="NAME=SENTENCES:TEXT:MIX")
+    parser.add_argument("--point", action="append", default=[], metavar="NAME=SENTENCES:TEXT:MIX")
     parser.add_argument("--fce", required=True, help="folder with fce-dev.json (BEA-2019 JSON release)")
     parser.add_argument("--jfleg", default="../shared/data/jfleg/dev")
     parser.add_argument("--model", default="models/electra-minilm/discriminator", help="the start discriminator")
@@ -219,7 +238,13 @@ def main() -> int:
     parser.add_argument("--work-dir", default="runs/synthetic-curve")
     parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "results" / "synthetic_curve"))
     parser.add_argument("--report", action="store_true", help="score harper-py and write the table of all points")
+    parser.add_argument("--fce-stats", action="store_true", help="print FCE train's edit counts and type shares")
     args = parser.parse_args()
+    if args.fce_stats:
+        print(json.dumps(fce_statistics(Path(args.fce))))
+        return 0
+    if not args.point:
+        parser.error("give at least one --point (or --fce-stats)")
     if args.threads:
         import torch
 
