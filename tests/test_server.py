@@ -527,6 +527,22 @@ def test_scoring_job_steps_respect_the_budget_and_match_score(export_dir: Path) 
         assert [t.p_replaced for t in stepped.tokens] == pytest.approx([t.p_replaced for t in direct.tokens], abs=1e-5)
 
 
+def read_response(connection: socket.socket) -> bytes:
+    """One whole HTTP/1.1 response (head and Content-Length body): TCP may hand them over in several pieces."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = connection.recv(4096)
+        assert chunk, f"connection closed mid-response: {data!r}"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lengths = [line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")]
+    while len(body) < int(lengths[0]):
+        chunk = connection.recv(4096)
+        assert chunk, f"connection closed mid-body: {data!r}"
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
 def test_slow_clients_are_dropped(export_dir: Path, tmp_path: Path) -> None:
     srv = Server(export_dir, tmp_path / "server.log", "--read-timeout", "1")
     try:
@@ -550,7 +566,7 @@ def test_slow_clients_are_dropped(export_dir: Path, tmp_path: Path) -> None:
         with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as idle:
             for pause in (5.5, 0):
                 idle.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-                assert idle.recv(4096).startswith(b"HTTP/1.1 200")
+                assert read_response(idle).startswith(b"HTTP/1.1 200")
                 time.sleep(pause)
     finally:
         assert srv.stop() == 0
