@@ -44,7 +44,6 @@ def main() -> int:
     sets = load_sets(Path(args.fce), Path(args.jfleg), args.split_seed)
     detector = Detector.load(args.model, engine="torch")
     harper = peers.HarperPeer()
-    f05 = lambda labels, scores, t: metrics.token_metrics(labels, scores, t)["f05"]  # noqa: E731
     rows, settings = [], {}
     rng = np.random.default_rng(0)
     for set_name, split in sets.items():
@@ -58,7 +57,7 @@ def main() -> int:
         sentences, scores, flags = halves["tune"]
         labels, flat = metrics.flatten(sentences, scores)
         alone_threshold = metrics.tune_threshold(labels, flat)
-        setting = tune_rules(labels, flat, np.concatenate(flags), metrics.tune_threshold, f05)
+        setting = tune_rules(labels, flat, np.concatenate(flags))
         settings[set_name] = setting.to_json()
         report, scores, flags = halves["report"]
         lifted = [lift(s, f, setting.weight) for s, f in zip(scores, flags, strict=True)]

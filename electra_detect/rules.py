@@ -17,6 +17,8 @@ import numpy as np
 
 from electra_detect.detector import TextScores
 from electra_detect.errors import RulesUnavailable
+from electra_detect.tasks.ged.alignment import flags_to_span_labels
+from electra_detect.tasks.ged.metrics import token_metrics, tune_threshold
 
 Span = tuple[int, int]
 NOT_ERRORS = ("Readability", "Style", "Enhancement")  # harper lint kinds that are advice, not errors
@@ -47,18 +49,6 @@ def harper_flagger() -> Callable[[Sequence[str]], list[list[Span]]]:
     return lambda texts: [sorted(harper_spans(linter, harper, text)) for text in texts]
 
 
-def flagged_words(word_spans: Sequence[Span], rule_spans: Sequence[Span]) -> np.ndarray:
-    """1 for each word a rule span touches (an empty span marks the word that starts at or after it), else 0."""
-    hits = np.zeros(len(word_spans))
-    for start, end in rule_spans:
-        for i, (w_start, w_end) in enumerate(word_spans):
-            if (start < w_end and end > w_start) if end > start else w_start >= start:
-                hits[i] = 1
-                if end == start:
-                    break
-    return hits
-
-
 def lift(scores: np.ndarray, flags: np.ndarray, weight: float) -> np.ndarray:
     """Word scores with each rule-flagged word raised by ``weight`` (capped at 1)."""
     return np.minimum(1.0, np.asarray(scores, dtype=float) + weight * np.asarray(flags, dtype=float))
@@ -74,15 +64,13 @@ class RuleSetting:
 
 
 def tune_rules(labels: np.ndarray, scores: np.ndarray, flags: np.ndarray,
-               tune_threshold: Callable[[np.ndarray, np.ndarray], float],
-               f05: Callable[[np.ndarray, np.ndarray, float], float],
                weights: Sequence[float] = tuple(np.round(np.arange(0, 1.01, 0.1), 2))) -> RuleSetting:
     """The weight (and its F0.5 threshold) that gives the best F0.5 on these labelled words."""
     best: tuple[float, RuleSetting] | None = None
     for weight in weights:
         lifted = lift(scores, flags, weight)
         threshold = tune_threshold(labels, lifted)
-        value = f05(labels, lifted, threshold)
+        value = token_metrics(labels, lifted, threshold)["f05"]
         if best is None or value > best[0]:
             best = (value, RuleSetting(float(weight), float(threshold)))
     assert best is not None
@@ -105,7 +93,7 @@ def with_rules(scored: Sequence[TextScores], flag: Callable[[Sequence[str]], lis
     """Each text's word scores lifted by ``weight`` where ``flag`` (e.g. :func:`harper_flagger`) marks the word."""
     out = []
     for text, spans in zip(scored, flag([s.text for s in scored]), strict=True):
-        hits = flagged_words([(w.start, w.end) for w in text.words], spans)
+        hits = flags_to_span_labels([(w.start, w.end) for w in text.words], spans)
         lifted = lift(np.array([w.score for w in text.words]), hits, weight)
         words = [replace(w, score=float(s)) for w, s in zip(text.words, lifted, strict=True)]
         out.append(replace(text, words=words))

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from electra_detect.rules import flagged_words, harper_flagger, lift, tune_rules, with_rules
-from electra_detect.tasks.ged import metrics
+from electra_detect.rules import harper_flagger, lift, tune_rules, with_rules
+from electra_detect.tasks.ged.alignment import flags_to_span_labels
 
 
 def test_spans_mark_the_words_they_touch_and_insertions_the_next_word() -> None:
     words = [(0, 2), (3, 5), (6, 8), (9, 14)]  # "He go to store"
-    assert flagged_words(words, [(3, 5)]).tolist() == [0, 1, 0, 0]
-    assert flagged_words(words, [(9, 9)]).tolist() == [0, 0, 0, 1]  # a missing word before "store"
-    assert flagged_words(words, [(1, 7)]).tolist() == [1, 1, 1, 0]
+    assert flags_to_span_labels(words, [(3, 5)]).tolist() == [0, 1, 0, 0]
+    assert flags_to_span_labels(words, [(9, 9)]).tolist() == [0, 0, 0, 1]  # a missing word before "store"
+    assert flags_to_span_labels(words, [(1, 7)]).tolist() == [1, 1, 1, 0]
 
 
 def test_lift_raises_flagged_words_and_caps_at_one() -> None:
@@ -24,11 +24,10 @@ def test_tuning_uses_the_rules_only_when_they_help() -> None:
     rng = np.random.default_rng(0)
     labels = (rng.random(2000) < 0.15).astype(int)
     scores = np.clip(0.3 * labels + rng.random(2000) * 0.7, 0, 1)  # a weak model
-    f05 = lambda y, s, t: metrics.token_metrics(y, s, t)["f05"]  # noqa: E731
     helpful = labels * (rng.random(2000) < 0.6)  # rules that find 60% of the errors and nothing else
-    assert tune_rules(labels, scores, helpful, metrics.tune_threshold, f05).weight > 0
+    assert tune_rules(labels, scores, helpful).weight > 0
     noise = (rng.random(2000) < 0.5).astype(int)  # rules that flag at random
-    assert tune_rules(labels, scores, noise, metrics.tune_threshold, f05).weight == 0
+    assert tune_rules(labels, scores, noise).weight == 0
 
 
 def test_harper_flags_raw_text() -> None:

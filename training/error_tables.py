@@ -48,3 +48,5 @@ CONTENT_TAGS = {"NN", "NNS", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "JJ", "JJR
 PUNCTUATION = [",", ".", ";", ":", "!", "?"]
 NUMBER_WORDS = {"a", "an", "one", "many", "several", "few", "these", "those", "both", "two", "three", "four", "five"}
 NOMINAL_LEFT = {"DT", "PRP$", "POS", "CD", "JJ", "JJR", "JJS", "NN", "NNS", "NNP", "WDT", "PDT"}  # no article here
+# every preposition's confusions: its learner pairs where it has some, else any other preposition
+PREPOSITION_CONFUSIONS = {p: PREPOSITION_PAIRS.get(p, [q for q in PREPOSITIONS if q != p]) for p in PREPOSITIONS}

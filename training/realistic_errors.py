@@ -42,7 +42,7 @@ from electra_detect.training.error_tables import (
     MODALS_TENSE,
     NOMINAL_LEFT,
     NUMBER_WORDS,
-    PREPOSITION_PAIRS,
+    PREPOSITION_CONFUSIONS,
     PREPOSITIONS,
     PRONOUNS,
     PUNCTUATION,
@@ -180,9 +180,9 @@ class RealisticErrorMaker:
             lambda d, k: d.tags[k] in ("NN", "NNS", "JJ", "NNP") and d.tags[k - 1] not in NOMINAL_LEFT)
 
     def _preposition(self, draft: Draft) -> bool:  # R 2,952, M 1,186, U 883
-        table = {p: PREPOSITION_PAIRS.get(p, [q for q in PREPOSITIONS if q != p]) for p in PREPOSITIONS}
-        return self._closed_class(draft, table, "PREP", ["to", "about", "of", "for", "in", "on", "with"],
-                                  (0.59, 0.82),  # after a verb, before its object: "discuss about the plan"
+        return self._closed_class(draft, PREPOSITION_CONFUSIONS, "PREP",
+                                  ["to", "about", "of", "for", "in", "on", "with"], (0.59, 0.82),
+                                  # inserted after a verb, before its object: "discuss about the plan"
                                   lambda d, k: d.tags[k - 1].startswith("VB") and d.tags[k][:2] in ("DT", "NN", "PR"))
 
     def _pronoun(self, draft: Draft) -> bool:  # R 972, M 766, U 315

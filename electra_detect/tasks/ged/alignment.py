@@ -38,8 +38,13 @@ def to_token_scores(tokens: Sequence[str], pieces: Iterable[tuple[int, float]]) 
 
 def flags_to_token_labels(tokens: Sequence[str], flagged: Iterable[tuple[int, int]]) -> np.ndarray:
     """Character spans a checker flags -> 0/1 per whitespace token (an empty span marks the next token)."""
-    spans = token_spans(tokens)
-    out = np.zeros(len(tokens))
+    return flags_to_span_labels(token_spans(tokens), flagged)
+
+
+def flags_to_span_labels(spans: Sequence[tuple[int, int]], flagged: Iterable[tuple[int, int]]) -> np.ndarray:
+    """Character spans a checker flags -> 0/1 per word span (an empty span marks the word at or after it, the
+    last word at the end)."""
+    out = np.zeros(len(spans))
     for start, end in flagged:
         if end <= start:
             hit = [i for i, (s, _e) in enumerate(spans) if s >= start][:1] or [len(spans) - 1]
