@@ -21,6 +21,12 @@ them), so a rerun is seconds; the resulting dev/test lists (mlm-scoring JSON) ar
     python benchmarks/asr/make_lists.py --exclude runs/text/sotu.txt runs/text/brown.txt
     python benchmarks/asr/make_lists.py --n-dev 300 --n-test 600 --n-train 300 --voices rms,slt,awb,kal16 \
         --snr clean,30,20 --every-snr --jobs 2 --out-dir benchmarks/asr/lists
+
+``--train-only`` makes training lists alone (no dev or test) from ``--novels`` (default: the other three
+Austen novels, never the dev/test ones), for the list-wise reranker (``rerank train``):
+
+    python benchmarks/asr/make_lists.py --train-only --n-train 3000 --voices rms,slt,awb,kal16,kal \
+        --snr clean,30,25,20,15 --out-dir benchmarks/asr/train_lists
 """
 
 from __future__ import annotations
@@ -50,7 +56,9 @@ from electra_detect.fileio import atomic_write_json  # noqa: E402
 from electra_detect.tasks.rerank.wer import normalise  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-NOVELS = ("persuasion", "northangerabbey", "mansfieldpark")
+NOVELS = ("persuasion", "northangerabbey", "mansfieldpark")  # dev/test text: held out of every corpus
+# Training-only lists come from the other three novels (in the pre-training corpus, never in dev or test).
+TRAIN_NOVELS = ("emma", "prideprejudice", "sensesensibility")
 # Sentence boundaries in clean 19th-century prose; a regex is enough (we keep only plain sentences).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 _PLAIN = re.compile(r"^[A-Za-z][A-Za-z ,;'.!?-]*[.!?]$")
@@ -199,6 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--exclude", nargs="*", default=[],
                     help="pre-training text files; sentences found in them are dropped (default: embedded SOTU)")
+    ap.add_argument("--train-only", action="store_true",
+                    help="write only a train split (train.json) of --n-train sentences from --novels")
+    ap.add_argument("--novels", default=None,
+                    help="comma list of janeaustenr novels to draw from (default: the dev/test novels; with "
+                         "--train-only the other three; --train-only refuses the dev/test novels)")
     ap.add_argument("--out-dir", default=str(HERE / "data"))
     ap.add_argument("--cache-dir", default=str(HERE / "cache"))
     args = ap.parse_args(argv)
@@ -208,11 +221,18 @@ def main(argv: list[str] | None = None) -> int:
     for tool in ("flite", "sox"):
         if not shutil.which(tool):
             raise SystemExit(f"{tool} not found: run scripts/install_asr_tools.sh")
+    novels = tuple(args.novels.split(",")) if args.novels else TRAIN_NOVELS if args.train_only else NOVELS
+    if args.train_only:
+        if set(novels) & set(NOVELS):
+            raise SystemExit(f"--train-only never reads the dev/test novels ({', '.join(sorted(set(novels) & set(NOVELS)))})")
+        args.n_dev = args.n_test = 0
+        if args.n_train < 1:
+            raise SystemExit("--train-only needs --n-train N (N >= 1)")
     cache = Path(args.cache_dir)
     voices = args.voices.split(",")
     snrs = parse_snrs(args.snr)
     pool: list[tuple[str, str]] = []
-    for novel in NOVELS:
+    for novel in novels:
         pool += [(novel, s) for s in sentences(austen_text(novel, cache), args.min_words, args.max_words)]
     pool = sorted(set(pool))
     random.Random(args.seed).shuffle(pool)
@@ -242,13 +262,16 @@ def main(argv: list[str] | None = None) -> int:
         voice = voices[index % len(voices)]
         conditions = snrs if args.every_snr else [snrs[(index // len(voices)) % len(snrs)]]
         for snr in conditions:
-            utt_id = f"{split}-{index:04d}" + (f"-{condition_name(snr)}" if args.every_snr else "")
+            stem = f"{split}-{novel}-{index:05d}" if args.train_only else f"{split}-{index:04d}"  # ids unique beside data/
+            utt_id = stem + (f"-{condition_name(snr)}" if args.every_snr else "")
             key = json.dumps([sentence, voice, snr, args.seed, index, args.nbest, version, "paths-v2"],
                              sort_keys=True)
             jobs.append({"split": split, "id": utt_id, "novel": novel, "sentence": sentence, "voice": voice,
                          "snr": snr, "noise_seed": args.seed * 100003 + index, "nbest": args.nbest,
                          "cache": str(cache / "decodes" / f"{hashlib.sha1(key.encode()).hexdigest()}.json")})
-    splits: dict[str, dict] = {"dev": {}, "test": {}, **({"train": {}} if args.n_train else {})}
+    splits: dict[str, dict] = {} if args.train_only else {"dev": {}, "test": {}}
+    if args.n_train:
+        splits["train"] = {}
     manifest: dict[str, dict] = {}
     hits = sum(Path(job["cache"]).exists() for job in jobs)
     todo = [job for job in jobs if not Path(job["cache"]).exists()]
@@ -272,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
                                                             if k not in ("out_dir", "cache_dir")},
                                               "pocketsphinx": version, "dropped_in_pretraining_text": dropped,
                                               "utterances": manifest})
-    print(json.dumps({"dev": len(splits["dev"]), "test": len(splits["test"]), "cache_hits": hits,
+    print(json.dumps({**{split: len(data) for split, data in splits.items()}, "cache_hits": hits,
                       "dropped_in_pretraining_text": dropped, "out_dir": str(out)}))
     return 0
 
