@@ -72,6 +72,7 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
     """The FastAPI app over ``detector``; the batcher lives from startup to the end of shutdown."""
     from electra_detect.errors import RerankError
     from electra_detect.tasks.rerank.fusion import rank_hypotheses, sentence_score, word_confidence
+    from electra_detect.tasks.rerank.listwise import Reranker
     from electra_detect.tasks.rerank.nbest import parse_hypothesis_lines
 
     settings = settings or ServerSettings()
@@ -82,6 +83,7 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
             "model": str(detector.model_dir), "batching": str(settings.batching)}
     metrics.info.info(info)
     default_threshold = detector.threshold() if settings.ged_threshold is None else settings.ged_threshold
+    reranker = Reranker.load(detector.model_dir)  # a `rerank train` model: /v1/rerank's score is its learned one
     state: dict[str, MicroBatcher] = {}
 
     @asynccontextmanager
@@ -245,7 +247,11 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
         check_texts(texts, settings, "hypotheses")
         unique = list(dict.fromkeys(texts))
         results = dict(zip(unique, await scored(request, unique), strict=True))
-        lm = {text: sentence_score(result) for text, result in results.items()}
+        if reranker is not None:
+            lm = dict(zip(results, reranker.lm_scores([[t.p_replaced for t in r.tokens] for r in results.values()],
+                                                      [len(text.split()) for text in results]), strict=True))
+        else:
+            lm = {text: sentence_score(result) for text, result in results.items()}
         try:
             rows = [rank_hypotheses(hyps, [lm[text] for text, _ in hyps], float(body.lm_weight),
                                     float(body.length_weight)) for hyps in parsed]

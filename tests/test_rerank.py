@@ -249,6 +249,9 @@ def test_hypothesis_word_errors_align_with_the_reference() -> None:
     assert hypothesis_word_errors("a b c d", "a c d") == [0, 0, 0]  # a deletion has no hypothesis word
     assert hypothesis_word_errors("a b c d", "a c d", mark_deletions=True) == [0, 1, 0]  # ... but the next
     assert hypothesis_word_errors("a b c d", "a b c", mark_deletions=True) == [0, 0, 1]  # ... or the last
+    # a word normalisation splits ("well-known") is one word, wrong if either piece is
+    assert hypothesis_word_errors("it was well known", "it was well-known") == [0, 0, 0]
+    assert hypothesis_word_errors("it was well known", "it was well-knew") == [0, 0, 1]
     with pytest.raises(RerankError):
         hypothesis_word_errors("  ", "a")
 

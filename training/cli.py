@@ -1,4 +1,4 @@
-"""The training layer's verbs: ``pretrain``, ``corpus`` and ``ged train``.
+"""The training layer's verbs: ``pretrain``, ``corpus``, ``ged train`` and ``rerank train``.
 
 Registered through the ``electra_detect.verbs`` entry points (pyproject.toml); only argparse at the top:
 the trainer, the corpus builder and their libraries load inside the verbs.
@@ -307,6 +307,65 @@ def _model_type(path: Path) -> str | None:
         return json.loads((path / "config.json").read_text()).get("model_type")
     except (OSError, ValueError):
         return None
+
+
+def _rerank_train_errors() -> tuple[type[BaseException], ...]:
+    from electra_detect.errors import DetectorError, RerankError
+
+    return DetectorError, RerankError
+
+
+def add_rerank_train(sub: argparse._SubParsersAction) -> None:
+    """``rerank train`` (spelled ``rerank-train`` on the parser): the list-wise reranker of the training layer."""
+    from electra_detect.tasks.rerank.nbest import FORMATS
+
+    t = verb(sub, "rerank-train", run_rerank_train, errors=_rerank_train_errors,
+             help="learn a reranker on a recogniser's own n-best lists (also spelled `rerank train`)",
+             description="Fine-tune a discriminator and the weights of its pooled token features (sum, mean and "
+                         "minimum of log(1 - p), expected and counted wrong tokens, length) beside the recogniser's "
+                         "score, list-wise: the expected word error rate over each list (MWER) plus a token loss on "
+                         "the hypotheses' aligned words. Writes a reranker directory that `rerank --model` and "
+                         "the server use as it is (docs/rerank.md).")
+    t.add_argument("lists", nargs="+", help="n-best files with references (every format `rerank` reads)")
+    t.add_argument("--model", default=DEFAULT_MODEL, help="run dir or discriminator dir to start from")
+    t.add_argument("--out", required=True, help="the reranker directory to write")
+    t.add_argument("--format", choices=FORMATS, default="auto", dest="fmt")
+    t.add_argument("--dev", help="n-best file with references: its WER before and after is reported (not tuned on)")
+    t.add_argument("--loss", choices=["mwer", "softmax"], default="mwer",
+                   help="list loss: expected WER (mwer, default) or cross-entropy of each list's best hypotheses")
+    t.add_argument("--linear-only", action="store_true",
+                   help="learn the feature weights only, on the start model's frozen features")
+    t.add_argument("--token-weight", type=float, default=0.5, help="weight of the token loss beside the list loss")
+    t.add_argument("--max-lists", type=_positive, default=None, help="train on this many lists (seeded choice)")
+    t.add_argument("--epochs", type=_positive, default=1)
+    t.add_argument("--lists-per-batch", type=_positive, default=8)
+    t.add_argument("--lr", type=float, default=3e-5, help="the encoder's peak learning rate")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--threads", type=_positive, default=None, help="torch threads (default: torch's)")
+    t.add_argument("--checkpoint-every", type=int, default=0,
+                   help="save resumable state every N steps to OUT.partial/; re-running the command resumes")
+    t.add_argument("--no-progress", action="store_true")
+
+
+def run_rerank_train(args: argparse.Namespace) -> int:
+    import torch
+
+    from electra_detect.errors import RerankError
+    from electra_detect.tasks.rerank.nbest import read_nbest
+    from electra_detect.training.rerank_train import RerankTrainConfig, train_reranker
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    train = [utt for path in args.lists for utt in read_nbest(path, args.fmt)]
+    if not any(utt.ref for utt in train):
+        raise RerankError("the training lists hold no references ('ref'): nothing to learn from")
+    dev = list(read_nbest(args.dev, args.fmt)) if args.dev else None
+    config = RerankTrainConfig(epochs=args.epochs, lists_per_batch=args.lists_per_batch, lr=args.lr,
+                               token_weight=args.token_weight, loss=args.loss, linear_only=args.linear_only,
+                               max_lists=args.max_lists or 0, seed=args.seed, checkpoint_every=args.checkpoint_every)
+    summary = train_reranker(args.model, args.out, train, dev, config, show_progress=not args.no_progress)
+    print(json.dumps(summary))
+    return 0
 
 
 def _corpus_errors() -> tuple[type[BaseException], ...]:

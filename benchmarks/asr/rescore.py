@@ -10,7 +10,10 @@ Features of a hypothesis: ``words``; the Detector's ``ELECTRA sum`` (sum of log(
 (over tokens) and ``per-word`` (sum over words of log(1 - p_word), p_word the word's highest p); ``generator
 PLL`` (one masked pass per token, Salazar et al. 2020) with ``--pll``; a Kneser-Ney 5-gram with
 ``--ngram-corpus``; ``ASR/words`` replaces the recogniser's score by its per-word mean. ``--also NAME=DIR`` adds
-another detector (an ASR-aware fine-tune) with the same three forms, in the same run.
+another detector (an ASR-aware fine-tune) with the same three forms, in the same run; ``--reranker NAME=DIR``
+adds a ``rerank train`` directory, used with its learned weights as they are (not tuned on dev: its dev CV WER is
+its dev WER), and combined with PLL when ``--pll`` is given. ``pooled`` is every feature the list-wise reranker
+pools (sum, mean, min of log(1 - p), expected and counted wrong tokens, words) with weights tuned on dev.
 
 Per condition: test WER with a paired bootstrap (resampling sentences) of each system minus 1-best and minus PLL.
 Word confidence on each condition's test 1-best: p(wrong) of each word (``word_confidence``) against the
@@ -19,7 +22,7 @@ after a Platt map fitted on the dev 1-best (raw p(replaced) is not a probability
 recogniser's own word posteriors (pocketsphinx lattice) the same way.
 
     python benchmarks/asr/rescore.py --lists runs/asr-lists --model runs/warm-electra [--also NAME=DIR ...] \
-        [--pll] [--ngram-corpus F ...]
+        [--reranker NAME=DIR ...] [--pll [--pll-model RUN]] [--ngram-corpus F ...]
 
 Writes result.json, table.md and plot.png to ``--out-dir`` (default benchmarks/results/asr_rescore/).
 """
@@ -43,6 +46,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text  # noqa: E402
 from electra_detect.tasks.rerank.fusion import pll_scorer, word_confidence, word_count  # noqa: E402
+from electra_detect.tasks.rerank.listwise import FEATURES, Reranker, pooled_features  # noqa: E402
 from electra_detect.tasks.rerank.nbest import Utterance, read_nbest  # noqa: E402
 from electra_detect.tasks.rerank.wer import hypothesis_word_errors, word_errors  # noqa: E402
 
@@ -82,6 +86,16 @@ def split_by_utterance(utts: list[Utterance], flat: list[float]) -> list[list[fl
 
 
 # ------------------------------------------------------------------------------------------------ systems
+
+def pairs(specs: list[str], flag: str) -> list[tuple[str, str]]:
+    out = []
+    for spec in specs:
+        name, _, path = spec.partition("=")
+        if not name or not path:
+            raise SystemExit(f"error: {flag} wants NAME=DIR, got {spec!r}")
+        out.append((name, path))
+    return out
+
 
 def choose(asr: np.ndarray, features: list[np.ndarray], weights: list[float]) -> np.ndarray:
     """Index of the top total in each list: [utterances]."""
@@ -198,7 +212,10 @@ def main() -> int:
     ap.add_argument("--model", required=True, help="run dir (discriminator/, and generator/ for --pll)")
     ap.add_argument("--also", action="append", default=[], metavar="NAME=DIR",
                     help="another detector (e.g. an ASR-aware fine-tune) scored the same way, beside --model")
+    ap.add_argument("--reranker", action="append", default=[], metavar="NAME=DIR",
+                    help="a `rerank train` directory, used with its learned weights (and its words' confidence)")
     ap.add_argument("--pll", action="store_true", help="also the generator's PLL (slow: one pass per token)")
+    ap.add_argument("--pll-model", help="run dir whose generator gives PLL (default: --model)")
     ap.add_argument("--ngram-corpus", nargs="*", default=None)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
@@ -209,11 +226,15 @@ def main() -> int:
 
     data = load_lists(Path(args.lists))
     detectors = {"ELECTRA": Detector.load(args.model, engine="auto")}
-    for spec in args.also:
-        name, _, path = spec.partition("=")
-        if not name or not path:
-            raise SystemExit(f"error: --also wants NAME=DIR, got {spec!r}")
+    for name, path in pairs(args.also, "--also"):
         detectors[name] = Detector.load(path, engine="auto")
+    rerankers: dict[str, Reranker] = {}
+    for name, path in pairs(args.reranker, "--reranker"):
+        detectors[name] = Detector.load(path, engine="auto")
+        reranker = Reranker.load(detectors[name].model_dir)
+        if reranker is None:
+            raise SystemExit(f"error: {path} holds no reranker.json: make it with `electra-detect rerank train`")
+        rerankers[name] = reranker
     for name, detector in detectors.items():
         print(f"{name}: {detector.describe()}", file=sys.stderr)
 
@@ -222,7 +243,7 @@ def main() -> int:
     if args.pll:
         from electra_detect.tasks.pll import GeneratorScorer
 
-        scorers["generator PLL"] = pll_scorer(GeneratorScorer.load(args.model), args.batch_size)
+        scorers["generator PLL"] = pll_scorer(GeneratorScorer.load(args.pll_model or args.model), args.batch_size)
     if args.ngram_corpus is not None:
         from ngram import KneserNeyLM, corpus_sentences
 
@@ -242,6 +263,13 @@ def main() -> int:
             flat[f"{label} mean"] = [r.sentence_mean for r in results]
             flat[f"{label} per-word"] = [float(np.sum(np.log1p(-np.clip([w.score for w in r.words], 0, 1 - 1e-7))))
                                          for r in results]
+            pooled = np.array([pooled_features(np.array([token.p_replaced for token in r.tokens]), word_count(text))
+                               for r, text in zip(results, texts, strict=True)]).reshape(len(texts), len(FEATURES))
+            for column, feature in enumerate(FEATURES):
+                if feature not in ("words", "sum", "mean"):
+                    flat[f"{label} {feature}"] = list(pooled[:, column])
+            if label in rerankers:  # the learned total (without the recogniser's score), from the same pass
+                flat[f"{label} learned"] = list(pooled @ rerankers[label].vector)
         for name, scorer in scorers.items():
             started = time.perf_counter()
             flat[name] = list(scorer(texts))
@@ -262,9 +290,16 @@ def main() -> int:
 
     # Phase 2: systems, tuned on all of dev, judged by dev cross-validation, then measured on test.
     systems: dict[str, tuple[str, list[str]]] = {"1-best": ("asr", []), "length only": ("asr", ["words"])}
+    fixed: dict[str, list[float]] = {}  # systems whose weights were learned elsewhere: used as they are
     for label in detectors:
+        if label in rerankers:
+            systems[f"{label} (learned weights)"] = ("asr", [f"{label} learned"])
+            fixed[f"{label} (learned weights)"] = [1.0]
+            for name in scorers:
+                systems[f"{label} + {name}"] = ("asr", [f"{label} learned", name, "words"])
         for form in ("sum", "mean", "per-word"):
             systems[f"{label} {form}"] = ("asr", [f"{label} {form}", "words"])
+    systems["ELECTRA pooled"] = ("asr", ["words", *(f"ELECTRA {f}" for f in FEATURES if f != "words")])
     systems["ELECTRA sum, ASR/words"] = ("asr/words", ["ELECTRA sum", "words"])
     for name in scorers:
         systems[name] = ("asr", [name, "words"])
@@ -278,6 +313,9 @@ def main() -> int:
         dev_f, test_f = [dev["features"][f] for f in features], [test["features"][f] for f in features]
         if name == "1-best":
             weights, cv = [], corpus_wer(dev["errors"], dev["ref_words"], np.zeros(len(rows_dev), int), rows_dev)
+        elif name in fixed:
+            weights = fixed[name]
+            cv = corpus_wer(dev["errors"], dev["ref_words"], choose(dev[asr_form], dev_f, weights), rows_dev)
         else:
             weights = tune(dev[asr_form], dev_f, dev["errors"], dev["ref_words"], rows_dev)
             cv = cv_wer(dev[asr_form], dev_f, dev["errors"], dev["ref_words"], dev["sentence"], args.seed)
@@ -323,7 +361,8 @@ def main() -> int:
             confidence[condition][f"{label} + recogniser"] = confidence_metrics(
                 both["dev"], picked["dev"]["wrong"], both["test"], picked["test"]["wrong"])
 
-    result = {"benchmark": "asr_rescore", "model": args.model, "also": args.also,
+    result = {"benchmark": "asr_rescore", "model": args.model, "also": args.also, "rerankers": args.reranker,
+              "pll_model": args.pll_model or (args.model if args.pll else None),
               "engine": detectors["ELECTRA"].describe().splitlines()[0],
               "lists": args.lists, "dev_utterances": len(dev["utts"]), "test_utterances": len(test["utts"]),
               "systems": report, "by_condition": by_condition, "confidence": confidence,

@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["ged"] and argv[1:2] in (["eval"], ["train"]):  # `ged eval`; `ged "text"` stays free
         argv = [f"ged-{argv[1]}", *argv[2:]]
+    if argv[:2] == ["rerank", "train"]:  # `rerank train`; a list file named train is ./train
+        argv = ["rerank-train", *argv[2:]]
     args = build_parser().parse_args(argv)
     errors = known_errors(args)
     try:

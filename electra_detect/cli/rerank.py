@@ -29,7 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="n-best file to rerank, or an ESPnet decode folder (1best_recog/, 2best_recog/, …); "
                         "'-' or none: standard input")
     p.add_argument("--model", default=DEFAULT_MODEL,
-                   help="run dir (or discriminator dir; --scorer pll needs a run dir)")
+                   help="run dir (or discriminator dir; --scorer pll needs a run dir), or a reranker dir made by "
+                        "`rerank train` (its learned weights are used unless --tune-on or --lm-weight is given)")
     p.add_argument("--out", help="output JSONL (written atomically: no partial file on error); default: stdout, "
                                  "a row as each chunk is scored")
     p.add_argument("--format", choices=FORMATS, default="auto", dest="fmt")
@@ -99,11 +100,13 @@ def run_rerank(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     scorer, lm_name, detector = _scorer(args)
     load_seconds = time.perf_counter() - started
+    if lm_name == "reranker_score" and not args.tune_on and args.lm_weight is None:
+        args.lm_weight, args.length_weight = 1.0, args.length_weight or 0.0  # the score holds the learned weights
     confidence = detector_confidence(detector, args.batch_size, not args.raw) if args.confidence else None
     summary = rerank_chunks(itertools.chain([first], chunks), out, scorer, lm_name, dev, args.lm_weight,
                             args.length_weight, confidence, source=args.nbest, progress=not args.no_progress)
     tuned = summary.pop("tuned", None)
-    summary.update(scorer=args.scorer, score=args.score, model_load_seconds=round(load_seconds, 3),
+    summary.update(scorer="reranker" if lm_name == "reranker_score" else args.scorer, score=args.score, model_load_seconds=round(load_seconds, 3),
                    out=str(out) if out else "-")
     if tuned is not None:
         summary["tuned_on"] = {"file": args.tune_on, **tuned}
@@ -120,6 +123,10 @@ def _scorer(args: argparse.Namespace):
 
         return pll_scorer(GeneratorScorer.load(args.model), args.batch_size), "pll_score", None
     from electra_detect.cli.engine import load_detector
+    from electra_detect.tasks.rerank.listwise import Reranker, reranker_scorer
 
     detector = load_detector(args, "score", threads=None, device=args.device, calibrated=not args.raw)
+    reranker = Reranker.load(detector.model_dir)
+    if reranker is not None:  # a `rerank train` directory: its pooled features and learned weights
+        return reranker_scorer(detector, reranker, args.batch_size), "reranker_score", detector
     return detector_scorer(detector, args.score, args.batch_size), "electra_score", detector

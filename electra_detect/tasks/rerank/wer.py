@@ -41,14 +41,15 @@ def hypothesis_word_errors(ref: str, hyp: str, mark_deletions: bool = False) -> 
     if not ref_n:
         raise RerankError("empty reference: word errors are undefined")
     words = [normalise(w) for w in hyp.split()]
-    kept = [i for i, w in enumerate(words) if w]
+    # one entry per normalised piece: "well-known" is two pieces of one word, and the word is wrong if either is
+    kept = [i for i, w in enumerate(words) for _ in w.split()]
     labels: list[int | None] = [None] * len(words)
     if not kept:
         return labels
-    out = jiwer.process_words(ref_n, " ".join(words[i] for i in kept))
+    out = jiwer.process_words(ref_n, " ".join(w for w in words if w))
     for chunk in out.alignments[0]:
         for position in range(chunk.hyp_start_idx, chunk.hyp_end_idx):
-            labels[kept[position]] = 0 if chunk.type == "equal" else 1
+            labels[kept[position]] = max(labels[kept[position]] or 0, 0 if chunk.type == "equal" else 1)
     if mark_deletions:
         for chunk in out.alignments[0]:
             if chunk.type == "delete":
