@@ -92,7 +92,7 @@ def test_rerank_train_writes_a_reranker_that_rerank_and_the_server_use(micro_run
     lists.write_text(json.dumps(LISTS), encoding="utf-8")
     out = tmp_path / "reranker"
     assert main(["rerank", "train", str(lists), "--model", str(micro_run), "--out", str(out), "--dev", str(lists),
-                 "--lists-per-batch", "3", "--no-progress"]) == 0
+                 "--lists-per-batch", "3", "--epochs", "1", "--no-progress"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["train_lists"] == 6 and summary["steps"] == 2 and "dev_wer" in summary
     reranker = Reranker.load(out / "discriminator")

@@ -335,11 +335,11 @@ def add_rerank_train(sub: argparse._SubParsersAction) -> None:
                    help="list loss: expected WER (mwer, default) or cross-entropy of each list's best hypotheses")
     t.add_argument("--linear-only", action="store_true",
                    help="learn the feature weights only, on the start model's frozen features")
-    t.add_argument("--token-weight", type=float, default=0.5, help="weight of the token loss beside the list loss")
+    t.add_argument("--token-weight", type=float, default=1.0, help="weight of the token loss beside the list loss")
     t.add_argument("--max-lists", type=_positive, default=None, help="train on this many lists (seeded choice)")
-    t.add_argument("--epochs", type=_positive, default=1)
-    t.add_argument("--lists-per-batch", type=_positive, default=8)
-    t.add_argument("--lr", type=float, default=3e-5, help="the encoder's peak learning rate")
+    t.add_argument("--epochs", type=_positive, default=2)
+    t.add_argument("--lists-per-batch", type=_positive, default=4)
+    t.add_argument("--lr", type=float, default=5e-5, help="the encoder's peak learning rate")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--threads", type=_positive, default=None, help="torch threads (default: torch's)")
     t.add_argument("--checkpoint-every", type=int, default=0,

@@ -46,11 +46,11 @@ LOSSES = ("mwer", "softmax")
 
 @dataclass
 class RerankTrainConfig:
-    epochs: int = 1
-    lists_per_batch: int = 8
-    lr: float = 3e-5  # the encoder's
+    epochs: int = 2
+    lists_per_batch: int = 4
+    lr: float = 5e-5  # the encoder's (as ged train's)
     weight_lr: float = 0.02  # the feature weights' (in the scaled space)
-    token_weight: float = 0.5  # the token loss beside the list loss: keeps p(replaced) a per-word confidence
+    token_weight: float = 1.0  # the token loss beside the list loss: keeps p(replaced) a per-word confidence
     loss: str = "mwer"
     linear_only: bool = False  # phase 2 only: the start model's encoder, weights learned on the lists
     max_lists: int = 0  # 0: all (a training-set-size curve uses fewer)
@@ -301,7 +301,8 @@ def train_reranker(model_path: str | Path, out_dir: str | Path, train: Sequence[
         total = steps_per_epoch * config.epochs
         groups = [{"params": [p for n, p in scorer.named_parameters() if n.startswith("encoder.")], "lr": config.lr,
                    "weight_decay": 0.01},
-                  {"params": [scorer.theta, scorer.log_sharpness], "lr": config.weight_lr, "weight_decay": 0.0}]
+                  {"params": [scorer.theta], "lr": config.weight_lr, "weight_decay": 0.0}]
+        scorer.log_sharpness.requires_grad_(False)  # phase 2's; learned on, MWER sharpens to an argmax with no gradient
         optimizer = torch.optim.AdamW(groups, betas=(0.9, 0.999), eps=1e-6)
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_linear_decay(max(1, total // 10), total))
         partial = Path(str(out_dir) + ".partial") / "checkpoint.pt"
