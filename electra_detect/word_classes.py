@@ -42,3 +42,19 @@ CONTRACTIONS = {"its": "it's", "it's": "its", "your": "you're", "you're": "your"
 PUNCTUATION = [",", ".", ";", ":", "!", "?"]
 # every preposition's confusions: its learner pairs where it has some, else any other preposition
 PREPOSITION_CONFUSIONS = {p: PREPOSITION_PAIRS.get(p, [q for q in PREPOSITIONS if q != p]) for p in PREPOSITIONS}
+# Read by the suggester only (the error maker's tables above are its training data and stay as they were):
+# possessive determiners and pronouns (your/yours), and words learners write for one another by sound or spelling.
+POSSESSIVES = {"my": "mine", "your": "yours", "her": "hers", "our": "ours", "their": "theirs"}
+HOMOPHONES = {"to": ["too", "two"], "too": ["to", "two"], "two": ["to", "too"], "then": ["than"], "than": ["then"],
+              "there": ["their", "they're"], "were": ["where", "we're"], "where": ["were", "wear"],
+              "wear": ["where", "were"], "lose": ["loose"], "loose": ["lose"], "affect": ["effect"],
+              "effect": ["affect"], "accept": ["except"], "except": ["accept"], "quite": ["quiet"],
+              "quiet": ["quite"], "advice": ["advise"], "advise": ["advice"], "whether": ["weather"],
+              "weather": ["whether"], "live": ["life"], "life": ["live"], "piece": ["peace"], "peace": ["piece"],
+              "past": ["passed"], "passed": ["past"], "know": ["now", "no"], "now": ["know", "no"],
+              "no": ["know", "now"], "of": ["off"], "off": ["of"], "an": ["and"], "and": ["an"], "hear": ["here"],
+              "here": ["hear"], "whose": ["who's"], "who's": ["whose"], "your": ["you're"], "you're": ["your"],
+              "which": ["witch"], "chose": ["choose"], "choose": ["chose"], "way": ["weigh"], "buy": ["by"],
+              "by": ["buy"], "week": ["weak"], "weak": ["week"], "new": ["knew"], "knew": ["new"],
+              "threw": ["through"], "through": ["threw", "thorough"], "thorough": ["through"], "though": ["thought"],
+              "thought": ["though"]}
