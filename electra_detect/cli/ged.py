@@ -28,8 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, help="flag words with score >= this (default: the model's "
                                                   "tuned ged.json threshold, else 0.5)")
     p.add_argument("--suggest", action="store_true",
-                   help="give each flagged word its suggestions (replacements ranked by the model; each candidate's "
-                        "sentence is scored, about 40 ms more a flagged word on one core)")
+                   help="give each flagged word its suggestions, replacements ranked by the model (each candidate's "
+                        "sentence is scored: about 8 sentences a flagged word; docs/suggestions.md)")
     p.add_argument("--with-rules", action="store_true",
                    help="lift the model's score of words harper-py (rule-based) flags, by the weight and threshold "
                         "tuned for the model (ged.json \"rules\"); needs the rules extra")
