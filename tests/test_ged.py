@@ -56,6 +56,9 @@ def test_m2_reader_labels_spans_insertions_and_annotators(tmp_path: Path) -> Non
     other = read_m2(path, annotator=1)[0]
     assert other.labels == [1, 0, 0, 0, 0]
     assert first.edits == [GedEdit(1, 2, "is", "R:VERB:SVA"), GedEdit(3, 3, "good", "M:ADJ")]  # the corrections
+    short = tmp_path / "short.m2"
+    short.write_text("S a b\nA 0 1|||R:DET|||0\n")  # no correction field: labelled, no correction
+    assert read_m2(short)[0].edits == [GedEdit(0, 1, None, "R:DET")]
 
 
 def test_m2_and_tsv_errors_name_file_and_line(tmp_path: Path) -> None:

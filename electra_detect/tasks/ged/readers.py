@@ -80,7 +80,8 @@ def read_m2(path: str | Path, annotator: int = 0) -> list[GedSentence]:
             for index in span:
                 current.labels[index] = 1
                 current.types[index].append(edit_type)
-            current.edits.append(GedEdit(start, end, None if fields[2] == "-NONE-" else fields[2], edit_type))
+            correction = fields[2] if len(fields) > 3 and fields[2] != "-NONE-" else None  # [3:]: REQUIRED ...
+            current.edits.append(GedEdit(start, end, correction, edit_type))
         elif line.strip():
             raise GedDataError(f"{path}:{number}: expected an 'S ' or 'A ' line, got {line[:80]!r}")
     return [s for s in sentences if s.tokens]
