@@ -187,6 +187,18 @@ def tune(records: Sequence[dict[str, Any]]) -> tuple[RankSetting, list[dict[str,
                        closeness=best["closeness"], delete=best["delete"]), grid
 
 
+def shortlist(grid: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The grid rows worth keeping: the 20 best by top-1, and the best of each source ablation, ranking function
+    and window, closeness and deletion rule (the rest stays in the cache)."""
+    ranked = sorted(grid, key=lambda row: -row["top1"])
+    keep = ranked[:20]
+    for key in ("sources", "reduce", "window", "closeness", "delete"):
+        for value in dict.fromkeys(row[key] for row in grid):
+            keep.append(next(row for row in ranked if row[key] == value))
+    kept = list({json.dumps(row, sort_keys=True): row for row in keep}.values())
+    return sorted(kept, key=lambda row: -row["top1"])
+
+
 # -- time -------------------------------------------------------------------------------------------------------
 def timing(detector: Detector, texts: Sequence[str], threshold: float, suggester: Suggester,
            score: Callable[[list[str]], list[TextScores]]) -> dict[str, float]:
@@ -252,11 +264,12 @@ def write_table(summary: dict[str, Any], out: Path) -> None:
               f"{t['ms_per_sentence_with_suggestions']:.1f} ms (+{t['ms_added_per_sentence']:.1f} ms a sentence, "
               f"{t['ms_added_per_flagged_word']:.1f} ms a flagged word; {t['flagged_words']} flagged words, "
               f"{t['words_with_a_suggestion']} with a suggestion).", "",
-              "## Tuning half: the grid (flagged one-word replacements)", "",
+              f"## Tuning half: the grid (flagged one-word replacements; the best of {summary['grid_size']} settings)",
+              "",
               "| sources | ranking | window | closeness | deletion | top-1 | top-3 | no suggestion |",
               "|---|---|---:|---:|---|---:|---:|---:|"]
     best = sorted(summary["grid"], key=lambda r: -r["top1"])
-    shown = best[:12] + [max((r for r in best if r["sources"] == name), key=lambda r: r["top1"])
+    shown = best[:12] + [next(r for r in best if r["sources"] == name)
                          for name, _ in ABLATIONS if all(r["sources"] != name for r in best[:12])]
     for row in shown:
         lines.append(f"| {row['sources']} | {row['reduce']} | {row['window']} | {row['closeness']} | "
@@ -376,7 +389,8 @@ def main() -> int:
                "tune_sentences": len(tune_half), "report_sentences": len(report_half),
                "setting": {"reduce": setting.reduce, "window": setting.window, "closeness": setting.closeness,
                            "delete": setting.delete, "sources": list(setting.sources), "k": setting.k},
-               "flagged": summary_flagged, "oracle": oracle, "time": times, "grid": grid, "tune_topk": tune_topk,
+               "flagged": summary_flagged, "oracle": oracle, "time": times, "grid": shortlist(grid),
+               "grid_size": len(grid), "tune_topk": tune_topk,
                "tune_unranked_top1": tune_unranked,
                "scoring_comparison": comparison, "cpu_count": os.cpu_count(), "load_average_1min": round(load, 2),
                "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": " ".join(sys.argv)}
