@@ -74,6 +74,8 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                    help="seconds a client has to send a request's head, and again its body (408; slower clients "
                         "are disconnected)")
     p.add_argument("--ged-threshold", type=float, help="default /v1/ged threshold (default: ged.json, else 0.5)")
+    p.add_argument("--no-suggest", action="store_true",
+                   help="answer /v2/check without replacements (saves the scoring of the candidates)")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
 
 
@@ -111,7 +113,7 @@ def run_serve(args: argparse.Namespace) -> int:
                               read_timeout_s=args.read_timeout, timeout_s=args.timeout, batching=batching,
                               max_batch=args.max_batch,
                               model_batch=args.model_batch, max_wait_ms=args.max_wait_ms, api_key=api_key,
-                              ged_threshold=threshold)
+                              ged_threshold=threshold, suggest=not args.no_suggest)
     engine = detector.engine
     print(f"serving {detector.model_dir} on http://{args.host}:{args.port} (engine {engine.name}, "
           f"provider {engine.provider}, variant {getattr(engine, 'variant', '-')}, "

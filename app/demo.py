@@ -187,7 +187,10 @@ class DemoApp:
     """The demo's state (one calibrated and one raw view of the same Detector) and its handlers."""
 
     def __init__(self, detector: Any, note: str = "", threshold: float = 0.5) -> None:
+        from electra_detect.tasks.ged.suggestions import Suggester
+
         self.detector = detector
+        self.suggester = Suggester()
         self.threshold = threshold  # the slider's starting value
         self.has_calibration = detector.calibration != "raw"
         self.info = ModelInfo(name=model_name(Path(detector.model_dir)), path=str(detector.model_dir),
@@ -229,15 +232,33 @@ class DemoApp:
             summary += f" Highest: “{escape_md(top.word)}” p = {top.score:.3f}."
         return pieces, summary
 
+    def _suggestions(self, scores: Any, threshold: float, calibration: str) -> dict[int, str]:
+        """Flagged word start -> its suggestions as one cell ("go → goes, went"; a deletion is "(delete)"); a
+        written word split into flagged pieces (don ' t) shows its suggestions once."""
+        with self._lock:
+            flagged = self.suggester.flagged(lambda texts: self.detector.score(texts, calibrated=calibration != "raw"),
+                                             [scores], threshold)[0]
+        cells, seen = {}, set()
+        for word in flagged:
+            found = word["suggestions"]
+            if not found or (found[0]["start"], found[0]["end"]) in seen:
+                continue
+            seen.add((found[0]["start"], found[0]["end"]))
+            target = scores.text[found[0]["start"]:found[0]["end"]]
+            cells[word["start"]] = f"{target} → " + ", ".join(s["value"] or "(delete)" for s in found)
+        return cells
+
     # -- tab 2: GED spans
     def ged(self, text: Any, threshold: Any = 0.5, calibration: str = "calibrated") -> tuple[list[list[Any]], str]:
-        """Flagged spans (runs of adjacent flagged words) with their probabilities, highest first."""
+        """Flagged spans (runs of adjacent flagged words) with their probabilities and suggested replacements,
+        highest first."""
         try:
             text = check_text(text)
             threshold = check_threshold(threshold)
         except InputProblem as problem:
             return [], f"⚠️ {problem}"
         scores = self._score(text, calibration)
+        suggested = self._suggestions(scores, threshold, calibration)
         spans: list[list[Any]] = []  # each: [words]
         previous = -2
         for index, word in enumerate(scores.words):
@@ -252,7 +273,8 @@ class DemoApp:
                  round(max(w.score for w in group), 4),
                  ", ".join(f"{w.word} {w.score:.3f}" for w in group),
                  ", ".join(f"{w.operation}:{w.error_type} {w.type_score:.2f}" for w in group if w.error_type)
-                 or "– (untyped model)"] for group in spans]
+                 or "– (untyped model)",
+                 "; ".join(suggested[w.start] for w in group if w.start in suggested) or "–"] for group in spans]
         rows.sort(key=lambda row: -row[3])
         if not rows:
             return [], f"No word reaches the threshold {threshold:.2f}; lower it to see weaker suspicions."
@@ -331,8 +353,8 @@ class DemoApp:
                     ged_text = gr.Textbox(label="Text", lines=3, max_lines=12, elem_id="ged-input")
                     ged_button = gr.Button("Find errors", variant="primary", elem_id="ged-button")
                     ged_table = gr.Dataframe(headers=["span", "start", "end", "max p", "words (p)",
-                                                      "error type (p), typed models"],
-                                             datatype=["str", "number", "number", "number", "str", "str"],
+                                                      "error type (p), typed models", "suggestions"],
+                                             datatype=["str", "number", "number", "number", "str", "str", "str"],
                                              interactive=False, elem_id="ged-table", label="Flagged spans")
                     ged_status = gr.Markdown(elem_id="status-ged")
                     gr.Examples(EXAMPLES, inputs=[ged_text], label="Examples")

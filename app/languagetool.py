@@ -178,18 +178,30 @@ def _message(word: dict[str, Any]) -> tuple[str, str]:
 
 def matches(document: Document, flagged: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """LanguageTool matches of the words flagged in ``document.checked`` (``TextScores.flagged``), in offsets
-    of the original text."""
+    of the original text. A word with ``suggestions`` (``Suggester.flagged``) gets them as ``replacements`` and
+    its match covers what they replace (the whole written word: *don't* for a flagged *don*); words whose
+    matches would cover the same text give one match, the first's."""
     original, units = document.original, utf16_offsets(document.original)
-    found = []
+    found, seen = [], set()
     for word in flagged:
+        suggestions = word.get("suggestions") or []
         span = document.to_original(word["start"], word["end"])
-        if span is None:
+        if suggestions:
+            target = (suggestions[0]["start"], suggestions[0]["end"])
+            wide = document.to_original(*target)
+            if wide is None or wide[1] - wide[0] != target[1] - target[0]:  # it runs into markup: not replaceable
+                suggestions = []
+            else:
+                span = wide
+        if span is None or span in seen:
             continue
+        seen.add(span)
         start, end = span
         left, right = max(0, start - CONTEXT_CHARS), min(len(original), end + CONTEXT_CHARS)
         message, short = _message(word)
         found.append({
-            "message": message, "shortMessage": short, "replacements": [],
+            "message": message, "shortMessage": short,
+            "replacements": [{"value": s["value"]} for s in suggestions],
             "offset": units[start], "length": units[end] - units[start],
             "context": {"text": original[left:right], "offset": units[start] - units[left],
                         "length": units[end] - units[start]},

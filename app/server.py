@@ -49,6 +49,7 @@ from electra_detect.app.schemas import (
 )
 from electra_detect.app.settings import ServerSettings
 from electra_detect.detector import Detector, TextScores
+from electra_detect.tasks.ged.suggestions import Suggester, SuggestionPlan
 
 
 def _result(scores: TextScores, tokens: bool) -> dict[str, Any]:
@@ -84,12 +85,15 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
     metrics.info.info(info)
     default_threshold = detector.threshold() if settings.ged_threshold is None else settings.ged_threshold
     reranker = Reranker.load(detector.model_dir)  # a `rerank train` model: /v1/rerank's score is its learned one
+    suggester = Suggester()
     state: dict[str, MicroBatcher] = {}
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):
         batcher = MicroBatcher(detector, settings, metrics)
         await batcher.start()
+        if settings.suggest:  # the word lists load now, not in the first /v2/check
+            await asyncio.to_thread(suggester.candidates, "warm")
         state["batcher"] = app.state.batcher = batcher
         try:
             yield
@@ -110,15 +114,15 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
               503: {"description": "overloaded: a long request that could not finish before its deadline"},
               504: {"description": "timeout: not scored within the server's timeout"}}
 
-    async def scored(request: Request, texts: list[str]) -> list[TextScores]:
-        """Scores of ``texts`` within the request's deadline; a client that goes away or times out stops
-        the model's work on its request at the next step."""
+    async def scored(request: Request, texts: list[str], deadline: float | None = None) -> list[TextScores]:
+        """Scores of ``texts`` within the request's deadline (``deadline``, event-loop time, when it began
+        earlier); a client that goes away or times out stops the model's work on its request at the next step."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + settings.timeout_s
+        deadline = loop.time() + settings.timeout_s if deadline is None else deadline
         timeout = ApiError(504, "timeout", f"not scored within {settings.timeout_s:g} s")
         try:  # tokenizing a large request takes a while: off the event loop
             job = await asyncio.wait_for(asyncio.to_thread(detector.job, texts, settings.model_batch),
-                                         settings.timeout_s)
+                                         max(0.0, deadline - loop.time()))
         except TimeoutError:
             raise timeout from None
         if job.cost > settings.max_tokens:
@@ -278,7 +282,8 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
             language: Annotated[str | None, Form(description="en, en-US, ... or auto (English only)")] = None,
     ) -> Response:
         """LanguageTool's /v2/check over /v1/ged's scores (its threshold): one match per flagged word, offsets in
-        UTF-16 code units of the original text; other LanguageTool fields are accepted and ignored."""
+        UTF-16 code units of the original text, ``replacements`` from the suggester (unless the server runs with
+        ``--no-suggest``); other LanguageTool fields are accepted and ignored."""
         form = await request.form()  # parsed once (cached); FastAPI reads an empty field as missing, LanguageTool not
         text, data, language = (form[name] if isinstance(form.get(name), str) else None
                                 for name in ("text", "data", "language"))
@@ -289,9 +294,27 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
         found: list[dict[str, Any]] = []
         if re.search(NOT_BLANK, document.checked):  # an empty document has no matches, as in LanguageTool
             check_texts([document.checked], settings, "text")
-            result = (await scored(request, [document.checked]))[0]
-            found = matches(document, result.flagged(default_threshold))
+            deadline = asyncio.get_running_loop().time() + settings.timeout_s
+            result = (await scored(request, [document.checked], deadline))[0]
+            flagged = result.flagged(default_threshold)
+            if settings.suggest and flagged:
+                flagged = await suggested(request, document.checked, flagged, deadline)
+            found = matches(document, flagged)
         return await reply(lambda: check_answer(found_language, found, app.version))
+
+    async def suggested(request: Request, text: str, flagged: list[dict[str, Any]],
+                        deadline: float) -> list[dict[str, Any]]:
+        """The flagged words with their ``suggestions``: the candidates' sentences scored through the batcher as
+        one more job of the request, within its deadline; targets over ``max_tokens`` get none."""
+        def plan() -> SuggestionPlan:
+            spans = [(word["start"], word["end"]) for word in flagged]
+            return suggester.plan(text, spans).within(settings.max_tokens, lambda texts: detector.job(texts).cost)
+
+        planned = await asyncio.to_thread(plan)
+        texts = planned.texts
+        ranked = suggester.rank(planned, await scored(request, texts, deadline) if texts else [])
+        return [{**word, "suggestions": [s.to_dict() for s in found]}
+                for word, found in zip(flagged, ranked, strict=True)]
 
     @app.get("/v2/languages", summary="LanguageTool-compatible list of the languages checked")
     async def languagetool_languages() -> list[dict[str, str]]:

@@ -23,3 +23,4 @@ class ServerSettings:
     max_wait_ms: float = 0.0  # how long the first request holds a batch open; 0 = merge only what already waits
     api_key: str | None = None  # required in the X-API-Key header when set
     ged_threshold: float | None = None  # default /v1/ged threshold; None = the Detector's tuned one
+    suggest: bool = True  # /v2/check fills LanguageTool's replacements (one more scoring pass a request)

@@ -81,8 +81,8 @@ def test_bad_threshold_gives_a_message(app: DemoApp, threshold) -> None:
 def test_ged_merges_adjacent_flagged_words_into_spans(app: DemoApp, scores) -> None:
     rows, message = app.ged(SENTENCE, 0.0, "calibrated")  # every word flagged: one span over all of them
     assert len(rows) == 1 and "1 flagged span" in message
-    span, start, end, max_p, words, types = rows[0]
-    assert types == "– (untyped model)"
+    span, start, end, max_p, words, types, suggestions = rows[0]
+    assert types == "– (untyped model)" and isinstance(suggestions, str)
     assert (start, end) == (scores.words[0].start, scores.words[-1].end) and span == SENTENCE[start:end]
     assert max_p == pytest.approx(max(w.score for w in scores.words), abs=1e-4)
     assert words.count(",") == len(scores.words) - 1

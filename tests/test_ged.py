@@ -22,6 +22,7 @@ from electra_detect.tasks.ged.alignment import (
 from electra_detect.tasks.ged.edit_types import bea_edit_type, split_type
 from electra_detect.tasks.ged.metrics import f_beta, token_metrics, tune_threshold, type_metrics
 from electra_detect.tasks.ged.readers import (
+    GedEdit,
     GedSentence,
     read_bea_json,
     read_m2,
@@ -54,6 +55,10 @@ def test_m2_reader_labels_spans_insertions_and_annotators(tmp_path: Path) -> Non
     assert last.labels == [0, 0, 1]  # an insertion at the end labels the last token
     other = read_m2(path, annotator=1)[0]
     assert other.labels == [1, 0, 0, 0, 0]
+    assert first.edits == [GedEdit(1, 2, "is", "R:VERB:SVA"), GedEdit(3, 3, "good", "M:ADJ")]  # the corrections
+    short = tmp_path / "short.m2"
+    short.write_text("S a b\nA 0 1|||R:DET|||0\n")  # no correction field: labelled, no correction
+    assert read_m2(short)[0].edits == [GedEdit(0, 1, None, "R:DET")]
 
 
 def test_m2_and_tsv_errors_name_file_and_line(tmp_path: Path) -> None:
@@ -182,6 +187,9 @@ def test_bea_json_reader_splits_sentences_and_labels_char_edits(tmp_path: Path) 
     assert third.types[0] == ["M:OTHER"] and third.types[1] == ["R:OTHER"]
     other = read_bea_json(path, annotator=1)
     assert [s.labels for s in other] == [[0, 0, 1, 0, 0], [0, 0, 0], [0, 0, 0, 0]]
+    assert first.edits == [GedEdit(1, 2, "have", "R:VERB:SVA")]  # the corrections, on the sentence's tokens
+    assert second.edits == [GedEdit(1, 2, "likes", "R:OTHER"), GedEdit(3, 3, ".", "M:PUNCT")]
+    assert third.edits == [GedEdit(0, 0, "Then ", "M:OTHER"), GedEdit(1, 2, None, "R:OTHER")]
 
 
 @pytest.mark.parametrize("start, end, correction, code, expected", [

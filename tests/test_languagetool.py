@@ -47,6 +47,26 @@ def test_typed_words_become_languagetool_rules() -> None:
     assert answer["language"]["detectedLanguage"]["code"] == "en-US"
 
 
+def test_suggestions_become_replacements_over_the_text_they_replace() -> None:
+    document = parse_document(TEXT, None)
+    fix = [{"value": "doesn't", "start": 4, "end": 9}, {"value": "didn't", "start": 4, "end": 9}]
+    flagged = [{"word": "don", "start": 4, "end": 7, "score": 0.9, "suggestions": fix},  # pieces of one word:
+               {"word": "t", "start": 8, "end": 9, "score": 0.8, "suggestions": fix},  # one match
+               {"word": "farmer", "start": 23, "end": 29, "score": 0.6, "suggestions": []},
+               {"word": "red", "start": 36, "end": 39, "score": 0.7, "suggestions": [{"value": "", "start": 36,
+                                                                                      "end": 39}]}]
+    found = matches(document, flagged)
+    assert [(m["offset"], m["length"]) for m in found] == [(4, 5), (23, 6), (36, 3)]
+    assert [m["replacements"] for m in found] == [[{"value": "doesn't"}, {"value": "didn't"}], [], [{"value": ""}]]
+    assert found[0]["context"]["length"] == 5
+    marked = parse_document(None, json.dumps({"annotation": [{"text": "She do"}, {"markup": "<b>"},
+                                                             {"text": "n't go."}]}))
+    assert marked.checked == "She don't go."  # a word that runs into markup keeps its own span, no replacements
+    found = matches(marked, [{"word": "do", "start": 4, "end": 6, "score": 0.9,
+                              "suggestions": [{"value": "does", "start": 4, "end": 9}]}])
+    assert [(m["offset"], m["length"], m["replacements"]) for m in found] == [(4, 2, [])]
+
+
 def test_markup_is_not_checked_but_counts_for_offsets() -> None:
     data = {"annotation": [{"markup": "<p>"}, {"text": "She don't"}, {"markup": "<br/>", "interpretAs": "\n"},
                            {"text": "like it."}, {"markup": "</p>"}]}
@@ -115,6 +135,20 @@ def test_check_flags_every_word_at_threshold_zero(client) -> None:
     for blank in ("  ", ""):  # an empty document: no matches (an empty field is given, not missing)
         empty = client.post("/v2/check", data={"text": blank, "language": "en"})
         assert empty.status_code == 200 and empty.json()["matches"] == [], blank
+    replacements = [r for m in body["matches"] for r in m["replacements"]]
+    assert replacements and all(set(r) == {"value"} and isinstance(r["value"], str) for r in replacements)
+
+
+def test_no_suggest_answers_without_replacements(micro_run: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from electra_detect.app.server import create_app
+    from electra_detect.app.settings import ServerSettings
+
+    detector = Detector.load(micro_run / "discriminator", engine="torch")
+    with TestClient(create_app(detector, ServerSettings(ged_threshold=0.0, suggest=False))) as test_client:
+        body = test_client.post("/v2/check", data={"text": TEXT, "language": "en-US"}).json()
+    assert body["matches"] and all(m["replacements"] == [] for m in body["matches"])
 
 
 def test_check_errors_are_json_4xx(client) -> None:
@@ -170,6 +204,31 @@ def test_a_real_languagetool_client_reads_the_matches(micro_run: Path, tmp_path:
         words = [text[m.offset:m.offset + m.error_length] for m in found]
         assert {"saw", "red", "house"} <= set(words), words  # code-point offsets after the emoji, as the client fixes
         assert all(m.rule_id == "ELECTRA_DETECT_ERROR" and m.category == "GRAMMAR" for m in found)
+        tool.close()
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_real_languagetool_client_gets_the_shipped_models_replacements(tmp_path: Path, monkeypatch) -> None:
+    import language_tool_python
+    import language_tool_python.download_lt as download_lt
+
+    from tests.test_server import Server
+
+    def no_download(*args: object, **kwargs: object) -> None:
+        raise AssertionError("language_tool_python tried to download LanguageTool")
+
+    monkeypatch.setattr(download_lt.LocalLanguageTool, "download", no_download)
+    shipped = Path(__file__).resolve().parent.parent / "models" / "electra-minilm"
+    server = Server(shipped, tmp_path / "server.log", "--engine", "torch")
+    try:
+        tool = language_tool_python.LanguageTool("en-US", remote_server=server.url)
+        text = "She go to school every day. Their is a problem with the the car."
+        found = {text[m.offset:m.offset + m.error_length]: m.replacements for m in tool.check(text)}
+        assert "goes" in found["go"] and found["Their"][0] == "There", found
+        assert "" in found["the"]  # the repeated word: delete it
+        corrected = language_tool_python.utils.correct(text, [m for m in tool.check(text) if m.replacements])
+        assert corrected.startswith("She went to school") or corrected.startswith("She goes to school"), corrected
         tool.close()
     finally:
         assert server.stop() == 0

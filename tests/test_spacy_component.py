@@ -88,3 +88,13 @@ def test_bad_config_is_one_clear_error(micro_run: Path) -> None:
         nlp.add_pipe("electra_detect", config={"model": str(micro_run), "threshold": 2.0, "engine": "torch"})
     with pytest.raises(Exception, match="not found"):
         nlp.add_pipe("electra_detect", config={"model": str(micro_run / "nope"), "engine": "torch"})
+
+
+def test_suggest_gives_each_error_span_its_replacements(nlp) -> None:
+    shipped = Path(__file__).resolve().parent.parent / "models" / "electra-minilm"
+    pipeline = spacy.blank("en")
+    pipeline.add_pipe("electra_detect", config={"model": str(shipped), "engine": "torch", "suggest": True})
+    doc = pipeline("She go to school every day.")
+    go = next(span for span in doc._.errors if span.text == "go")
+    assert "goes" in go._.suggestions and len(go._.suggestions) <= 3
+    assert all(span._.suggestions is None for span in nlp(TEXTS[0])._.errors)  # not asked: none

@@ -1,42 +1,9 @@
-"""Closed word classes and the confusions learners make with them, for training/realistic_errors.py."""
+"""Word tables only the synthetic error maker needs (training/realistic_errors.py); the closed word classes and
+their confusions, which the suggester reads too, are in ``electra_detect/word_classes.py``."""
 
-DETERMINERS = {"a": ["the", "an"], "an": ["a", "the"], "the": ["a", "this", "that"], "this": ["these", "that", "the"],
-               "these": ["this", "those"], "that": ["this", "those", "the"], "those": ["these", "that"],
-               "some": ["any", "a"], "any": ["some", "a"], "much": ["many", "a lot"], "many": ["much"],
-               "every": ["all", "each"], "each": ["every", "all"], "all": ["every", "each"], "another": ["other"],
-               "other": ["another"], "no": ["any", "not"], "my": ["the", "mine"], "our": ["the", "ours"],
-               "their": ["the", "there"], "his": ["the", "him"], "her": ["the", "she"], "your": ["the", "you"]}
-PREPOSITIONS = ["in", "on", "at", "to", "for", "of", "with", "by", "from", "about", "into", "during", "since",
-                "over", "under", "between", "among", "through", "until", "towards", "onto", "than", "like", "as"]
-PREPOSITION_PAIRS = {"in": ["on", "at", "into"], "on": ["in", "at", "about"], "at": ["in", "on", "to"],
-                     "to": ["for", "at", "in"], "for": ["to", "of", "since", "during"], "of": ["for", "about", "from"],
-                     "with": ["by", "to", "of"], "by": ["with", "from", "until"], "from": ["of", "since", "by"],
-                     "about": ["of", "on", "for"], "into": ["in", "to"], "during": ["for", "in", "while"],
-                     "since": ["for", "from"], "until": ["by", "to"], "between": ["among"], "among": ["between"]}
-PRONOUNS = {"i": ["me", "my"], "me": ["i", "my", "myself"], "my": ["me", "mine"], "he": ["him", "his", "it"],
-            "him": ["he", "his", "himself"], "his": ["him", "he"], "she": ["her", "he"], "her": ["she", "hers"],
-            "we": ["us", "our"], "us": ["we", "our"], "our": ["us", "we"], "they": ["them", "their", "it"],
-            "them": ["they", "their", "it"], "their": ["them", "they"], "it": ["this", "they", "them"],
-            "its": ["it", "their"], "you": ["your", "yourself"], "who": ["which", "that", "whom"],
-            "which": ["who", "what", "that"], "whom": ["who", "which"], "what": ["which", "that"],
-            "themselves": ["them", "theirselves"], "myself": ["me", "i"], "one": ["it", "ones"]}
-CONJUNCTIONS = {"and": ["but", "or", "so"], "but": ["and", "so", "although"], "or": ["and", "nor"],
-                "so": ["because", "and", "but"], "because": ["so", "because of", "that"],
-                "although": ["but", "despite", "even"], "if": ["when", "whether", "that"], "when": ["if", "while"],
-                "while": ["when", "during"], "than": ["then", "that"], "that": ["what", "which", "than"]}
-AUXILIARIES = {"is", "are", "was", "were", "am", "be", "been", "have", "has", "had", "do", "does", "did", "will"}
-MODALS_TENSE = {"will": "would", "would": "will", "can": "could", "could": "can", "is": "was", "was": "is",
-                "are": "were", "were": "are", "has": "had", "have": "had", "had": "have", "am": "was",
-                "shall": "should", "may": "might"}
-AGREEMENT = {"is": "are", "are": "is", "was": "were", "were": "was", "has": "have", "have": "has", "does": "do",
-             "do": "does", "am": "is", "doesn't": "don't", "don't": "doesn't", "isn't": "aren't", "aren't": "isn't",
-             "wasn't": "weren't", "weren't": "wasn't", "hasn't": "haven't", "haven't": "hasn't"}
 UNCOUNTABLE = ["information", "advice", "furniture", "equipment", "news", "homework", "knowledge", "luggage",
                "baggage", "research", "money", "music", "traffic", "weather", "work", "evidence", "progress",
                "accommodation", "software", "staff", "experience", "behaviour", "damage", "feedback"]
-CONTRACTIONS = {"its": "it's", "it's": "its", "your": "you're", "you're": "your", "their": "they're",
-                "they're": "their", "whose": "who's", "don't": "dont", "can't": "cant", "didn't": "didnt",
-                "doesn't": "doesnt", "i'm": "im", "won't": "wont", "isn't": "isnt", "a lot": "alot"}
 MERGES = {("every", "day"): "everyday", ("a", "lot"): "alot", ("some", "times"): "sometimes",
           ("any", "more"): "anymore", ("in", "to"): "into", ("can", "not"): "cannot", ("every", "one"): "everyone",
           ("no", "one"): "noone", ("any", "one"): "anyone", ("some", "one"): "someone", ("may", "be"): "maybe",
@@ -45,8 +12,5 @@ SPLITS = {"into": "in to", "cannot": "can not", "everyone": "every one", "someti
           "maybe": "may be", "anyway": "any way", "nowadays": "now a days", "everyday": "every day",
           "together": "to gether", "without": "with out", "already": "all ready", "himself": "him self"}
 CONTENT_TAGS = {"NN", "NNS", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "JJ", "JJR", "JJS", "RB"}
-PUNCTUATION = [",", ".", ";", ":", "!", "?"]
 NUMBER_WORDS = {"a", "an", "one", "many", "several", "few", "these", "those", "both", "two", "three", "four", "five"}
 NOMINAL_LEFT = {"DT", "PRP$", "POS", "CD", "JJ", "JJR", "JJS", "NN", "NNS", "NNP", "WDT", "PDT"}  # no article here
-# every preposition's confusions: its learner pairs where it has some, else any other preposition
-PREPOSITION_CONFUSIONS = {p: PREPOSITION_PAIRS.get(p, [q for q in PREPOSITIONS if q != p]) for p in PREPOSITIONS}

@@ -32,24 +32,26 @@ from dataclasses import dataclass, field
 from electra_detect.tasks.ged.readers import GedSentence
 from electra_detect.training import word_errors as words
 from electra_detect.training.error_tables import (
-    AGREEMENT,
-    AUXILIARIES,
-    CONJUNCTIONS,
     CONTENT_TAGS,
-    CONTRACTIONS,
-    DETERMINERS,
     MERGES,
-    MODALS_TENSE,
     NOMINAL_LEFT,
     NUMBER_WORDS,
-    PREPOSITION_CONFUSIONS,
-    PREPOSITIONS,
-    PRONOUNS,
-    PUNCTUATION,
     SPLITS,
     UNCOUNTABLE,
 )
 from electra_detect.training.word_errors import EmbeddingNeighbours
+from electra_detect.word_classes import (
+    AGREEMENT,
+    AUXILIARIES,
+    CONJUNCTIONS,
+    CONTRACTIONS,
+    DETERMINERS,
+    MODALS_TENSE,
+    PREPOSITION_CONFUSIONS,
+    PREPOSITIONS,
+    PRONOUNS,
+    PUNCTUATION,
+)
 
 # Share of FCE train's 61,675 typed error tokens per family (`python benchmarks/synthetic_curve.py --fce-stats`):
 # R:OTHER 0.176 is mostly multi-word rewrites, of which one word swap is a crude stand-in, so it gets 0.10;

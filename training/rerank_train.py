@@ -325,7 +325,8 @@ def train_reranker(model_path: str | Path, out_dir: str | Path, train: Sequence[
                 t = batch_tensors([lists[i] for i in order[first:first + config.lists_per_batch]], pad)
                 real = t["labels"] >= 0
                 flat, logits = scorer.features(t["ids"], t["attention"], real, t["words"])
-                asr = t["asr"] - torch.where(t["valid"], t["asr"], torch.full_like(t["asr"], -1e9)).max(-1).values[:, None]
+                top = torch.where(t["valid"], t["asr"], torch.full_like(t["asr"], -1e9)).max(-1).values
+                asr = t["asr"] - top[:, None]  # softmax-invariant; keeps the totals small
                 totals = scorer.totals(asr, to_lists(flat, t["valid"]))
                 loss = list_loss(totals, t["errors"], t["ref_words"], t["valid"], scorer.log_sharpness.exp(),
                                  config.loss)

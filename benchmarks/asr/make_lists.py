@@ -224,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     novels = tuple(args.novels.split(",")) if args.novels else TRAIN_NOVELS if args.train_only else NOVELS
     if args.train_only:
         if set(novels) & set(NOVELS):
-            raise SystemExit(f"--train-only never reads the dev/test novels ({', '.join(sorted(set(novels) & set(NOVELS)))})")
+            both = ", ".join(sorted(set(novels) & set(NOVELS)))
+            raise SystemExit(f"--train-only never reads the dev/test novels ({both})")
         args.n_dev = args.n_test = 0
         if args.n_train < 1:
             raise SystemExit("--train-only needs --n-train N (N >= 1)")
@@ -262,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         voice = voices[index % len(voices)]
         conditions = snrs if args.every_snr else [snrs[(index // len(voices)) % len(snrs)]]
         for snr in conditions:
-            stem = f"{split}-{novel}-{index:05d}" if args.train_only else f"{split}-{index:04d}"  # ids unique beside data/
+            # train-only ids name the novel, so they never collide with data/'s
+            stem = f"{split}-{novel}-{index:05d}" if args.train_only else f"{split}-{index:04d}"
             utt_id = stem + (f"-{condition_name(snr)}" if args.every_snr else "")
             key = json.dumps([sentence, voice, snr, args.seed, index, args.nbest, version, "paths-v2"],
                              sort_keys=True)

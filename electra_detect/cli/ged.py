@@ -27,6 +27,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "also read when no text or --file is given)")
     p.add_argument("--threshold", type=float, help="flag words with score >= this (default: the model's "
                                                   "tuned ged.json threshold, else 0.5)")
+    p.add_argument("--suggest", action="store_true",
+                   help="give each flagged word its suggestions, replacements ranked by the model (each candidate's "
+                        "sentence is scored: about 8 sentences a flagged word; docs/suggestions.md)")
     p.add_argument("--with-rules", action="store_true",
                    help="lift the model's score of words harper-py (rule-based) flags, by the weight and threshold "
                         "tuned for the model (ged.json \"rules\"); needs the rules extra")
@@ -60,7 +63,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_ged(args: argparse.Namespace) -> int:
-    """One JSON line per text, in input order: the words flagged at --threshold (default: the model's tuned one)."""
+    """One JSON line per text, in input order: the words flagged at --threshold (default: the model's tuned one),
+    with --suggest each with its ``suggestions`` ({"value", "start", "end"}: value replaces text[start:end])."""
     import sys
 
     from electra_detect.cli.texts import check_unit_interval, input_batches
@@ -76,12 +80,19 @@ def run_ged(args: argparse.Namespace) -> int:
 
         setting, flag = rule_setting(detector.model_dir), harper_flagger()
         threshold = setting.threshold if args.threshold is None else args.threshold
+    suggester = None
+    if args.suggest:
+        from electra_detect.tasks.ged.suggestions import Suggester
+
+        suggester = Suggester()
     write = sys.stdout.write
     for scored in detector.stream(batches, workers=args.workers or None):
         if args.with_rules:
             scored = with_rules(scored, flag, setting.weight)
-        write("".join(json.dumps({"text": s.text, "threshold": threshold, "flagged": s.flagged(threshold, 4)}) + "\n"
-                      for s in scored))
+        flagged = (suggester.flagged(detector.score, scored, threshold, 4) if suggester else
+                   [s.flagged(threshold, 4) for s in scored])
+        write("".join(json.dumps({"text": s.text, "threshold": threshold, "flagged": words}) + "\n"
+                      for s, words in zip(scored, flagged, strict=True)))
         sys.stdout.flush()  # written as it goes: a long file shows results at once
     return 0
 

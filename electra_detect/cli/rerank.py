@@ -106,7 +106,8 @@ def run_rerank(args: argparse.Namespace) -> int:
     summary = rerank_chunks(itertools.chain([first], chunks), out, scorer, lm_name, dev, args.lm_weight,
                             args.length_weight, confidence, source=args.nbest, progress=not args.no_progress)
     tuned = summary.pop("tuned", None)
-    summary.update(scorer="reranker" if lm_name == "reranker_score" else args.scorer, score=args.score, model_load_seconds=round(load_seconds, 3),
+    scorer_name = "reranker" if lm_name == "reranker_score" else args.scorer
+    summary.update(scorer=scorer_name, score=args.score, model_load_seconds=round(load_seconds, 3),
                    out=str(out) if out else "-")
     if tuned is not None:
         summary["tuned_on"] = {"file": args.tune_on, **tuned}

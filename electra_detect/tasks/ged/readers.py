@@ -18,10 +18,22 @@ from electra_detect.tasks.ged.nlp import load_errant, sentence_splitter
 
 
 @dataclass
+class GedEdit:
+    """A reference correction: ``tokens[start:end]`` (empty: an insertion before ``start``) become
+    ``correction`` (None: the error was marked, not corrected); ``type`` is ERRANT-style, ``R:VERB:SVA``."""
+
+    start: int
+    end: int
+    correction: str | None
+    type: str
+
+
+@dataclass
 class GedSentence:
     tokens: list[str]
     labels: list[int]  # 1 = the token is part of an error
     types: list[list[str]] = field(default_factory=list)  # error types touching each token
+    edits: list[GedEdit] = field(default_factory=list)  # the corrections, where the format gives them (M2, BEA)
 
     @property
     def text(self) -> str:
@@ -68,6 +80,8 @@ def read_m2(path: str | Path, annotator: int = 0) -> list[GedSentence]:
             for index in span:
                 current.labels[index] = 1
                 current.types[index].append(edit_type)
+            correction = fields[2] if len(fields) > 3 and fields[2] != "-NONE-" else None  # [3:]: REQUIRED ...
+            current.edits.append(GedEdit(start, end, correction, edit_type))
         elif line.strip():
             raise GedDataError(f"{path}:{number}: expected an 'S ' or 'A ' line, got {line[:80]!r}")
     return [s for s in sentences if s.tokens]
@@ -119,8 +133,8 @@ def read_bea_json(path: str | Path, annotator: int = 0, nlp=None) -> list[GedSen
             essay = json.loads(line)
             text = essay["text"]
             edits = next((e for who, e in essay.get("edits", []) if who == annotator), [])
-            edits = [(int(e[0]), int(e[1]), bea_edit_type(int(e[0]), int(e[1]), e[2], e[3] if len(e) > 3 else None))
-                     for e in edits]
+            edits = [(int(e[0]), int(e[1]), bea_edit_type(int(e[0]), int(e[1]), e[2], e[3] if len(e) > 3 else None),
+                      None if e[2] is None else str(e[2])) for e in edits]
         except (json.JSONDecodeError, KeyError, TypeError, ValueError, IndexError) as exc:
             raise GedDataError(f"{path}:{number}: not a BEA-2019 JSON essay ({type(exc).__name__}: {exc})") from None
         except RecursionError:  # json recurses per nesting level
@@ -141,7 +155,7 @@ def read_bea_json(path: str | Path, annotator: int = 0, nlp=None) -> list[GedSen
                 spans += [(len(sentences) - 1, i, base + t.idx, base + t.idx + len(t.text))
                           for i, t in enumerate(words)]
         starts = [span[2] for span in spans]
-        for start, end, edit_type in edits:
+        for start, end, edit_type, correction in edits:
             if not 0 <= start <= end <= len(text):
                 raise GedDataError(f"{path}:{number}: edit span {start}-{end} outside the {len(text)}-character text")
             if end > start:
@@ -160,6 +174,13 @@ def read_bea_json(path: str | Path, annotator: int = 0, nlp=None) -> list[GedSen
                 target, position = sentences[spans[i][0]], spans[i][1]
                 target.labels[position] = 1
                 target.types[position].append(edit_type)
+            if end > start and hit and spans[hit[0]][0] == spans[hit[-1]][0]:  # a replacement inside one sentence
+                first, last = spans[hit[0]], spans[hit[-1]]
+                fixed = None if correction is None else text[first[2]:start] + correction + text[end:last[3]]
+                sentences[first[0]].edits.append(GedEdit(first[1], last[1] + 1, fixed, edit_type))
+            elif end == start and hit and correction is not None:  # an insertion before (or after) the token hit
+                where = spans[hit[0]][1] + int(spans[hit[0]][2] < start)
+                sentences[spans[hit[0]][0]].edits.append(GedEdit(where, where, correction, edit_type))
     return sentences
 
 

@@ -1,0 +1,422 @@
+"""Replacements for flagged words: generate candidates from word lists, rank them with the GED model itself.
+
+No generator ships (its own embeddings alone would overrun the model's weight budget), so the suggester needs no
+new weights: for a flagged word it proposes
+
+- ``confusion``: the other members of its closed-class confusion sets (``electra_detect.word_classes``, read both
+  ways: determiners, prepositions, pronouns, conjunctions, auxiliaries and modals, its/it's, homophones such as
+  to/too and then/than, punctuation marks);
+- ``inflection``: every form of each lemma the word can have (lemminflect: tense, number, verb form, comparatives;
+  an unknown form such as *buyed* by the regular rules' lemma) and its adjective/adverb twin;
+- ``spelling``: a spellchecker's corrections (pyspellchecker) for a word not in its dictionary;
+- ``real_word``: the commonest known words one edit away from a known word (then/than, form/from);
+- ``case``: the word lower-cased or capitalised;
+- ``delete``: nothing, for a word the typed GED model calls unnecessary (operation U) or a repeated word;
+
+puts each candidate into the word's sentence and scores the edited sentences through the ``Detector`` (one batch
+for all), keeps the candidates that lower the model's error score around the edit and offers at most ``k`` of them,
+best first (:class:`RankSetting`, its defaults chosen on FCE dev's tuning half by ``benchmarks/suggestions.py``).
+
+A suggestion replaces its flagged word's *target*: the written word the flagged piece belongs to (the Detector
+splits *don't* into don / ' / t; the target is *don't*), so that contractions get whole-word replacements.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from electra_detect.detector import TextScores
+from electra_detect.word_classes import (
+    AGREEMENT,
+    CONJUNCTIONS,
+    CONTRACTIONS,
+    DETERMINERS,
+    HOMOPHONES,
+    MODALS_TENSE,
+    POSSESSIVES,
+    PREPOSITION_CONFUSIONS,
+    PRONOUNS,
+    PUNCTUATION,
+)
+
+SOURCES = ("confusion", "inflection", "spelling", "real_word", "case", "delete")
+TARGET = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")  # a written word, apostrophes inside it, or one mark
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
+ScoreTexts = Callable[[list[str]], list[TextScores]]
+
+
+@dataclass(frozen=True)
+class RankSetting:
+    """How candidates are ranked. ``reduce``: the error score of the words around an edit, ``max`` (their highest
+    replaced probability) or ``sum`` (their summed -log(1 - p)); ``window``: words on each side of the edit that
+    count; ``closeness``: added to a candidate's score per unit of its normalised edit distance from the word (a
+    near form beats a far one the model likes as much: tent over tenting); ``delete``: offer the deletion
+    ``always`` or only for a word the model calls ``unnecessary`` (or a repeated word); ``k``: suggestions kept;
+    ``sources``: the candidate sources used; ``context_words``: words of the sentence kept on each side of the
+    target when scoring."""
+
+    reduce: str = "sum"  # the defaults: the best top-1 on FCE dev's tuning half (docs/suggestions.md)
+    window: int = 1
+    closeness: float = 0.0
+    delete: str = "unnecessary"
+    k: int = 3
+    sources: tuple[str, ...] = SOURCES
+    max_candidates: int = 40
+    context_words: int = 24
+
+    def __post_init__(self) -> None:
+        if self.reduce not in ("max", "sum"):
+            raise ValueError(f"reduce must be max or sum, got {self.reduce!r}")
+        if self.delete not in ("always", "unnecessary"):
+            raise ValueError(f"delete must be always or unnecessary, got {self.delete!r}")
+        unknown = set(self.sources) - set(SOURCES)
+        if unknown:
+            raise ValueError(f"unknown suggestion sources {sorted(unknown)}; known: {', '.join(SOURCES)}")
+        if self.k < 1 or self.window < 0 or self.max_candidates < 1 or self.context_words < 1:
+            raise ValueError("k, max_candidates and context_words must be >= 1 and window >= 0")
+
+
+@dataclass
+class Suggestion:
+    """A replacement of ``text[start:end]`` (the flagged word's target; ``value`` "" deletes it), with the error
+    score around the edit once it is made (``score``, lower = better) and the source that proposed it."""
+
+    value: str
+    start: int
+    end: int
+    score: float
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "start": self.start, "end": self.end}
+
+
+# ------------------------------------------------------------------------------------------ candidates
+
+def match_case(template: str, word: str) -> str:
+    """``word`` written with ``template``'s case: ALL CAPS, Capitalised or as it is; the pronoun *i* is *I*."""
+    if word == "i" or word.startswith("i'"):
+        word = "I" + word[1:]
+    if len(template) > 1 and template.isupper() and template.isalpha():
+        return word.upper()
+    if template[:1].isupper():
+        return word[:1].upper() + word[1:]
+    return word
+
+
+@functools.cache
+def confusion_sets() -> dict[str, tuple[str, ...]]:
+    """Word -> the words it is confused with, from every table of ``word_classes``, read both ways."""
+    found: dict[str, list[str]] = {}
+
+    def add(word: str, other: str) -> None:
+        if other != word and other not in found.setdefault(word, []):
+            found[word].append(other)
+
+    tables = [DETERMINERS, PREPOSITION_CONFUSIONS, PRONOUNS, POSSESSIVES, CONJUNCTIONS, MODALS_TENSE, AGREEMENT,
+              CONTRACTIONS, HOMOPHONES, {mark: PUNCTUATION for mark in PUNCTUATION}]
+    for table in tables:
+        for word, others in table.items():
+            for other in [others] if isinstance(others, str) else others:
+                add(word, other)
+                add(other, word)
+    return {word: tuple(others) for word, others in found.items()}
+
+
+def confusions(word: str) -> list[str]:
+    """The closed-class words and homophones ``word`` is confused with (the/a, in/on, is/are, its/it's, to/too, ./,)."""
+    return list(confusion_sets().get(word.lower(), ()))
+
+
+def inflections(word: str) -> list[str]:
+    """Every inflection of each lemma ``word`` can have (lemminflect), and its adjective/adverb twin. An unknown
+    form (*buyed*, *childs*) takes the lemma the regular rules give when that lemma is a word."""
+    import lemminflect
+
+    lower = word.lower()
+    lemmas = {(upos, lemma) for upos, found in lemminflect.getAllLemmas(lower).items() for lemma in found}
+    if not lemmas and lower.isalpha():
+        for upos in ("VERB", "NOUN"):
+            lemmas |= {(upos, lemma) for lemma in lemminflect.getAllLemmasOOV(lower, upos).get(upos, ())
+                       if lemma != lower and lemminflect.getAllLemmas(lemma)}
+    forms: list[str] = []
+    for upos, lemma in sorted(lemmas):
+        for tagged in lemminflect.getAllInflections(lemma, upos=upos).values():
+            forms += tagged
+        forms.append(lemma)
+    forms += adverb_twins(lower)
+    return [form for form in dict.fromkeys(forms) if form != lower]
+
+
+def adverb_twins(word: str) -> list[str]:
+    """The adverb of an adjective or the adjective of an adverb, by spelling (quick/quickly, easy/easily,
+    simple/simply, basic/basically); only words lemminflect knows."""
+    import lemminflect
+
+    if not word.isalpha() or len(word) < 3:
+        return []
+    if word.endswith("ly"):
+        stem = word[:-2]
+        guesses = [stem, stem[:-1] + "y" if stem.endswith("i") else "", stem + "le", stem[:-2] if
+                   word.endswith("ically") else ""]
+    else:
+        guesses = [word + "ly", word[:-1] + "ily" if word.endswith("y") else "",
+                   word[:-2] + "ly" if word.endswith("le") else "", word + "ally" if word.endswith("ic") else ""]
+    return [g for g in guesses if g and g != word and lemminflect.getAllLemmas(g)]
+
+
+class Suggester:
+    """Candidates for flagged words and their ranking; holds the spellchecker's dictionary (loaded on first use)."""
+
+    def __init__(self, setting: RankSetting | None = None) -> None:
+        self.setting = setting or RankSetting()
+
+    @functools.cached_property
+    def checker(self) -> Any:
+        from spellchecker import SpellChecker
+
+        return SpellChecker()
+
+    def spellings(self, word: str, limit: int = 5) -> list[str]:
+        """A spellchecker's corrections of ``word`` when it is not a known word, commonest first."""
+        lower = word.lower()
+        if not lower.isalpha() or self.checker.known([lower]):
+            return []
+        found = self.checker.candidates(lower) or set()
+        return sorted((c for c in found if c != lower and "'" not in c),
+                      key=lambda c: (-self.checker.word_usage_frequency(c), c))[:limit]
+
+    def real_words(self, word: str, limit: int = 3) -> list[str]:
+        """The commonest known words one edit from a known ``word`` (then -> than, form -> from)."""
+        lower = word.lower()
+        if not lower.isalpha() or len(lower) < 3 or not self.checker.known([lower]):
+            return []
+        found = self.checker.known(self.checker.edit_distance_1(lower)) - {lower}
+        return sorted((c for c in found if c.isalpha()), key=lambda c: (-self.checker.word_usage_frequency(c), c))[
+            :limit]
+
+    def candidates(self, word: str) -> list[tuple[str, str]]:
+        """(replacement, source) for ``word``, in ``SOURCES`` order, cased like ``word``, without ``word`` itself
+        and at most ``max_candidates`` of them."""
+        sources = self.setting.sources
+        found: dict[str, str] = {}
+        proposals = {"confusion": lambda: confusions(word), "inflection": lambda: inflections(word),
+                     "spelling": lambda: self.spellings(word), "real_word": lambda: self.real_words(word)}
+        for source in SOURCES:
+            if source not in sources:
+                continue
+            if source in proposals:
+                for value in proposals[source]():
+                    found.setdefault(match_case(word, value), source)
+            elif source == "case" and word[:1].isalpha():
+                for value in {word.lower(), word[:1].upper() + word[1:]} - {word}:
+                    found.setdefault(value, source)
+            elif source == "delete":
+                found.setdefault("", source)
+        found.pop(word, None)
+        return list(found.items())[:self.setting.max_candidates]
+
+    # -------------------------------------------------------------------------------------------- ranking
+    def plan(self, text: str, spans: Sequence[tuple[int, int]]) -> SuggestionPlan:
+        """The sentences to score for suggestions for the words at ``spans`` of ``text``: each span's target in
+        its sentence (``context_words`` words each side at most), unedited and with each candidate in place."""
+        plan = SuggestionPlan(text)
+        index: dict[tuple[int, int], int] = {}
+        for start, end in spans:
+            target = target_span(text, start, end)
+            if target not in index:
+                index[target] = len(plan.targets)
+                lo, hi = context_span(text, *target, self.setting.context_words)
+                sentence = text[lo:hi]
+                span = (target[0] - lo, target[1] - lo)
+                edits = [(value, source, *replace_span(sentence, *span, value))
+                         for value, source in self.candidates(text[target[0]:target[1]])]
+                plan.targets.append(TargetPlan(target, sentence, span, edits))
+            plan.order.append(index[target])
+        return plan
+
+    def rank(self, plan: SuggestionPlan, scores: Sequence[TextScores]) -> list[list[Suggestion]]:
+        """For each span given to :meth:`plan`: at most ``k`` candidates that lower the error score around the
+        edit, lowest score first; ``scores`` are those of ``plan.texts``, in order."""
+        setting = self.setting
+        ranked = []
+        for target, group in zip(plan.targets, plan.split(scores), strict=True):
+            if not group:  # left out of the plan (SuggestionPlan.within)
+                ranked.append([])
+                continue
+            before = local_score(group[0], target.span, setting.reduce, setting.window)
+            word = target.sentence[target.span[0]:target.span[1]]
+            scored = [(value, source, local_score(after, span, setting.reduce, setting.window))
+                      for (value, source, _edited, span), after in zip(target.edits, group[1:], strict=True)]
+            may_delete = setting.delete == "always" or unnecessary(group[0], target.sentence, target.span)
+            ranked.append([Suggestion(value, *target.target, score, source)
+                           for value, source, score in choose(word, before, scored, may_delete, setting)])
+        return [ranked[i] for i in plan.order]
+
+    def suggest(self, score: ScoreTexts, text: str, spans: Sequence[tuple[int, int]]) -> list[list[Suggestion]]:
+        """:meth:`plan`, ``score`` (e.g. ``Detector.score``) on its sentences, :meth:`rank`."""
+        plan = self.plan(text, spans)
+        return self.rank(plan, score(plan.texts) if plan.texts else [])
+
+    def flagged(self, score: ScoreTexts, scored: Sequence[TextScores], threshold: float,
+                digits: int | None = None) -> list[list[dict[str, Any]]]:
+        """Each text's flagged words (``TextScores.flagged``), each with its ``suggestions`` (``{"value", "start",
+        "end"}``: the value replaces ``text[start:end]``); every text's sentences are scored in one call."""
+        words = [s.flagged(threshold, digits) for s in scored]
+        plans = [self.plan(s.text, [(w["start"], w["end"]) for w in found])
+                 for s, found in zip(scored, words, strict=True)]
+        texts = [t for plan in plans for t in plan.texts]
+        results = score(texts) if texts else []
+        at = 0
+        for found, plan in zip(words, plans, strict=True):
+            count = len(plan.texts)
+            for word, suggestions in zip(found, self.rank(plan, results[at:at + count]), strict=True):
+                word["suggestions"] = [s.to_dict() for s in suggestions]
+            at += count
+        return words
+
+
+@dataclass
+class TargetPlan:
+    """One target (start, end) of the text: its sentence, the target's span in it, and per candidate (value,
+    source, edited sentence, the value's span in it)."""
+
+    target: tuple[int, int]
+    sentence: str
+    span: tuple[int, int]
+    edits: list[tuple[str, str, str, tuple[int, int]]]
+    left_out: bool = False  # over the plan's budget: nothing to score, no suggestions
+
+    @property
+    def texts(self) -> list[str]:
+        """The sentences to score: unedited first, then each candidate's (none when left out or no candidates)."""
+        return [] if self.left_out or not self.edits else [self.sentence, *(edit[2] for edit in self.edits)]
+
+
+@dataclass
+class SuggestionPlan:
+    """What :meth:`Suggester.rank` needs: each distinct target's :class:`TargetPlan`, and for each span asked for
+    the index of its target."""
+
+    text: str
+    targets: list[TargetPlan] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)
+
+    @property
+    def texts(self) -> list[str]:
+        """Every target's sentences, target after target."""
+        return [text for target in self.targets for text in target.texts]
+
+    def split(self, scores: Sequence[TextScores]) -> list[list[TextScores]]:
+        """``scores`` of :attr:`texts`, cut into one list per target."""
+        groups, at = [], 0
+        for target in self.targets:
+            count = len(target.texts)
+            groups.append(list(scores[at:at + count]))
+            at += count
+        if at != len(scores):
+            raise ValueError(f"{len(scores)} scores for a plan of {at} sentences")
+        return groups
+
+    def within(self, budget: int, cost: Callable[[list[str]], int]) -> SuggestionPlan:
+        """Leaves out each target whose sentences would take the plan's ``cost`` over ``budget`` (a server's
+        model tokens per request), earlier targets first served; returns the plan."""
+        spent = 0
+        for target in self.targets:
+            if not target.texts:
+                continue
+            need = cost(target.texts)
+            target.left_out = spent + need > budget
+            spent += 0 if target.left_out else need
+        return self
+
+
+def target_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """The written word (letters, digits and apostrophes inside them) or mark that holds ``text[start:end]``."""
+    for match in TARGET.finditer(text, max(0, start - 64), min(len(text), end + 64)):
+        if match.start() <= start and end <= match.end():
+            return match.span()
+    return start, end
+
+
+def context_span(text: str, start: int, end: int, words: int) -> tuple[int, int]:
+    """The sentence of ``text`` around [start, end), cut to ``words`` whitespace-separated words on each side."""
+    lo = max((m.end() for m in SENTENCE_END.finditer(text, 0, start)), default=0)
+    after = SENTENCE_END.search(text, end)
+    hi = after.start() if after else len(text)
+    left = [m.start() for m in re.finditer(r"\S+", text[lo:start])]
+    right = [m.end() for m in re.finditer(r"\S+", text[end:hi])]
+    if len(left) > words:
+        lo += left[-words]
+    if len(right) > words:
+        hi = end + right[words - 1]
+    return lo, hi
+
+
+def replace_span(text: str, start: int, end: int, value: str) -> tuple[str, tuple[int, int]]:
+    """``text`` with [start, end) replaced by ``value``, and the value's span in the result; deleting (``value``
+    "") also takes one space beside the word, so that the edited text reads as written."""
+    if value == "":
+        if start > 0 and text[start - 1] == " ":
+            start -= 1
+        elif end < len(text) and text[end] == " ":
+            end += 1
+    edited = text[:start] + value + text[end:]
+    return edited, (start, start + len(value))
+
+
+def choose(word: str, before: float, scored: Sequence[tuple[str, str, float]], may_delete: bool,
+           setting: RankSetting) -> list[tuple[str, str, float]]:
+    """The ranking rule: of the (value, source, error score after the edit) candidates for ``word``, those that
+    score below ``before`` (the deletion only when ``may_delete``), ordered by their score plus ``closeness``
+    times their distance from the word; at most ``k``, as (value, source, that sum)."""
+    kept = [(value, source, after + setting.closeness * distance(word, value)) for value, source, after in scored
+            if after < before and (value or may_delete)]
+    return sorted(kept, key=lambda c: c[2])[:setting.k]
+
+
+def unnecessary(scores: TextScores, sentence: str, span: tuple[int, int]) -> bool:
+    """Whether the word at ``span`` may go: the typed model names operation U (unnecessary) for its most suspicious
+    piece, or it repeats the word before it (*the the*)."""
+    inside = [w for w in scores.words if w.start < span[1] and span[0] < w.end]
+    if inside and max(inside, key=lambda w: w.score).operation == "U":
+        return True
+    before = re.findall(r"\S+", sentence[:span[0]])
+    return bool(before) and before[-1].lower() == sentence[span[0]:span[1]].lower()
+
+
+def distance(word: str, other: str) -> float:
+    """Levenshtein distance of the lower-cased words over the longer one's length: 0 same letters, 1 nothing
+    shared (a deletion is 1)."""
+    a, b = word.lower(), other.lower()
+    if not a or not b:
+        return 1.0
+    row = list(range(len(b) + 1))
+    for i, char in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, other_char in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (char != other_char))
+    return row[-1] / max(len(a), len(b))
+
+
+def local_score(scores: TextScores, span: tuple[int, int], reduce: str, window: int) -> float:
+    """The error score of the words of ``scores`` that overlap ``span`` (both words beside it when it is empty)
+    and ``window`` words on each side: their highest replaced probability (``max``) or their summed
+    -log(1 - p) (``sum``); lower = more fluent."""
+    words = scores.words
+    if not words:
+        return 0.0
+    start, end = span
+    inside = [i for i, w in enumerate(words) if w.start < end and start < w.end]
+    if not inside:  # an empty span: the words on either side of the gap
+        after = next((i for i, w in enumerate(words) if w.start >= start), len(words))
+        inside = [i for i in (after - 1, after) if 0 <= i < len(words)]
+    chosen = [w.score for w in words[max(0, inside[0] - window):inside[-1] + window + 1]]
+    if reduce == "max":
+        return max(chosen)
+    return -sum(math.log1p(-min(p, 1 - 1e-12)) for p in chosen)
