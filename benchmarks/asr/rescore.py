@@ -297,6 +297,9 @@ def main() -> int:
             fixed[f"{label} (learned weights)"] = [1.0]
             for name in scorers:
                 systems[f"{label} + {name}"] = ("asr", [f"{label} learned", name, "words"])
+            for other in detectors:  # beside a token-level detector's mean (the recogniser-error fine-tune)
+                if other not in rerankers and other != "ELECTRA":
+                    systems[f"{label} + {other} mean"] = ("asr", [f"{label} learned", f"{other} mean", "words"])
         for form in ("sum", "mean", "per-word"):
             systems[f"{label} {form}"] = ("asr", [f"{label} {form}", "words"])
     systems["ELECTRA pooled"] = ("asr", ["words", *(f"ELECTRA {f}" for f in FEATURES if f != "words")])
@@ -361,7 +364,9 @@ def main() -> int:
             confidence[condition][f"{label} + recogniser"] = confidence_metrics(
                 both["dev"], picked["dev"]["wrong"], both["test"], picked["test"]["wrong"])
 
+    trained_on = {name: reranker.training.get("train_lists") for name, reranker in rerankers.items()}
     result = {"benchmark": "asr_rescore", "model": args.model, "also": args.also, "rerankers": args.reranker,
+              "reranker_train_lists": trained_on,
               "pll_model": args.pll_model or (args.model if args.pll else None),
               "engine": detectors["ELECTRA"].describe().splitlines()[0],
               "lists": args.lists, "dev_utterances": len(dev["utts"]), "test_utterances": len(test["utts"]),
@@ -373,6 +378,8 @@ def main() -> int:
     atomic_write_json(out / "result.json", result)
     atomic_write_text(out / "table.md", markdown(result))
     plot(result, out / "plot.png")
+    if len([n for n in trained_on.values() if n]) > 1:
+        curve_plot(result, out / "curve.png")
     clean = by_condition.get("clean", {}).get("systems", {}).get("ELECTRA sum", {})
     print(json.dumps({"benchmark": "asr_rescore", "clean_electra_relative": clean.get("relative_to_1best"),
                       "clean_confidence_auc": confidence.get("clean", {}).get("ELECTRA", {}).get("auc")}))
@@ -436,6 +443,33 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.set_yticks(np.arange(len(names)) + width * (len(conditions) - 1) / 2, names, fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("test WER change vs the recogniser's 1-best (%)")
+    ax.legend(title="condition")
+    fig.tight_layout()
+    atomic_save_figure(fig, path)
+
+
+def curve_plot(result: dict[str, Any], path: Path) -> None:
+    """Test WER change of each reranker (learned weights) against the number of lists it was trained on, with the
+    95% paired-bootstrap interval of the change (relative to the 1-best's WER)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = sorted((n, name) for name, n in result["reranker_train_lists"].items() if n)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for condition, block in result["by_condition"].items():
+        base = block["systems"]["1-best"]["wer"]
+        rows = [block["systems"][f"{name} (learned weights)"] for _, name in points]
+        values = np.array([100 * r["relative_to_1best"] for r in rows])
+        low = np.array([100 * r["vs_1best_ci"][0] / base for r in rows])
+        high = np.array([100 * r["vs_1best_ci"][1] / base for r in rows])
+        ax.errorbar([n for n, _ in points], values, yerr=[values - low, high - values], marker="o", capsize=3,
+                    label=str(condition))
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("training lists (rerank train)")
+    ax.set_ylabel("test WER change vs 1-best (%)")
     ax.legend(title="condition")
     fig.tight_layout()
     atomic_save_figure(fig, path)
