@@ -107,20 +107,20 @@ def test_an_interrupted_finetune_resumes_to_the_same_weights(tmp_path: Path, mic
     config = FinetuneConfig(epochs=2, batch_size=8, lr=1e-3, checkpoint_every=2)
     finetune(micro_run, tmp_path / "whole", train, config=config, show_progress=False)
 
-    save = ged_finetune._save_checkpoint
+    save = ged_finetune.save_resumable
 
     def save_then_die(path, state):  # the run is killed right after its second checkpoint
         save(path, state)
         if state["step"] == 4:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(ged_finetune, "_save_checkpoint", save_then_die)
+    monkeypatch.setattr(ged_finetune, "save_resumable", save_then_die)
     try:
         finetune(micro_run, tmp_path / "resumed", train, config=config, show_progress=False)
     except KeyboardInterrupt:
         pass
     assert not (tmp_path / "resumed").exists() and (tmp_path / "resumed.partial" / "checkpoint.pt").exists()
-    monkeypatch.setattr(ged_finetune, "_save_checkpoint", save)
+    monkeypatch.setattr(ged_finetune, "save_resumable", save)
     summary = finetune(micro_run, tmp_path / "resumed", train, config=config, show_progress=False)
     assert summary["steps"] > 4 and not (tmp_path / "resumed.partial").exists()
     whole = load_file(str(tmp_path / "whole" / "model.safetensors"))

@@ -37,7 +37,7 @@ from electra_detect.tasks.ged.edit_types import split_type
 from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold
 from electra_detect.tasks.ged.readers import GedSentence
 from electra_detect.training.data import corpus_sentences
-from electra_detect.training.optim import build_optimizer, warmup_linear_decay
+from electra_detect.training.optim import build_optimizer, fine_tune_step, save_resumable, warmup_linear_decay
 from electra_detect.training.synthetic_errors import ErrorConfig, ErrorMaker
 from electra_detect.windows import pad_ids
 
@@ -173,14 +173,6 @@ def _batches(examples: list[tuple[list[int], list[int]]], batch_size: int, pad_i
         yield torch.from_numpy(ids), torch.from_numpy(attention), torch.from_numpy(labels)
 
 
-def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    """Written beside and renamed over the last one: a run killed mid-write resumes from the previous state."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save(state, tmp)
-    tmp.replace(path)
-
-
 def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentence],
              dev: list[GedSentence] | None = None, config: FinetuneConfig | None = None,
              show_progress: bool = True) -> dict[str, Any]:
@@ -231,17 +223,12 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
             if channels and (ops >= 0).any():  # the type channels learn on error tokens only
                 loss = loss + config.type_weight * (F.cross_entropy(output[..., 1:4][ops >= 0], ops[ops >= 0])
                                                     + F.cross_entropy(output[..., 4:][mains >= 0], mains[mains >= 0]))
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
+            losses.append(fine_tune_step(loss, model, optimizer, scheduler))
             step += 1
-            losses.append(loss.item())
             bar.update(1)
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
             if config.checkpoint_every and step % config.checkpoint_every == 0 and step < total:
-                _save_checkpoint(partial, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                save_resumable(partial, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                                            "scheduler": scheduler.state_dict(), "torch_rng": torch.get_rng_state(),
                                            "step": step, "losses": losses})
             if step >= total:

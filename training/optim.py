@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -49,3 +51,24 @@ def clip_gradients(model: nn.Module, clip_norm: float, scope: str) -> tuple[floa
     norms = {f"grad_norm_{name}": float(torch.nn.utils.clip_grad_norm_(params, clip_norm))
              for name, params in model.clip_groups().items()}
     return math.sqrt(sum(n * n for n in norms.values())), norms
+
+
+def fine_tune_step(loss: torch.Tensor, model: nn.Module, optimizer: torch.optim.Optimizer,
+                   schedule: torch.optim.lr_scheduler.LRScheduler, clip: float = 1.0) -> float:
+    """One update of a fine-tune (GED, reranker): backward, clip the global norm, step the optimizer and its
+    schedule, clear the gradients; returns the loss."""
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    schedule.step()
+    optimizer.zero_grad(set_to_none=True)
+    return float(loss.item())
+
+
+def save_resumable(path: Path, state: dict[str, Any]) -> None:
+    """A fine-tune's resumable state, written beside and renamed over the last one: a run killed mid-write
+    resumes from the previous state."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save(state, tmp)
+    tmp.replace(path)

@@ -38,7 +38,7 @@ from electra_detect.model_dir import resolve_model_dir
 from electra_detect.tasks.rerank.listwise import COUNT_THRESHOLD, FEATURES, Reranker
 from electra_detect.tasks.rerank.nbest import Utterance
 from electra_detect.tasks.rerank.wer import hypothesis_word_errors, normalise, word_errors
-from electra_detect.training.optim import warmup_linear_decay
+from electra_detect.training.optim import fine_tune_step, save_resumable, warmup_linear_decay
 from electra_detect.windows import pad_ids
 
 LOSSES = ("mwer", "softmax")
@@ -246,6 +246,7 @@ def fit_weights(scorer: ListScorer, lists: Sequence[EncodedList], features: Sequ
         optimizer.zero_grad()
         value.backward()
         optimizer.step()
+    optimizer.zero_grad(set_to_none=True)  # no gradient of this fit may leak into phase 3's first update
 
 
 # ------------------------------------------------------------------------------------------------ the run
@@ -311,6 +312,7 @@ def train_reranker(model_path: str | Path, out_dir: str | Path, train: Sequence[
             scorer.load_state_dict(state["scorer"])
             optimizer.load_state_dict(state["optimizer"])
             schedule.load_state_dict(state["schedule"])
+            torch.set_rng_state(state["torch_rng"])  # dropout continues as it would have
             step, losses = state["step"], state["losses"]
         bar = tqdm(total=total, initial=step, desc="rerank train", unit="step", disable=not show_progress)
         done = 0
@@ -333,21 +335,14 @@ def train_reranker(model_path: str | Path, out_dir: str | Path, train: Sequence[
                 if config.token_weight:
                     loss = loss + config.token_weight * F.binary_cross_entropy_with_logits(
                         logits[real], t["labels"][real].float())
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(scorer.parameters(), 1.0)
-                optimizer.step()
-                schedule.step()
-                optimizer.zero_grad(set_to_none=True)
+                losses.append(fine_tune_step(loss, scorer, optimizer, schedule))
                 step += 1
-                losses.append(float(loss.item()))
                 bar.update(1)
                 bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
                 if config.checkpoint_every and step % config.checkpoint_every == 0 and step < total:
-                    partial.parent.mkdir(parents=True, exist_ok=True)
-                    tmp = partial.with_suffix(".tmp")
-                    torch.save({"scorer": scorer.state_dict(), "optimizer": optimizer.state_dict(),
-                                "schedule": schedule.state_dict(), "step": step, "losses": losses}, tmp)
-                    tmp.replace(partial)
+                    save_resumable(partial, {"scorer": scorer.state_dict(), "optimizer": optimizer.state_dict(),
+                                             "schedule": schedule.state_dict(), "torch_rng": torch.get_rng_state(),
+                                             "step": step, "losses": losses})
         bar.close()
         if partial.exists():
             partial.unlink()
