@@ -56,7 +56,8 @@ from electra_detect.fileio import atomic_write_json  # noqa: E402
 from electra_detect.tasks.rerank.wer import normalise  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-NOVELS = ("persuasion", "northangerabbey", "mansfieldpark")  # dev/test text: held out of every corpus
+# The dev/test text, held out of every corpus (tests/test_corpus.py reads this line).
+NOVELS = ("persuasion", "northangerabbey", "mansfieldpark")
 # Training-only lists come from the other three novels (in the pre-training corpus, never in dev or test).
 TRAIN_NOVELS = ("emma", "prideprejudice", "sensesensibility")
 # Sentence boundaries in clean 19th-century prose; a regex is enough (we keep only plain sentences).
