@@ -252,8 +252,7 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
         unique = list(dict.fromkeys(texts))
         results = dict(zip(unique, await scored(request, unique), strict=True))
         if reranker is not None:
-            lm = dict(zip(results, reranker.lm_scores([[t.p_replaced for t in r.tokens] for r in results.values()],
-                                                      [len(text.split()) for text in results]), strict=True))
+            lm = dict(zip(results, reranker.lm_scores(list(results.values())), strict=True))
         else:
             lm = {text: sentence_score(result) for text, result in results.items()}
         try:

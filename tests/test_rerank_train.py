@@ -105,8 +105,7 @@ def test_rerank_train_writes_a_reranker_that_rerank_and_the_server_use(micro_run
     row = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
     detector = Detector.load(out, engine="torch")
     texts = [h["text"] for h in row["hyps"]]
-    expected = reranker.lm_scores([[t.p_replaced for t in r.tokens] for r in detector.score(texts, calibrated=False)],
-                                  [len(t.split()) for t in texts])
+    expected = reranker.lm_scores(detector.score(texts, calibrated=False))
     assert [h["reranker_score"] for h in row["hyps"]] == pytest.approx(expected, abs=1e-5)
 
     from fastapi.testclient import TestClient

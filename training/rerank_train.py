@@ -18,7 +18,6 @@ within a list, the pooled log-probabilities by units), and the weights are store
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import time
@@ -279,10 +278,11 @@ def train_reranker(model_path: str | Path, out_dir: str | Path, train: Sequence[
     dev_lists = encode_lists(tokenizer, dev, config.max_length) if dev else []
 
     # Phase 2: the weights on the start model's frozen features
-    placeholder = ListScorer(encoder, 1.0, np.ones(len(FEATURES)))
-    start_features = frozen_features(placeholder, lists, pad)
+    scorer = ListScorer(encoder, 1.0, np.ones(len(FEATURES)))  # the scales are the features' spreads, next
+    start_features = frozen_features(scorer, lists, pad)
     asr_scale, feature_scale = spreads(lists, start_features)
-    scorer = ListScorer(encoder, asr_scale, feature_scale)
+    scorer.asr_scale.fill_(asr_scale)
+    scorer.feature_scale.copy_(torch.tensor(feature_scale, dtype=torch.float32))
     fit_weights(scorer, lists, start_features, config.loss)
     linear_weights = scorer.raw_weights()
     summary: dict[str, Any] = {"start_model": str(source), "train_lists": len(lists),
@@ -365,4 +365,4 @@ def train_reranker(model_path: str | Path, out_dir: str | Path, train: Sequence[
         atomic_write_json(tmp / "rerank_train.json", summary)
 
     atomic_write_dir(Path(out_dir), fill)
-    return json.loads(json.dumps(summary))
+    return summary

@@ -60,11 +60,12 @@ class Reranker:
     def vector(self) -> np.ndarray:
         return np.array([float(self.weights.get(name, 0.0)) for name in FEATURES])
 
-    def lm_scores(self, token_p: Sequence[np.ndarray], words: Sequence[int]) -> list[float]:
-        """Σ weight_f · feature_f of each hypothesis (everything but the recogniser's score)."""
+    def lm_scores(self, results: Sequence[Any]) -> list[float]:
+        """Σ weight_f · feature_f of each hypothesis (everything but the recogniser's score), from its Detector
+        scores (``TextScores`` with raw probabilities)."""
         weights = self.vector
-        return [float(pooled_features(np.asarray(p, dtype=np.float64), n) @ weights)
-                for p, n in zip(token_p, words, strict=True)]
+        return [float(pooled_features(np.array([t.p_replaced for t in r.tokens], dtype=np.float64),
+                                      len(r.text.split())) @ weights) for r in results]
 
     @classmethod
     def load(cls, model_dir: str | Path) -> Reranker | None:
@@ -92,8 +93,6 @@ def reranker_scorer(detector: Any, reranker: Reranker, batch_size: int = 64):
     def score(texts: Sequence[str]) -> list[float]:
         if not texts:
             return []
-        results = detector.score(list(texts), batch_size=batch_size, calibrated=False)
-        return reranker.lm_scores([np.array([t.p_replaced for t in r.tokens]) for r in results],
-                                  [len(text.split()) for text in texts])
+        return reranker.lm_scores(detector.score(list(texts), batch_size=batch_size, calibrated=False))
 
     return score
