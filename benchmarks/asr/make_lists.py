@@ -27,6 +27,10 @@ Austen novels, never the dev/test ones), for the list-wise reranker (``rerank tr
 
     python benchmarks/asr/make_lists.py --train-only --n-train 3000 --voices rms,slt,awb,kal16,kal \
         --snr clean,30,25,20,15 --out-dir benchmarks/asr/train_lists
+
+A larger ``--n-train`` with the same settings keeps the smaller run's sentences as its first ones; on a fresh
+machine (the cache is not committed) ``--reuse benchmarks/asr/train_lists/train.json`` takes those from the
+committed lists instead of decoding them again.
 """
 
 from __future__ import annotations
@@ -185,6 +189,25 @@ def _decode_job(job: dict) -> int:
     return len(hyps)
 
 
+def reuse_decodes(jobs: list[dict], lists: list[Path]) -> int:
+    """Fill missing cache files from earlier lists (the cache is not committed, the lists are): an utterance
+    is reused when its id and reference match the job's; returns how many cache files were written."""
+    earlier: dict[str, dict] = {}
+    for path in lists:
+        earlier.update(json.loads(path.read_text(encoding="utf-8")))
+    written = 0
+    for job in jobs:
+        entry = earlier.get(job["id"])
+        if entry is None or Path(job["cache"]).exists() or entry.get("ref") != normalise(job["sentence"]):
+            continue
+        hyps = [entry[f"hyp_{i}"] for i in range(1, len(entry)) if f"hyp_{i}" in entry]
+        if hyps == [{"text": "", "score": 0.0}]:
+            hyps = []  # the assembled lists stand in an empty 1-best for "nothing recognised"
+        atomic_write_json(Path(job["cache"]), hyps)
+        written += 1
+    return written
+
+
 def parse_snrs(value: str) -> list[float | None]:
     return [None if s == "clean" else float(s) for s in value.split(",")]
 
@@ -215,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
                          "--train-only the other three; --train-only refuses the dev/test novels)")
     ap.add_argument("--out-dir", default=str(HERE / "data"))
     ap.add_argument("--cache-dir", default=str(HERE / "cache"))
+    ap.add_argument("--reuse", nargs="*", default=[], metavar="LISTS.json",
+                    help="lists this script wrote before with the same settings (e.g. the committed train.json): "
+                         "their utterances fill the decode cache instead of being decoded again")
     args = ap.parse_args(argv)
 
     import pocketsphinx
@@ -276,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.n_train:
         splits["train"] = {}
     manifest: dict[str, dict] = {}
+    reused = reuse_decodes(jobs, [Path(p) for p in args.reuse])
     hits = sum(Path(job["cache"]).exists() for job in jobs)
     todo = [job for job in jobs if not Path(job["cache"]).exists()]
     with ProcessPoolExecutor(max(1, args.jobs), initializer=_start_worker) as pool:
@@ -298,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
                                                             if k not in ("out_dir", "cache_dir")},
                                               "pocketsphinx": version, "dropped_in_pretraining_text": dropped,
                                               "utterances": manifest})
-    print(json.dumps({**{split: len(data) for split, data in splits.items()}, "cache_hits": hits,
+    print(json.dumps({**{split: len(data) for split, data in splits.items()}, "cache_hits": hits, "reused": reused,
                       "dropped_in_pretraining_text": dropped, "out_dir": str(out)}))
     return 0
 
