@@ -157,3 +157,25 @@ def test_an_interrupted_rerank_train_resumes_to_the_same_weights(micro_run: Path
     assert resumed["steps"] == whole["steps"] == 3
     assert resumed["weights"] == pytest.approx(whole["weights"], rel=1e-5)
     assert not (tmp_path / "cut.partial").exists()
+
+
+def test_make_lists_reuse_fills_the_cache_from_committed_lists(tmp_path):
+    """--reuse: an earlier list fills the decode cache when id and reference match; nothing else is written."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("make_lists", Path(__file__).parents[1] / "benchmarks/asr/make_lists.py")
+    make_lists = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_lists)
+    earlier = {"train-emma-00001": {"hyp_1": {"text": "she said so", "score": -1.0},
+                                    "hyp_2": {"text": "she sad so", "score": -2.0}, "ref": "she said so"},
+               "train-emma-00002": {"hyp_1": {"text": "", "score": 0.0}, "ref": "no words"}}
+    lists = tmp_path / "train.json"
+    lists.write_text(json.dumps(earlier))
+    jobs = [{"id": "train-emma-00001", "sentence": "She said so.", "cache": str(tmp_path / "a.json")},
+            {"id": "train-emma-00002", "sentence": "No words.", "cache": str(tmp_path / "b.json")},
+            {"id": "train-emma-00003", "sentence": "Other text.", "cache": str(tmp_path / "c.json")},
+            {"id": "train-emma-00001", "sentence": "A changed sentence.", "cache": str(tmp_path / "d.json")}]
+    assert make_lists.reuse_decodes(jobs, [lists]) == 2
+    assert json.loads((tmp_path / "a.json").read_text()) == [earlier["train-emma-00001"]["hyp_1"],
+                                                            earlier["train-emma-00001"]["hyp_2"]]
+    assert json.loads((tmp_path / "b.json").read_text()) == []  # an empty decode stays empty in the cache
+    assert not (tmp_path / "c.json").exists() and not (tmp_path / "d.json").exists()
