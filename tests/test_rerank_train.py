@@ -179,3 +179,35 @@ def test_make_lists_reuse_fills_the_cache_from_committed_lists(tmp_path):
                                                             earlier["train-emma-00001"]["hyp_2"]]
     assert json.loads((tmp_path / "b.json").read_text()) == []  # an empty decode stays empty in the cache
     assert not (tmp_path / "c.json").exists() and not (tmp_path / "d.json").exists()
+
+
+def test_refit_on_in_domain_lists_fits_the_weights_again(micro_run: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """--refit-on: the weights are fitted again on other lists (here ones whose references want the longer
+    hypothesis), so they move from the trained weights and choose better on those lists; no references: an error."""
+    from electra_detect.tasks.rerank.nbest import read_nbest
+    from electra_detect.training import rerank_train
+
+    lists, refit = tmp_path / "train.json", tmp_path / "dev.json"
+    lists.write_text(json.dumps(LISTS), encoding="utf-8")
+    other = {k: {**v, "ref": v["hyp_1"]["text"]} for k, v in LISTS.items()}
+    refit.write_text(json.dumps(other), encoding="utf-8")
+    out = tmp_path / "reranker"
+    assert main(["rerank", "train", str(lists), "--model", str(micro_run), "--out", str(out), "--linear-only",
+                 "--refit-on", str(refit), "--no-progress"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["refit_lists"] == 6 and summary["weights"] != summary["weights_trained"]
+    assert Reranker.load(out / "discriminator").weights == pytest.approx(summary["weights"])
+
+    tokenizer_dir = out / "discriminator"
+    from transformers import AutoTokenizer
+
+    encoded = rerank_train.encode_lists(AutoTokenizer.from_pretrained(str(tokenizer_dir)), list(read_nbest(refit)), 64)
+    scorer = ListScorer(rerank_train.load_discriminator(tokenizer_dir), 1.0, np.ones(len(FEATURES)))
+    features = rerank_train.frozen_features(scorer, encoded, 0)
+    assert list_wer(encoded, features, summary["weights"]) < list_wer(encoded, features, summary["weights_trained"])
+
+    refit.write_text(json.dumps({k: {h: v[h] for h in v if h != "ref"} for k, v in LISTS.items()}), encoding="utf-8")
+    assert main(["rerank", "train", str(lists), "--model", str(micro_run), "--out", str(tmp_path / "x"),
+                 "--linear-only", "--refit-on", str(refit), "--no-progress"]) != 0
+    assert "no references" in capsys.readouterr().err

@@ -331,6 +331,9 @@ def add_rerank_train(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--out", required=True, help="the reranker directory to write")
     t.add_argument("--format", choices=FORMATS, default="auto", dest="fmt")
     t.add_argument("--dev", help="n-best file with references: its WER before and after is reported (not tuned on)")
+    t.add_argument("--refit-on", metavar="LISTS",
+                   help="n-best file with references from your test conditions (e.g. your dev set): after training, "
+                        "the feature weights are fitted again on it (the encoder stays as trained)")
     t.add_argument("--loss", choices=["mwer", "softmax"], default="mwer",
                    help="list loss: expected WER (mwer, default) or cross-entropy of each list's best hypotheses")
     t.add_argument("--linear-only", action="store_true",
@@ -363,7 +366,11 @@ def run_rerank_train(args: argparse.Namespace) -> int:
     config = RerankTrainConfig(epochs=args.epochs, lists_per_batch=args.lists_per_batch, lr=args.lr,
                                token_weight=args.token_weight, loss=args.loss, linear_only=args.linear_only,
                                max_lists=args.max_lists or 0, seed=args.seed, checkpoint_every=args.checkpoint_every)
-    summary = train_reranker(args.model, args.out, train, dev, config, show_progress=not args.no_progress)
+    refit = list(read_nbest(args.refit_on, args.fmt)) if args.refit_on else None
+    if refit is not None and not any(utt.ref for utt in refit):
+        raise RerankError(f"{args.refit_on} holds no references ('ref'): the weights cannot be fitted on it")
+    summary = train_reranker(args.model, args.out, train, dev, config, show_progress=not args.no_progress,
+                             refit=refit)
     print(json.dumps(summary))
     return 0
 

@@ -9,6 +9,8 @@ Phases, top to bottom in ``train_reranker``:
      the start model alone gives when its weights are learned on the task);
   3. encoder and weights together: the expected word error rate over each list's softmax (MWER, as RescoreBERT;
      or ``softmax``: cross-entropy against the lists' low-WER hypotheses) plus the token loss on the labels;
+     then, with ``refit`` lists (``--refit-on``), the weights alone fitted again on the trained encoder's
+     features of those in-domain lists;
   4. written as a reranker directory (``discriminator/`` with its ``reranker.json``); WER on ``dev`` lists when
      given.
 
@@ -252,8 +254,11 @@ def fit_weights(scorer: ListScorer, lists: Sequence[EncodedList], features: Sequ
 
 def train_reranker(model_path: str | Path, out_dir: str | Path, train: Sequence[Utterance],
                    dev: Sequence[Utterance] | None = None, config: RerankTrainConfig | None = None,
-                   show_progress: bool = True) -> dict[str, Any]:
-    """Train on ``train``'s lists (references needed), write the reranker directory, return its summary."""
+                   show_progress: bool = True, refit: Sequence[Utterance] | None = None) -> dict[str, Any]:
+    """Train on ``train``'s lists (references needed), write the reranker directory, return its summary.
+
+    ``refit``: in-domain lists (your dev set) on whose frozen features the weights are fitted again after
+    training; ``dev`` is only reported (in-sample when it is the same lists)."""
     from transformers import AutoTokenizer
 
     config = config or RerankTrainConfig()
@@ -347,6 +352,14 @@ def train_reranker(model_path: str | Path, out_dir: str | Path, train: Sequence[
         if partial.exists():
             partial.unlink()
             partial.parent.rmdir()
+    # Phase 3b: the weights re-fitted on in-domain lists (training lists may differ from the test's voices and noise)
+    if refit:
+        refit_lists = [item for item in encode_lists(tokenizer, refit, config.max_length) if len(item.ids) > 1]
+        if not refit_lists:
+            raise ValueError("no refit list with a reference and two or more hypotheses")
+        summary.update(weights_trained=scorer.raw_weights(), refit_lists=len(refit_lists))
+        scorer.log_sharpness.requires_grad_(True)
+        fit_weights(scorer, refit_lists, frozen_features(scorer, refit_lists, pad), config.loss)
     weights = scorer.raw_weights()
     summary.update(steps=step, weights=weights, sharpness=float(scorer.log_sharpness.detach().exp()),
                    first_loss=losses[0] if losses else None,
