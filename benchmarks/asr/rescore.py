@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import sys
 import time
@@ -86,6 +87,16 @@ def split_by_utterance(utts: list[Utterance], flat: list[float]) -> list[list[fl
 
 
 # ------------------------------------------------------------------------------------------------ systems
+
+def cached_scores_path(cache_dir: str, name: str, model: str, texts: list[str]) -> Path | None:
+    """Where a slow scorer's scores of ``texts`` are kept: keyed by its name, the model's weights and the texts."""
+    if not cache_dir or name != "generator PLL":  # the 5-gram is fitted in seconds; only PLL is worth keeping
+        return None
+    weights = sorted((Path(model) / "generator").glob("*.safetensors"))
+    stamp = [f"{w.resolve()}:{w.stat().st_size}:{w.stat().st_mtime_ns}" for w in weights]
+    key = hashlib.sha1(json.dumps([name, stamp, texts]).encode()).hexdigest()
+    return Path(cache_dir) / f"{key}.json"
+
 
 def pairs(specs: list[str], flag: str) -> list[tuple[str, str]]:
     out = []
@@ -217,6 +228,9 @@ def main() -> int:
     ap.add_argument("--pll", action="store_true", help="also the generator's PLL (slow: one pass per token)")
     ap.add_argument("--pll-model", help="run dir whose generator gives PLL (default: --model)")
     ap.add_argument("--ngram-corpus", nargs="*", default=None)
+    ap.add_argument("--score-cache", default=str(ROOT / "runs" / "rescore-cache"),
+                    help="PLL scores are kept here (keyed by model and texts), so a later run with other systems "
+                         "reuses them ('' = none)")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results" / "asr_rescore"))
@@ -271,10 +285,18 @@ def main() -> int:
             if label in rerankers:  # the learned total (without the recogniser's score), from the same pass
                 flat[f"{label} learned"] = list(pooled @ rerankers[label].vector)
         for name, scorer in scorers.items():
-            started = time.perf_counter()
-            flat[name] = list(scorer(texts))
+            cache = cached_scores_path(args.score_cache, name, args.pll_model or args.model, texts)
+            if cache and cache.exists():
+                stored = json.loads(cache.read_text())
+                flat[name], per_utterance = stored["scores"], stored["seconds_per_utterance"]
+            else:
+                started = time.perf_counter()
+                flat[name] = list(scorer(texts))
+                per_utterance = (time.perf_counter() - started) / len(utts)
+                if cache:
+                    atomic_write_json(cache, {"scores": flat[name], "seconds_per_utterance": per_utterance})
             if split == "test":
-                seconds[name] = (time.perf_counter() - started) / len(utts)
+                seconds[name] = per_utterance
             print(json.dumps({"scored": name, "split": split, "hypotheses": len(texts)}), file=sys.stderr)
         errors, ref_words = [], []
         for u in utts:
