@@ -75,7 +75,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MEASURES = ("zero-shot", "corruption", "blimp", "ged")
 SETS = ("FCE dev", "JFLEG dev")
 ELECTRA, MASKED_LM = ("electra", "electra15"), ("bert_mlm",)
-NO_HEAD = "no replaced-token head"
+NO_HEAD = "no replaced-token head"  # a measurement that needs one is "n/a: " + this, for the masked-LM arm
 
 
 # -- the points' files ----------------------------------------------------------------------------------
@@ -114,10 +114,8 @@ def portable(path: str | Path) -> str:
 def no_head(compute: dict[str, Any]) -> str | None:
     """Why a point has no replaced-token head to score (None: it has one)."""
     if compute["kind"] == "encoder":
-        return f"n/a: {NO_HEAD} (published encoder)"
-    if not trains_rtd_head(compute["objective"]):
-        return f"n/a: {NO_HEAD} ({compute['objective']} trains none)"
-    return None
+        return "published encoder: no trained replaced-token head"
+    return None if trains_rtd_head(compute["objective"]) else NO_HEAD
 
 
 def ap_intervals(sentences: list[GedSentence], scores: list[np.ndarray], seed: int = 0) -> dict[str, list[float]]:
@@ -164,7 +162,7 @@ def measure_corruption(source: str, compute: dict[str, Any], jfleg: Path) -> dic
 def pll_model(source: str, compute: dict[str, Any]) -> tuple[Path | None, str]:
     """The masked LM an objective leaves (ELECTRA: its generator; masked LM: the encoder with its MLM head)."""
     if compute["kind"] == "encoder":
-        return None, "n/a: published encoder (no MLM head shipped)"
+        return None, "published encoder: no MLM head shipped"
     run = Path(source)
     if (run / "mlm").is_dir():
         return run / "mlm", "mlm/ (the encoder with its MLM head)"
@@ -190,7 +188,7 @@ def measure_blimp(source: str, compute: dict[str, Any], args: argparse.Namespace
                                 "seconds": round(seconds, 1)}
     model, what = pll_model(source, compute)
     if model is None or not args.blimp_pairs_per_set:
-        out["pll"] = {"n/a": what if model is None else "n/a: --blimp-pairs-per-set 0"}
+        out["pll"] = {"n/a": what if model is None else "--blimp-pairs-per-set 0"}
         return out
     subset = blimp.pll_subset(sets, args.blimp_pairs_per_set, 0)
     rows = blimp.pll_rows(sets, index, subset)
@@ -367,6 +365,11 @@ def nearest(point: dict[str, Any], others: list[dict[str, Any]]) -> dict[str, An
     return min(candidates, key=lambda o: abs(np.log(o["compute"]["flops"] / flops)))
 
 
+def not_measured(measurement: dict[str, Any]) -> str | None:
+    """"n/a: why" for a measurement that does not apply to the point, else None."""
+    return f"n/a: {measurement['n/a']}" if "n/a" in measurement else None
+
+
 def point_row(point: dict[str, Any]) -> dict[str, Any]:
     compute = point["compute"]
     row: dict[str, Any] = {"name": point["name"], "objective": objective(point), "pflops": compute["pflops"],
@@ -374,16 +377,16 @@ def point_row(point: dict[str, Any]) -> dict[str, Any]:
                            "minutes": compute["minutes"], "links": len(compute["chain"])}
     zero = point.get("zero-shot")
     if zero is not None:
-        row["zero-shot"] = zero.get("n/a") or {s: {k: zero[s][k] for k in ("ap_all", "ap_all_ci95", "ap_over_rate",
+        row["zero-shot"] = not_measured(zero) or {s: {k: zero[s][k] for k in ("ap_all", "ap_all_ci95", "ap_over_rate",
                                                                           "ap_over_rate_ci95", "error_rate_all",
                                                                           "f05")} for s in SETS if s in zero}
     if "corruption" in point:
-        row["corruption_auc"] = point["corruption"].get("n/a") or point["corruption"]["corruption_auc"]
+        row["corruption_auc"] = not_measured(point["corruption"]) or point["corruption"]["corruption_auc"]
     if "blimp" in point:
         blimp = point["blimp"]
         row["blimp"] = {"pairs": blimp["pairs"],
-                        "discriminator": blimp["discriminator"].get("n/a") or blimp["discriminator"]["overall"],
-                        "pll": blimp["pll"].get("n/a") or blimp["pll"]["overall"],
+                        "discriminator": not_measured(blimp["discriminator"]) or blimp["discriminator"]["overall"],
+                        "pll": not_measured(blimp["pll"]) or blimp["pll"]["overall"],
                         "pll_model": blimp["pll"].get("model"), "pll_pairs_per_set": blimp["pll"].get("pairs_per_set"),
                         "discriminator_same_pairs": blimp["pll"].get("discriminator_same_pairs")}
     if "ged" in point:
@@ -412,6 +415,10 @@ def summarise(points: list[dict[str, Any]], baseline: str) -> dict[str, Any]:
             "commands": commands, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
 
 
+def pflops_text(value: float) -> str:
+    return f"{value:,.1f}" if value >= 10 else f"{value:.3g}"
+
+
 def interval(value: float, ci: list[float]) -> str:
     return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
@@ -422,6 +429,8 @@ def zero_cell(row: dict[str, Any], set_name: str) -> str:
         return "–"
     if isinstance(zero, str):
         return zero
+    if set_name not in zero:
+        return "–"
     z = zero[set_name]
     return f"{interval(z['ap_all'], z['ap_all_ci95'])} ({z['ap_over_rate']:.2f}×)"
 
@@ -457,8 +466,9 @@ def table(summary: dict[str, Any]) -> str:
     rows = summary["rows"]
     recipes = {json.dumps(r["ged_recipe"], sort_keys=True) for r in rows if "ged_recipe" in r}
     pll = next((r["blimp"] for r in rows if isinstance(r.get("blimp", {}).get("pll"), float)), None)
+    pairs = sorted({r["blimp"]["pairs"] for r in rows if "blimp" in r})
     lines = ["# Pre-training compute curve: ELECTRA and masked-LM continued pre-training at equal training FLOPs", "",
-             f"{len(rows)} points from `benchmarks/results/compute_curve/points/*.json` (report of {summary['date']}). "
+             f"{len(rows)} point{'s' * (len(rows) != 1)} from `points/*.json` (report of {summary['date']}). "
              "PFLOPs: training FLOPs summed over the point's chain of runs (model shapes, benchmarks/ablation.py). "
              "Zero-shot AP on all of each set (× its token error rate) and GED F0.5 on the report half (threshold "
              "from the tuning half), each with a 95% bootstrap interval over sentences; GED: mean ± std over "
@@ -472,12 +482,13 @@ def table(summary: dict[str, Any]) -> str:
     if recipes:
         lines += [f"GED recipe: {', '.join(recipes)}.", ""]
     pll_head = f"BLiMP PLL ({pll['pll_pairs_per_set']}/set)" if pll else "BLiMP PLL"
+    disc_head = f"BLiMP disc. ({'/'.join(f'{n:,}' for n in pairs) or 'all'} pairs)"
     lines += ["| point | objective | PFLOPs | updates | tokens | zero-shot AP FCE dev | zero-shot AP JFLEG dev | "
-              f"corruption AUC | BLiMP disc. (all) | {pll_head} | BLiMP disc. (PLL pairs) | GED F0.5 FCE dev | "
+              f"corruption AUC | {disc_head} | {pll_head} | BLiMP disc. (PLL pairs) | GED F0.5 FCE dev | "
               "GED F0.5 JFLEG dev |", "|---|---|---:|---:|---:|---|---|---:|---:|---:|---:|---|---|"]
     for r in rows:
         b = r.get("blimp", {})
-        lines.append(f"| {r['name']} | {r['objective']} | {r['pflops']:.1f} | {r['updates']:,} | "
+        lines.append(f"| {r['name']} | {r['objective']} | {pflops_text(r['pflops'])} | {r['updates']:,} | "
                      f"{r['tokens'] / 1e6:.2f}M | {zero_cell(r, 'FCE dev')} | {zero_cell(r, 'JFLEG dev')} | "
                      f"{number(r.get('corruption_auc'))} | {number(b.get('discriminator'))} | {number(b.get('pll'))} | "
                      f"{number(b.get('discriminator_same_pairs'))} | {ged_cell(r, 'FCE dev')} | "
@@ -488,7 +499,8 @@ def table(summary: dict[str, Any]) -> str:
               "| ELECTRA | PFLOPs | masked LM | PFLOPs | ΔF0.5 FCE dev [95%] | ΔF0.5 JFLEG dev [95%] |",
               "|---|---:|---|---:|---|---|"]
     for v in summary["electra_vs_masked_lm"]:
-        lines.append(f"| {v['electra']} | {v['pflops'][0]:.1f} | {v['masked_lm']} | {v['pflops'][1]:.1f} | "
+        lines.append(f"| {v['electra']} | {pflops_text(v['pflops'][0])} | {v['masked_lm']} | "
+                     f"{pflops_text(v['pflops'][1])} | "
                      f"{diff_cell(v['FCE dev'])} | {diff_cell(v['JFLEG dev'])} |")
     if summary["baseline"]:
         lines += ["", f"## Against `{summary['baseline']}`", "",
