@@ -524,14 +524,17 @@ def plot(summary: dict[str, Any], path: Path) -> None:
     by_objective: dict[str, list[dict]] = {}
     for row in summary["rows"]:
         by_objective.setdefault(row["objective"], []).append(row)
-    for name, rows in by_objective.items():
+    colours = {"electra": "tab:blue", "bert_mlm": "tab:orange", "encoder": "tab:grey"}
+    for index, (name, rows) in enumerate(by_objective.items()):
         rows = sorted(rows, key=lambda r: r["pflops"])
+        colour = colours.get(name, f"C{index + 3}")  # one colour per objective in both panels
+        label = "encoder (no continued pre-training)" if name == "encoder" else name
         ged = [r for r in rows if "FCE dev" in r.get("ged", {})]
         if ged:
             values = [r["ged"]["FCE dev"] for r in ged]
             err = np.array([[v["f05"] - v["ci95"][0] for v in values], [v["ci95"][1] - v["f05"] for v in values]])
             left.errorbar([r["pflops"] for r in ged], [v["f05"] for v in values], yerr=err.clip(0), marker="o",
-                          capsize=3, label=name)
+                          capsize=3, color=colour, label=label)
         for set_name, style in (("FCE dev", "-"), ("JFLEG dev", "--")):
             zero = [r for r in rows if isinstance(r.get("zero-shot"), dict) and set_name in r["zero-shot"]]
             if zero:
@@ -539,13 +542,14 @@ def plot(summary: dict[str, Any], path: Path) -> None:
                 err = np.array([[v["ap_all"] - v["ap_all_ci95"][0] for v in values],
                                 [v["ap_all_ci95"][1] - v["ap_all"] for v in values]])
                 right.errorbar([r["pflops"] for r in zero], [v["ap_all"] for v in values], yerr=err.clip(0),
-                               marker="o", linestyle=style, capsize=3, label=f"{name}, {set_name}")
+                               marker="o", linestyle=style, capsize=3, color=colour, label=f"{name}, {set_name}")
     left.set(title="GED after the shipped synthetic recipe (FCE dev)", xlabel="pre-training compute (PFLOPs)",
              ylabel="token F0.5 (report half, seed mean)")
     right.set(title="Zero-shot replaced-token head", xlabel="pre-training compute (PFLOPs)",
               ylabel="AP (all sentences)")
     for axis in (left, right):
         axis.grid(alpha=0.3)
+        axis.ticklabel_format(axis="x", useOffset=False)
         if axis.get_legend_handles_labels()[0]:
             axis.legend(fontsize=8)
     fig.tight_layout()
