@@ -71,6 +71,30 @@ def read_reference(path: Path | None) -> dict[str, dict[str, float]]:
     return {row["UID"]: {k: float(row[k]) for k in PUBLISHED if k in row} for row in rows}
 
 
+def pair_sentences(sets: dict[str, list[tuple[str, str]]]) -> tuple[list[str], dict[str, list[int]]]:
+    """Every sentence once, good then bad, and per set the row of each pair's good sentence (bad: the next)."""
+    sentences: list[str] = []
+    index: dict[str, list[int]] = {}
+    for uid, pairs in sets.items():
+        index[uid] = []
+        for good, bad in pairs:
+            index[uid].append(len(sentences))
+            sentences += [good, bad]
+    return sentences, index
+
+
+def pll_subset(sets: dict[str, list[tuple[str, str]]], per_set: int, seed: int) -> dict[str, list[int]]:
+    """A seeded sample of ``per_set`` pair positions of each set (the generator's PLL is too slow for all)."""
+    rng = random.Random(seed)
+    return {uid: sorted(rng.sample(range(len(pairs)), min(per_set, len(pairs)))) for uid, pairs in sets.items()}
+
+
+def pll_rows(sets: dict[str, list[tuple[str, str]]], index: dict[str, list[int]],
+             subset: dict[str, list[int]]) -> list[int]:
+    """The sentence rows of a subsample's pairs, in order."""
+    return sorted({r for uid in sets for i in subset[uid] for r in (index[uid][i], index[uid][i] + 1)})
+
+
 def accuracy(good: np.ndarray, bad: np.ndarray) -> float:
     return float(np.mean(good > bad)) if len(good) else float("nan")
 
@@ -216,20 +240,12 @@ def main(argv: list[str] | None = None) -> int:
 
     sets = read_blimp(Path(args.blimp_dir), args.max_pairs_per_set)
     reference = read_reference(Path(args.reference) if args.reference else None)
-    sentences: list[str] = []
-    index: dict[str, list[int]] = {}
-    for uid, pairs in sets.items():
-        index[uid] = []
-        for good, bad in pairs:
-            index[uid].append(len(sentences))
-            sentences += [good, bad]
-    rng = random.Random(args.seed)
-    subset = {uid: sorted(rng.sample(range(len(pairs)), min(args.pll_per_set, len(pairs))))
-              for uid, pairs in sets.items()}
+    sentences, index = pair_sentences(sets)
+    subset = pll_subset(sets, args.pll_per_set, args.seed)
 
     scores, electra_seconds = electra_scores(args.model, sentences, args.batch_size)
     scores["ngram5_ours"], ngram_seconds, ngram_info = ngram_scores(args.corpus, sentences, args.order)
-    sub_rows = sorted({r for uid in sets for i in subset[uid] for r in (index[uid][i], index[uid][i] + 1)})
+    sub_rows = pll_rows(sets, index, subset)
     pll_values, pll_seconds = pll_scores(args.model, [sentences[r] for r in sub_rows], args.batch_size)
     pll = np.full(len(sentences), np.nan)
     pll[sub_rows] = pll_values

@@ -103,6 +103,16 @@ def run_one(arm: str, seed: int, steps: int, out_root: Path, jfleg: Path | None,
     return row
 
 
+def score_model(model: Path | str, fluent: Path) -> dict[str, Any]:
+    """``--score``: the corruption AUC of a run or discriminator dir's replaced-token head on fluent sentences."""
+    from electra_detect.detector import Detector
+    from electra_detect.training.evaluation import corruption_auc
+
+    sentences = [line.strip() for line in Path(fluent).read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {"model": str(model), **corruption_auc(Detector.load(model, calibrated=False), sentences, rate=0.15,
+                                                  seed=0)}
+
+
 def steps_to(val_rows: list[dict[str, Any]], level: float) -> int | None:
     """First evaluated step from which validation AUC never drops below ``level`` again."""
     first = None
@@ -200,14 +210,9 @@ def main() -> None:
     parser.add_argument("--one", nargs=2, metavar=("ARM", "SEED"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.score:
-        from electra_detect.detector import Detector
-        from electra_detect.training.evaluation import corruption_auc
-
         if args.jfleg is None:
             parser.error("--score needs --jfleg")
-        sentences = [line.strip() for line in args.jfleg.read_text(encoding="utf-8").splitlines() if line.strip()]
-        print(json.dumps({"model": str(args.score), **corruption_auc(Detector.load(args.score, calibrated=False),
-                                                                     sentences, rate=0.15, seed=0)}))
+        print(json.dumps(score_model(args.score, args.jfleg)))
         return
     if args.one:
         row = run_one(args.one[0], int(args.one[1]), args.steps, args.runs_dir, args.jfleg, args.eval_every)

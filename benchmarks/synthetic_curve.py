@@ -58,34 +58,45 @@ def parse_point(spec: str) -> tuple[str, dict[str, Any]]:
 
 def train_point(name: str, point: dict[str, Any], args: argparse.Namespace) -> Path:
     """The point's fine-tuned model dir (made, or resumed, when it has no ged.json yet)."""
-    from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
-    from electra_detect.training.synthetic_errors import ErrorConfig
+    from electra_detect.training.ged_finetune import FinetuneConfig, finetune
 
     model_dir = Path(args.work_dir) / name
     if (model_dir / "ged.json").exists():
         return model_dir
-    cache = Path(args.work_dir) / f"{name}.examples.json"  # generating 200k sentences takes ~20 min: kept
-    if cache.exists():
-        examples = [readers.GedSentence(*row) for row in json.loads(cache.read_text())]
-    else:
-        started = time.monotonic()
-        corpus = [str(Path(args.runs) / path) for path in TEXTS[point["text"]]]
-        mix, _, judged = point["mix"].partition("@")  # realistic@0.2: word choices judged by the discriminator
-        examples = synthetic_examples(corpus, point["sentences"], args.seed,
-                                      ErrorConfig(mix=mix, judge_threshold=float(judged or 0)),
-                                      neighbours_from=args.model)
-        atomic_write_json(cache, [[s.tokens, s.labels, s.types] for s in examples])
-        print(f"{name}: {len(examples)} examples in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    examples = synthetic_data(Path(args.work_dir) / f"{name}.examples.json", point, args.seed, args.runs, args.model)
     config = FinetuneConfig(epochs=1, seed=args.seed, types=args.types, checkpoint_every=500)
     finetune(args.model, model_dir, examples, None, config, show_progress=sys.stderr.isatty())
     return model_dir
 
 
-def score_point(name: str, model_dir: Path, sets: dict, args: argparse.Namespace) -> dict[str, Any]:
-    """Metrics of one model on each set's report half (threshold from the tuning half), kept in the model dir."""
+def synthetic_data(cache: Path, point: dict[str, Any], seed: int, runs: str | Path,
+                   neighbours_from: str | Path) -> list[readers.GedSentence]:
+    """A point's synthetic training sentences (``sentences``, ``text``, ``mix``), drawn by ``seed``, the word-choice
+    errors from ``neighbours_from``'s input embeddings; kept in ``cache`` and read back from it."""
+    if cache.exists():
+        return [readers.GedSentence(*row) for row in json.loads(cache.read_text())]
+    from electra_detect.training.ged_finetune import synthetic_examples
+    from electra_detect.training.synthetic_errors import ErrorConfig
+
+    started = time.monotonic()
+    corpus = [str(Path(runs) / path) for path in TEXTS[point["text"]]]
+    mix, _, judged = point["mix"].partition("@")  # realistic@0.2: word choices judged by the discriminator
+    examples = synthetic_examples(corpus, point["sentences"], seed,
+                                  ErrorConfig(mix=mix, judge_threshold=float(judged or 0)),
+                                  neighbours_from=neighbours_from)
+    atomic_write_json(cache, [[s.tokens, s.labels, s.types] for s in examples])  # 200k sentences take ~20 min
+    print(f"{cache.name}: {len(examples)} examples in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    return examples
+
+
+def score_point(name: str, model_dir: Path, sets: dict) -> dict[str, Any]:
+    """Metrics of one model on each set's report half (threshold from the tuning half), kept in the model dir
+    (scored again when the sets changed size)."""
     cached = model_dir / "curve_eval.json"
     if cached.exists():
-        return json.loads(cached.read_text())
+        kept = json.loads(cached.read_text())
+        if all(len(kept.get(s, {}).get("report_scores", [])) == len(split["report"]) for s, split in sets.items()):
+            return kept
     detector = Detector.load(model_dir, engine="torch")
     out: dict[str, Any] = {"point": name, "finetune": json.loads((model_dir / "ged.json").read_text())}
     for set_name, split in sets.items():
@@ -254,7 +265,7 @@ def main() -> int:
     evals = {}
     for name, point in points.items():
         model_dir = train_point(name, point, args)
-        evals[name] = score_point(name, model_dir, sets, args)
+        evals[name] = score_point(name, model_dir, sets)
         print(json.dumps({"point": name, **{s: round(evals[name][s]["f05"], 4) for s in sets}}), file=sys.stderr)
     if args.report:
         summary = report(points, evals, harper_rows(sets), sets, args)

@@ -7,12 +7,12 @@ Each ``--arm NAME=SOURCE`` starts a GED fine-tune on synthetic errors (``--synth
 one fine-tune per seed; the seed draws the sentences, their errors and the training order). SOURCE is a
 published encoder (a short name such as ``minilm`` or a folder: no ELECTRA pre-training, fresh head) or a run
 directory (its pre-training compute is read from summary.json and run_config.json and counted in training
-FLOPs from the model shapes, benchmarks/ablation.py). Each fine-tuned detector is scored on FCE dev (BEA-2019
-JSON, spaCy sentences, a token is an error when an edit touches it) and JFLEG dev (ERRANT, majority of 4
-references); each set is split by a fixed seed into a tuning half (the F0.5 threshold) and a report half.
-A run dir whose objective trains the replaced-token head also gets its zero-shot AP (no fine-tune). harper-py
-is scored on the same report halves. Every pair of arms gets the difference of its seed-mean F0.5 with a 95%
-paired-bootstrap interval over report sentences (seed spread reported beside it).
+FLOPs from the model shapes, benchmarks/ablation.py, summed over the runs it continued from). Each fine-tuned
+detector is scored on FCE dev (BEA-2019 JSON, spaCy sentences, a token is an error when an edit touches it) and
+JFLEG dev (ERRANT, majority of 4 references); each set is split by a fixed seed into a tuning half (the F0.5
+threshold) and a report half. A run dir whose objective trains the replaced-token head also gets its zero-shot AP
+(no fine-tune). harper-py is scored on the same report halves. Every pair of arms gets the difference of its
+seed-mean F0.5 with a 95% paired-bootstrap interval over report sentences (seed spread reported beside it).
 
 Fine-tunes are kept in ``--work-dir`` and reused (``ged.json`` present) on a re-run, so an interrupted sweep
 continues where it stopped. FCE is never redistributed: only metrics are written to ``--out-dir``.
@@ -56,12 +56,31 @@ def load_sets(fce: Path, jfleg: Path, seed: int) -> dict[str, dict[str, list[Ged
 
 # -- pre-training compute of an arm ------------------------------------------------------------------------
 def pretraining(source: str) -> dict[str, Any]:
-    """Steps, tokens, minutes and training FLOPs a run dir spent; zeros for an encoder with no pre-training."""
+    """Updates, tokens, minutes and training FLOPs a run dir spent, summed over its chain of continued pre-training
+    (``train.init_from`` followed while it names a run dir, down to a published encoder); ``chain`` lists the runs
+    from the first. Zeros for an encoder with no pre-training."""
     run = Path(source)
     if not (run / "run_config.json").exists():
-        return {"kind": "encoder", "objective": None, "steps": 0, "pretrain_tokens": 0, "minutes": 0.0, "flops": 0.0}
+        return {"kind": "encoder", "objective": None, "steps": 0, "pretrain_tokens": 0, "minutes": 0.0, "flops": 0.0,
+                "chain": [], "start": str(source)}
+    chain: list[dict[str, Any]] = []
+    while run is not None:
+        if any(link["run"] == str(run.resolve()) for link in chain):
+            raise SystemExit(f"error: {run} continues from itself (train.init_from loops)")
+        link, run = chain_link(run)
+        chain.insert(0, link)
+    return {"kind": "run", "objective": chain[-1]["objective"], "steps": sum(link["steps"] for link in chain),
+            "pretrain_tokens": sum(link["tokens"] for link in chain),
+            "minutes": sum(link["minutes"] for link in chain), "flops": sum(link["flops"] for link in chain),
+            "chain": chain, "start": chain[0]["init_from"] or "random initialisation"}
+
+
+def chain_link(run: Path) -> tuple[dict[str, Any], Path | None]:
+    """One run's own compute (from summary.json and the model shapes, benchmarks/ablation.py) and the run dir it
+    continued from (None: it started from a published encoder or from scratch)."""
     from ablation import train_flops_per_step
 
+    from electra_detect.training.encoders import is_run_dir
     from electra_detect.training.rundir import load_run_config
 
     config = load_run_config(run)
@@ -70,9 +89,26 @@ def pretraining(source: str) -> dict[str, Any]:
     tokens_per_step = summary["tokens_seen"] / max(summary["steps"], 1)
     per_step = train_flops_per_step(config.model, config.train.objective, "", vocab, tokens_per_step,
                                     config.data.seq_len, config.train.mask_prob)
-    return {"kind": "run", "objective": config.train.objective, "steps": summary["steps"],
-            "pretrain_tokens": summary["tokens_seen"], "minutes": summary["minutes"],
-            "flops": per_step * summary["steps"]}
+    train = config.train
+    link = {"run": str(run.resolve()), "objective": train.objective, "steps": summary["steps"],
+            "tokens": summary["tokens_seen"], "minutes": summary["minutes"], "flops": per_step * summary["steps"],
+            "init_from": train.init_from, "lr": train.lr, "batch_size": train.batch_size,
+            "seq_len": config.data.seq_len, "warmup_steps": train.warmup_steps, "seed": train.seed}
+    parent = Path(train.init_from) if train.init_from else None
+    if parent is None or is_run_dir(parent):
+        return link, parent
+    # `--init-from RUN` reads RUN/discriminator's tokenizer: that names a run dir that is gone, not an encoder
+    if Path(config.data.tokenizer) == parent / "discriminator":
+        raise SystemExit(f"error: {run} continued from the run dir {parent}, which is not here: the compute of "
+                         "its chain cannot be counted")
+    return link, None
+
+
+def trains_rtd_head(objective: str | None) -> bool:
+    """Whether a run of this objective trained the replaced-token head (so its zero-shot scores mean something)."""
+    from electra_detect.training import objectives
+
+    return objective is not None and objectives.get(objective).rtd_head
 
 
 # -- scoring -------------------------------------------------------------------------------------------
@@ -88,18 +124,42 @@ def metrics(split: dict[str, list], tune_scores: list[np.ndarray], report_scores
     return {"threshold": threshold, **token_metrics(*flatten(split["report"], report_scores), threshold)}
 
 
+def sentence_counts(sentences: list[GedSentence], scores: list[np.ndarray], threshold: float) -> dict[str, list[int]]:
+    """Per-sentence TP/FP/FN token counts at ``threshold`` (what any bootstrap of F0.5 over sentences needs)."""
+    out: dict[str, list[int]] = {"tp": [], "fp": [], "fn": []}
+    for sentence, values in zip(sentences, scores, strict=True):
+        flagged, gold = np.asarray(values) >= threshold, np.array(sentence.labels) == 1
+        out["tp"].append(int((flagged & gold).sum()))
+        out["fp"].append(int((flagged & ~gold).sum()))
+        out["fn"].append(int((~flagged & gold).sum()))
+    return out
+
+
+def f05_of_counts(counts: dict[str, list[int]], resamples: np.ndarray) -> np.ndarray:
+    """F0.5 of each bootstrap resample (rows of sentence indices) from per-sentence counts."""
+    tp, fp, fn = (np.asarray(counts[key]) for key in ("tp", "fp", "fn"))
+    t, p, n = tp[resamples].sum(-1), fp[resamples].sum(-1), fn[resamples].sum(-1)
+    precision, recall = t / np.maximum(t + p, 1), t / np.maximum(t + n, 1)
+    return (1.25 * precision * recall) / np.maximum(0.25 * precision + recall, 1e-12)
+
+
 def f05_per_resample(sentences: list[GedSentence], scores: list[np.ndarray], threshold: float,
                      resamples: np.ndarray) -> np.ndarray:
     """F0.5 of each bootstrap resample (rows of sentence indices): per-sentence TP/FP/FN counts summed."""
-    tp = np.array([int(((s >= threshold) & (np.array(x.labels) == 1)).sum()) for x, s in zip(sentences, scores,
-                                                                                            strict=True)])
-    fp = np.array([int(((s >= threshold) & (np.array(x.labels) == 0)).sum()) for x, s in zip(sentences, scores,
-                                                                                            strict=True)])
-    fn = np.array([int(((s < threshold) & (np.array(x.labels) == 1)).sum()) for x, s in zip(sentences, scores,
-                                                                                           strict=True)])
-    t, p, n = tp[resamples].sum(1), fp[resamples].sum(1), fn[resamples].sum(1)
-    precision, recall = t / np.maximum(t + p, 1), t / np.maximum(t + n, 1)
-    return (1.25 * precision * recall) / np.maximum(0.25 * precision + recall, 1e-12)
+    return f05_of_counts(sentence_counts(sentences, scores, threshold), resamples)
+
+
+def zero_shot(source: Path | str, split: dict[str, list]) -> tuple[dict[str, Any], dict[str, list[np.ndarray]]]:
+    """A pre-trained discriminator as it is: AP on all of a set and its token error rate, F0.5 on the report half at
+    the tuning half's threshold; and its token scores of each part ("all", "tune", "report")."""
+    all_scores, rate = token_scores(source, split["all"])
+    by_sentence = {id(s): values for s, values in zip(split["all"], all_scores, strict=True)}
+    parts = {part: [by_sentence[id(s)] for s in split[part]] for part in ("all", "tune", "report")}
+    labels, values = flatten(split["all"], all_scores)
+    row = {"ap_all": token_metrics(labels, values, 0.5)["average_precision"],
+           "error_rate_all": float(labels.mean()), "sentences_per_s": rate,
+           **metrics(split, parts["tune"], parts["report"])}
+    return row, parts
 
 
 # -- the sweep -----------------------------------------------------------------------------------------
@@ -143,17 +203,11 @@ def main() -> int:
     scored_sources: set[str] = set()
     for arm, source in arms.items():
         compute = pretraining(source)
-        zero_shot = compute["objective"] in ("electra", "electra15") and source not in scored_sources
-        if zero_shot and not args.no_zero_shot:  # the replaced-token head was trained: zero-shot, once per source
+        scored = trains_rtd_head(compute["objective"]) and source not in scored_sources
+        if scored and not args.no_zero_shot:  # the replaced-token head was trained: zero-shot, once per source
             scored_sources.add(source)
             for name, split in sets.items():
-                all_scores, rate = token_scores(source, split["all"])
-                labels, values = flatten(split["all"], all_scores)
-                tune_scores, report_scores = (token_scores(source, split[part])[0] for part in ("tune", "report"))
-                rows.append({"arm": arm, "set": name, "stage": "zero-shot", **compute,
-                             "ap_all": token_metrics(labels, values, 0.5)["average_precision"],
-                             "error_rate_all": float(labels.mean()), "sentences_per_s": rate,
-                             **metrics(split, tune_scores, report_scores)})
+                rows.append({"arm": arm, "set": name, "stage": "zero-shot", **compute, **zero_shot(source, split)[0]})
         for seed in recipes[arm].get("seeds", args.seeds):
             model_dir = work / arm / f"seed{seed}"
             if not (model_dir / "ged.json").exists():

@@ -1,0 +1,626 @@
+"""The pre-training compute curve: ELECTRA and masked-LM continued pre-training of one encoder at equal training
+FLOPs, at several compute points, on real learner errors and on what the pre-trained model knows before any GED.
+
+    python benchmarks/compute_curve.py --fce runs/data/fce --jfleg ../shared/data/jfleg/dev --threads 1 \\
+        --point electra-500=runs/curve/electra-500 --point mlm-649=runs/curve/mlm-649 --point base=minilm
+    python benchmarks/compute_curve.py --report      # table.md, result.json, plot.png from points/*.json alone
+
+``--point NAME=SOURCE``: SOURCE is a pre-training run dir or a published encoder (``minilm``, a folder). Runs are
+chained: a later point continues from the previous point's run dir with its own warm-up and decay
+(``electra-detect pretrain --init-from runs/curve/electra-500 --out runs/curve/electra-1000 ...``); the masked-LM
+arm is the same with ``--objective bert_mlm`` and 1.30x the updates (equal FLOPs). Measurements of a point
+(``--measure``, default all):
+
+- compute (always): objective, updates, tokens and training PFLOPs summed over the point's chain (run_config.json's
+  ``train.init_from`` followed down to the published encoder; FLOPs from the model shapes, benchmarks/ablation.py),
+  and the chain itself;
+- ``zero-shot``: a run whose objective trains the replaced-token head, as it is (benchmarks/warmstart.py): AP on
+  all of FCE dev and of JFLEG dev, the token error rate, AP / error rate, each with a 95% bootstrap interval over
+  sentences; F0.5 on the report half at the tuning half's threshold;
+- ``corruption``: word-level AUC of the replaced-token head on JFLEG dev.ref0 with 15% of words swapped
+  (benchmarks/learning.py ``--score``);
+- ``blimp``: the discriminator's sentence score (sum of log(1 - p)) on every pair (benchmarks/blimp.py), and the
+  pseudo-log-likelihood of the objective's own masked LM (ELECTRA: generator/; masked LM: mlm/, the encoder with
+  its MLM head) on ``--blimp-pairs-per-set`` pairs per set (0: none; one pass per token, slow on a CPU);
+- ``ged``: the point's discriminator (a masked-LM run's: its encoder with the untrained head, as warmstart.py's arm
+  (c)) fine-tuned with the shipped recipe (benchmarks/synthetic_curve.py: ``--ged-sentences`` sentences of
+  ``prose`` text with realistic errors, word choices from ``--neighbours-from``, typed head, one epoch; one
+  fine-tune per ``--ged-seeds`` seed, the same synthetic sentences for every point), F0.5 and AP on the report halves
+  of FCE dev and JFLEG dev (threshold from the tuning half).
+
+FCE dev and JFLEG dev are split by a fixed seed into a tuning and a report half (warmstart.load_sets). Every F0.5
+measurement keeps its per-sentence TP/FP/FN counts in the fixed order of the report half (and a hash of that half):
+paired bootstraps between any two points need nothing else. Each measurement is written to
+``--out-dir/points/NAME.json`` as soon as it is done, and a re-run skips what is there (``--redo``: measure again;
+fine-tunes in ``--work-dir`` are reused either way): run dirs do not outlive a session, the committed points do.
+No FCE text is written, only metrics and counts.
+
+The report (written after measuring, or alone with ``--report``): one row per point, sorted by objective then
+PFLOPs; for each ELECTRA point the masked-LM point with the nearest PFLOPs and each point against ``--baseline``,
+as the difference of seed-mean F0.5 with a 95% paired bootstrap over report sentences (1,000 resamples); plot.png:
+GED F0.5 on FCE dev and zero-shot AP against PFLOPs, one line per objective.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import re
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from warmstart import (  # noqa: E402
+    BOOTSTRAP,
+    f05_of_counts,
+    load_sets,
+    pretraining,
+    sentence_counts,
+    trains_rtd_head,
+    zero_shot,
+)
+
+from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text  # noqa: E402
+from electra_detect.tasks.ged.readers import GedSentence, split_sentences  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+MEASURES = ("zero-shot", "corruption", "blimp", "ged")
+SETS = ("FCE dev", "JFLEG dev")
+ELECTRA, MASKED_LM = ("electra", "electra15"), ("bert_mlm",)
+NO_HEAD = "no replaced-token head"  # a measurement that needs one is "n/a: " + this, for the masked-LM arm
+
+
+# -- the points' files ----------------------------------------------------------------------------------
+def point_file(out_dir: Path, name: str) -> Path:
+    return out_dir / "points" / f"{name}.json"
+
+
+def compact_json(obj: Any) -> str:
+    """Indented JSON with each list of numbers on one line: per-sentence counts stay one line per list."""
+    text = json.dumps(obj, indent=2, sort_keys=True)
+    return re.sub(r"\[[\d\s,.eE+-]*\]", lambda m: "[" + ", ".join(m.group(0)[1:-1].split()).replace(",,", ",")
+                  + "]", text)
+
+
+def save_point(path: Path, point: dict[str, Any]) -> None:
+    atomic_write_text(path, compact_json(point) + "\n")
+
+
+def load_points(out_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(path.read_text()) for path in sorted((out_dir / "points").glob("*.json"))]
+
+
+def fingerprint(sentences: list[GedSentence]) -> str:
+    """A hash of a report half's tokens and labels: counts pair up only over the same sentences (no text kept)."""
+    payload = json.dumps([[s.tokens, s.labels] for s in sentences], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+def portable(path: str | Path) -> str:
+    """A path inside the project relative to its root: the same on every machine."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(resolved)
+
+
+# -- measurements -----------------------------------------------------------------------------------------
+def no_head(compute: dict[str, Any]) -> str | None:
+    """Why a point has no replaced-token head to score (None: it has one)."""
+    if compute["kind"] == "encoder":
+        return "published encoder: no trained replaced-token head"
+    return None if trains_rtd_head(compute["objective"]) else NO_HEAD
+
+
+def ap_intervals(sentences: list[GedSentence], scores: list[np.ndarray], seed: int = 0) -> dict[str, list[float]]:
+    """95% bootstrap intervals over sentences of AP and of AP / token error rate."""
+    from sklearn.metrics import average_precision_score
+
+    labels = [np.asarray(s.labels) for s in sentences]
+    values = [np.asarray(v) for v in scores]
+    aps, ratios = [], []
+    for rows in np.random.default_rng(seed).integers(0, len(sentences), size=(BOOTSTRAP, len(sentences))):
+        y, p = np.concatenate([labels[i] for i in rows]), np.concatenate([values[i] for i in rows])
+        if 0 < y.sum() < len(y):
+            aps.append(average_precision_score(y, p))
+            ratios.append(aps[-1] / y.mean())
+    return {"ap_all_ci95": np.percentile(aps, [2.5, 97.5]).tolist(),
+            "ap_over_rate_ci95": np.percentile(ratios, [2.5, 97.5]).tolist()}
+
+
+def measure_zero_shot(source: str, compute: dict[str, Any], sets: dict[str, dict]) -> dict[str, Any]:
+    reason = no_head(compute)
+    if reason:
+        return {"n/a": reason}
+    out: dict[str, Any] = {}
+    for name, split in sets.items():
+        row, parts = zero_shot(source, split)
+        out[name] = {**row, **ap_intervals(split["all"], parts["all"]), "sentences_all": len(split["all"]),
+                     "ap_over_rate": row["ap_all"] / row["error_rate_all"],
+                     "counts": sentence_counts(split["report"], parts["report"], row["threshold"]),
+                     "report_fingerprint": fingerprint(split["report"])}
+        print(f"zero-shot {name}: AP {row['ap_all']:.3f} ({out[name]['ap_over_rate']:.2f}x the error rate)",
+              file=sys.stderr)
+    return out
+
+
+def measure_corruption(source: str, compute: dict[str, Any], jfleg: Path) -> dict[str, Any]:
+    reason = no_head(compute)
+    if reason:  # learning.py scores the replaced-token head; a masked LM's is untrained
+        return {"n/a": reason}
+    from learning import score_model
+
+    return score_model(source, jfleg / "dev.ref0")
+
+
+def pll_model(source: str, compute: dict[str, Any]) -> tuple[Path | None, str]:
+    """The masked LM an objective leaves (ELECTRA: its generator; masked LM: the encoder with its MLM head)."""
+    if compute["kind"] == "encoder":
+        return None, "published encoder: no MLM head shipped"
+    run = Path(source)
+    if (run / "mlm").is_dir():
+        return run / "mlm", "mlm/ (the encoder with its MLM head)"
+    return run / "generator", "generator/ (ELECTRA's small generator)"
+
+
+def measure_blimp(source: str, compute: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    import blimp
+
+    sets = blimp.read_blimp(Path(args.blimp), args.blimp_max_pairs)
+    sentences, index = blimp.pair_sentences(sets)
+    out: dict[str, Any] = {"sets": len(sets), "pairs": len(sentences) // 2}
+    scores: dict[str, np.ndarray] = {}
+    reason = no_head(compute)
+    if reason:
+        out["discriminator"] = {"n/a": reason}
+    else:  # every pair: one pass per sentence
+        scores, seconds = blimp.electra_scores(source, sentences, args.batch_size)
+        table = blimp.summarise(sets, index, scores)
+        out["discriminator"] = {"overall": blimp.overall(table, "electra_sum"),
+                                "overall_mean": blimp.overall(table, "electra_mean"),
+                                "per_set": {uid: row["electra_sum"] for uid, row in table.items()},
+                                "seconds": round(seconds, 1)}
+    model, what = pll_model(source, compute)
+    if model is None or not args.blimp_pairs_per_set:
+        out["pll"] = {"n/a": what if model is None else "--blimp-pairs-per-set 0"}
+        return out
+    subset = blimp.pll_subset(sets, args.blimp_pairs_per_set, 0)
+    rows = blimp.pll_rows(sets, index, subset)
+    values, seconds = blimp.pll_scores(str(model), [sentences[r] for r in rows], args.batch_size)
+    pll = np.full(len(sentences), np.nan)
+    pll[rows] = values
+    table = blimp.summarise(sets, index, {**scores, "pll": pll}, subset)
+    out["pll"] = {"model": what, "pairs_per_set": args.blimp_pairs_per_set, "overall": blimp.overall(table, "pll"),
+                  "per_set": {uid: row["pll"] for uid, row in table.items()}, "seconds": round(seconds, 1),
+                  "discriminator_same_pairs": blimp.overall(table, "electra_sum") if scores else None}
+    return out
+
+
+def ged_recipe(args: argparse.Namespace) -> dict[str, Any]:
+    """The shipped GED recipe (models/electra-minilm/README.md), at ``--ged-sentences``."""
+    return {"sentences": args.ged_sentences, "text": args.ged_text, "mix": "realistic", "types": not args.binary,
+            "epochs": 1, "neighbours_from": portable(args.neighbours_from)}
+
+
+def recipe_key(recipe: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def measure_ged_seed(name: str, source: str, seed: int, sets: dict[str, dict], recipe: dict[str, Any],
+                     args: argparse.Namespace) -> dict[str, Any]:
+    """One fine-tune of the recipe from the point's model (kept in ``--work-dir``), scored on the report halves."""
+    from synthetic_curve import score_point, synthetic_data
+
+    from electra_detect.training.cli import _start_model
+    from electra_detect.training.ged_finetune import FinetuneConfig, finetune
+
+    work, key = Path(args.work_dir), recipe_key(recipe)
+    model_dir = work / "ged" / name / f"{key}-seed{seed}"
+    if not (model_dir / "ged.json").exists():
+        # the same synthetic sentences for every point: only the encoder differs between two fine-tunes of a seed
+        examples = synthetic_data(work / "examples" / f"{key}-seed{seed}.json", recipe, seed, args.runs,
+                                  ROOT / recipe["neighbours_from"])
+        config = FinetuneConfig(epochs=recipe["epochs"], seed=seed, types=recipe["types"], checkpoint_every=500)
+        with _start_model(source) as start:
+            finetune(start, model_dir, examples, None, config, show_progress=sys.stderr.isatty())
+    evals = score_point(f"{name} seed {seed}", model_dir, sets)
+    out: dict[str, Any] = {"finetune": {k: evals["finetune"].get(k) for k in ("minutes", "steps", "train_sentences")}}
+    for set_name, split in sets.items():
+        row = evals[set_name]
+        scores = [np.asarray(s) for s in row["report_scores"]]
+        out[set_name] = {**{k: row[k] for k in ("f05", "precision", "recall", "average_precision", "threshold",
+                                                "tokens", "errors", "flagged")},
+                         "counts": sentence_counts(split["report"], scores, row["threshold"]),
+                         "report_fingerprint": fingerprint(split["report"])}
+        if "types" in row:
+            out[set_name]["operation_accuracy"] = row["types"]["operation_accuracy"]
+        print(f"ged {name} seed {seed} {set_name}: F0.5 {row['f05']:.3f}, AP {row['average_precision']:.3f}",
+              file=sys.stderr)
+    return out
+
+
+def eval_sets(args: argparse.Namespace) -> dict[str, dict]:
+    if not args.fce:
+        raise SystemExit("error: zero-shot and ged need --fce (a folder with fce-dev.json)")
+    sets = load_sets(Path(args.fce), Path(args.jfleg), args.split_seed)
+    if args.max_sentences:  # a smoke run: the first N sentences of each set, split again
+        for name, split in sets.items():
+            tune, report = split_sentences(split["all"][:args.max_sentences], 0.5, args.split_seed)
+            sets[name] = {"all": split["all"][:args.max_sentences], "tune": tune, "report": report}
+    return sets
+
+
+def measure_point(name: str, source: str, args: argparse.Namespace,
+                  sets: Callable[[], dict[str, dict]]) -> dict[str, Any]:
+    """Every selected measurement the point's file lacks (all of them with --redo), each saved when done; ``sets``
+    reads FCE dev and JFLEG dev when first called."""
+    path = point_file(Path(args.out_dir), name)
+    point = json.loads(path.read_text()) if path.exists() else {"name": name}
+    if point.get("source", source) != source:
+        print(f"warning: {name} was measured from {point['source']}, now {source}", file=sys.stderr)
+    point["source"] = source
+    command = "python benchmarks/compute_curve.py " + " ".join(sys.argv[1:])
+
+    def record(key: str, value: dict[str, Any], started: float) -> None:
+        value.update(date=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                     seconds=round(time.monotonic() - started, 1))
+        point[key] = value
+        point["commands"] = sorted({*point.get("commands", []), command})
+        save_point(path, point)
+        print(f"{name}: {key} saved to {path}", file=sys.stderr)
+
+    started = time.monotonic()
+    if "compute" not in point or args.redo:
+        compute = pretraining(source)
+        record("compute", {**compute, "pflops": compute["flops"] / 1e15}, started)
+    compute = point["compute"]
+    todo = [m for m in args.measure if m != "ged" and (m not in point or args.redo)]
+    for measure in todo:
+        started = time.monotonic()
+        print(f"{name}: measuring {measure}", file=sys.stderr)
+        if measure == "zero-shot":
+            record(measure, measure_zero_shot(source, compute, sets()), started)
+        elif measure == "corruption":
+            record(measure, measure_corruption(source, compute, Path(args.jfleg)), started)
+        elif measure == "blimp":
+            record(measure, measure_blimp(source, compute, args), started)
+    if "ged" in args.measure:
+        recipe = ged_recipe(args)
+        ged = point.get("ged") if not args.redo else None
+        if ged and ged["recipe"] != recipe:
+            raise SystemExit(f"error: {path} holds GED with another recipe ({ged['recipe']}); give that recipe, "
+                             "--redo, or another --out-dir")
+        ged = ged or {"recipe": recipe, "seeds": {}}
+        for seed in args.ged_seeds:
+            if str(seed) in ged["seeds"]:
+                continue
+            started = time.monotonic()
+            print(f"{name}: GED fine-tune seed {seed}", file=sys.stderr)
+            ged["seeds"][str(seed)] = measure_ged_seed(name, source, seed, sets(), recipe, args)
+            ged["seeds"][str(seed)]["seconds"] = round(time.monotonic() - started, 1)
+            record("ged", ged, started)
+    return point
+
+
+# -- the report: from the points' files only ---------------------------------------------------------------
+def objective(point: dict[str, Any]) -> str:
+    return point["compute"]["objective"] or "encoder"
+
+
+def ged_counts(point: dict[str, Any], set_name: str) -> tuple[list[dict[str, list[int]]], str] | None:
+    """A point's per-seed report-half counts on one set and that half's hash (None: no GED there)."""
+    seeds = [seed[set_name] for seed in point.get("ged", {}).get("seeds", {}).values() if set_name in seed]
+    if not seeds or len({s["report_fingerprint"] for s in seeds}) != 1:
+        return None
+    return [s["counts"] for s in seeds], seeds[0]["report_fingerprint"]
+
+
+def resamples_for(size: int) -> np.ndarray:
+    """The bootstrap resamples of a report half of ``size`` sentences: the same for every pair."""
+    return np.random.default_rng(0).integers(0, size, size=(BOOTSTRAP, size))
+
+
+def seed_mean_f05(counts: list[dict[str, list[int]]], rows: np.ndarray) -> np.ndarray:
+    """Seed-mean F0.5 of each resample (rows of sentence indices)."""
+    return np.mean([f05_of_counts(c, rows) for c in counts], axis=0)
+
+
+def f05_summary(counts: list[dict[str, list[int]]]) -> dict[str, Any]:
+    """Seed-mean F0.5 with its seed spread and its 95% bootstrap interval over report sentences."""
+    size = len(counts[0]["tp"])
+    per_seed = [float(f05_of_counts(c, np.arange(size)[None])[0]) for c in counts]
+    low, high = np.percentile(seed_mean_f05(counts, resamples_for(size)), [2.5, 97.5])
+    return {"f05": float(np.mean(per_seed)), "f05_std": float(np.std(per_seed)), "seeds": len(per_seed),
+            "ci95": [float(low), float(high)]}
+
+
+def difference(first: dict[str, Any], second: dict[str, Any], set_name: str) -> dict[str, Any]:
+    """Seed-mean F0.5 of ``first`` minus ``second`` with a 95% paired bootstrap over the report sentences."""
+    a, b = ged_counts(first, set_name), ged_counts(second, set_name)
+    out: dict[str, Any] = {"first": first["name"], "second": second["name"], "set": set_name}
+    if a is None or b is None:
+        return {**out, "note": "no GED measurement"}
+    if a[1] != b[1]:
+        return {**out, "note": "measured on different report sentences"}
+    rows = resamples_for(len(a[0][0]["tp"]))
+    whole = np.arange(rows.shape[1])[None]
+    diff = seed_mean_f05(a[0], rows) - seed_mean_f05(b[0], rows)
+    low, high = np.percentile(diff, [2.5, 97.5])
+    return {**out, "diff_f05": float(seed_mean_f05(a[0], whole)[0] - seed_mean_f05(b[0], whole)[0]),
+            "ci95": [float(low), float(high)], "resolved": bool(low > 0 or high < 0), "seeds": [len(a[0]), len(b[0])]}
+
+
+def nearest(point: dict[str, Any], others: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The point of ``others`` whose PFLOPs are closest to ``point``'s (by ratio)."""
+    flops = point["compute"]["flops"]
+    candidates = [o for o in others if o["compute"]["flops"] > 0]
+    if flops <= 0 or not candidates:
+        return None
+    return min(candidates, key=lambda o: abs(np.log(o["compute"]["flops"] / flops)))
+
+
+def not_measured(measurement: dict[str, Any]) -> str | None:
+    """"n/a: why" for a measurement that does not apply to the point, else None."""
+    return f"n/a: {measurement['n/a']}" if "n/a" in measurement else None
+
+
+def point_row(point: dict[str, Any]) -> dict[str, Any]:
+    compute = point["compute"]
+    row: dict[str, Any] = {"name": point["name"], "objective": objective(point), "pflops": compute["pflops"],
+                           "updates": compute["steps"], "tokens": compute["pretrain_tokens"],
+                           "minutes": compute["minutes"], "links": len(compute["chain"])}
+    zero = point.get("zero-shot")
+    if zero is not None:
+        row["zero-shot"] = not_measured(zero) or {s: {k: zero[s][k] for k in ("ap_all", "ap_all_ci95", "ap_over_rate",
+                                                                          "ap_over_rate_ci95", "error_rate_all",
+                                                                          "f05")} for s in SETS if s in zero}
+    if "corruption" in point:
+        row["corruption_auc"] = not_measured(point["corruption"]) or point["corruption"]["corruption_auc"]
+    if "blimp" in point:
+        blimp = point["blimp"]
+        row["blimp"] = {"pairs": blimp["pairs"],
+                        "discriminator": not_measured(blimp["discriminator"]) or blimp["discriminator"]["overall"],
+                        "pll": not_measured(blimp["pll"]) or blimp["pll"]["overall"],
+                        "pll_model": blimp["pll"].get("model"), "pll_pairs_per_set": blimp["pll"].get("pairs_per_set"),
+                        "discriminator_same_pairs": blimp["pll"].get("discriminator_same_pairs")}
+    if "ged" in point:
+        row["ged"] = {s: f05_summary(c[0]) for s in SETS if (c := ged_counts(point, s))}
+        row["ged_recipe"] = point["ged"]["recipe"]
+    return row
+
+
+def summarise(points: list[dict[str, Any]], baseline: str) -> dict[str, Any]:
+    points = sorted(points, key=lambda p: (objective(p), p["compute"]["flops"], p["name"]))
+    masked = [p for p in points if objective(p) in MASKED_LM]
+    versus = []
+    for point in points:
+        partner = nearest(point, masked) if objective(point) in ELECTRA else None
+        if partner is not None:
+            versus.append({"electra": point["name"], "masked_lm": partner["name"],
+                           "pflops": [point["compute"]["pflops"], partner["compute"]["pflops"]],
+                           **{s: difference(point, partner, s) for s in SETS}})
+    base = next((p for p in points if p["name"] == baseline), None)
+    against = [{"point": p["name"], **{s: difference(p, base, s) for s in SETS}}
+               for p in points if base is not None and p is not base]
+    commands = sorted({c for p in points for c in p.get("commands", [])})
+    return {"benchmark": "compute_curve", "rows": [point_row(p) for p in points], "electra_vs_masked_lm": versus,
+            "baseline": baseline if base is not None else None, "against_baseline": against,
+            "chains": {p["name"]: p["compute"]["chain"] for p in points}, "bootstrap": BOOTSTRAP,
+            "commands": commands, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+
+
+def pflops_text(value: float) -> str:
+    return f"{value:,.1f}" if value >= 10 else f"{value:.3g}"
+
+
+def interval(value: float, ci: list[float]) -> str:
+    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def zero_cell(row: dict[str, Any], set_name: str) -> str:
+    zero = row.get("zero-shot")
+    if zero is None:
+        return "–"
+    if isinstance(zero, str):
+        return zero
+    if set_name not in zero:
+        return "–"
+    z = zero[set_name]
+    return f"{interval(z['ap_all'], z['ap_all_ci95'])} ({z['ap_over_rate']:.2f}×)"
+
+
+def ged_cell(row: dict[str, Any], set_name: str) -> str:
+    g = row.get("ged", {}).get(set_name)
+    if g is None:
+        return "–"
+    return f"{g['f05']:.3f} ± {g['f05_std']:.3f} ({g['seeds']}) [{g['ci95'][0]:.3f}, {g['ci95'][1]:.3f}]"
+
+
+def number(value: Any) -> str:
+    return "–" if value is None else value if isinstance(value, str) else f"{value:.3f}"
+
+
+def diff_cell(d: dict[str, Any]) -> str:
+    if "note" in d:
+        return f"– ({d['note']})"
+    return f"{d['diff_f05']:+.3f} [{d['ci95'][0]:+.3f}, {d['ci95'][1]:+.3f}]{' resolved' if d['resolved'] else ''}"
+
+
+def chain_text(chain: list[dict[str, Any]]) -> str:
+    if not chain:
+        return "published encoder, no continued pre-training"
+    start = Path(chain[0]["init_from"]).name if chain[0]["init_from"] else "random initialisation"
+    links = [f"{Path(link['run']).name} ({link['objective']}, {link['steps']} updates, lr {link['lr']:g}, batch "
+             f"{link['batch_size']} × {link['seq_len']}, {link['warmup_steps']} warm-up, seed {link['seed']})"
+             for link in chain]
+    return " → ".join([start, *links])
+
+
+def table(summary: dict[str, Any]) -> str:
+    rows = summary["rows"]
+    recipes = {json.dumps(r["ged_recipe"], sort_keys=True) for r in rows if "ged_recipe" in r}
+    pll = next((r["blimp"] for r in rows if isinstance(r.get("blimp", {}).get("pll"), float)), None)
+    pairs = sorted({r["blimp"]["pairs"] for r in rows if "blimp" in r})
+    lines = ["# Pre-training compute curve: ELECTRA and masked-LM continued pre-training at equal training FLOPs", "",
+             f"{len(rows)} point{'s' * (len(rows) != 1)} from `points/*.json` (report of {summary['date']}). "
+             "PFLOPs: training FLOPs summed over the point's chain of runs (model shapes, benchmarks/ablation.py). "
+             "Zero-shot AP on all of each set (× its token error rate) and GED F0.5 on the report half (threshold "
+             "from the tuning half), each with a 95% bootstrap interval over sentences; GED: mean ± std over "
+             "fine-tune seeds (their number), interval of the seed mean.", "",
+             "What compares across objectives: compute and GED F0.5 (same recipe, synthetic sentences, seeds and "
+             "report sentences). Zero-shot AP and corruption AUC read the replaced-token head, which only ELECTRA "
+             "trains (n/a for the masked LM). BLiMP: the discriminator's score exists for ELECTRA only; PLL scores "
+             "the masked LM each objective leaves (ELECTRA's small generator, the masked LM's whole encoder with "
+             "its MLM head). Each objective's own sentence score on the same pairs (as benchmarks/ablation.py "
+             "scores BLiMP) is ELECTRA's \"disc. (PLL pairs)\" against the masked LM's \"PLL\".", ""]
+    if recipes:
+        lines += [f"GED recipe: {', '.join(recipes)}.", ""]
+    pll_head = f"BLiMP PLL ({pll['pll_pairs_per_set']}/set)" if pll else "BLiMP PLL"
+    disc_head = f"BLiMP disc. ({'/'.join(f'{n:,}' for n in pairs) or 'all'} pairs)"
+    lines += ["| point | objective | PFLOPs | updates | tokens | zero-shot AP FCE dev | zero-shot AP JFLEG dev | "
+              f"corruption AUC | {disc_head} | {pll_head} | BLiMP disc. (PLL pairs) | GED F0.5 FCE dev | "
+              "GED F0.5 JFLEG dev |", "|---|---|---:|---:|---:|---|---|---:|---:|---:|---:|---|---|"]
+    for r in rows:
+        b = r.get("blimp", {})
+        lines.append(f"| {r['name']} | {r['objective']} | {pflops_text(r['pflops'])} | {r['updates']:,} | "
+                     f"{r['tokens'] / 1e6:.2f}M | {zero_cell(r, 'FCE dev')} | {zero_cell(r, 'JFLEG dev')} | "
+                     f"{number(r.get('corruption_auc'))} | {number(b.get('discriminator'))} | {number(b.get('pll'))} | "
+                     f"{number(b.get('discriminator_same_pairs'))} | {ged_cell(r, 'FCE dev')} | "
+                     f"{ged_cell(r, 'JFLEG dev')} |")
+    lines += ["", "## ELECTRA − masked LM at the nearest compute", "",
+              "Difference of seed-mean GED F0.5, 95% paired bootstrap over report sentences "
+              f"({summary['bootstrap']:,} resamples).", "",
+              "| ELECTRA | PFLOPs | masked LM | PFLOPs | ΔF0.5 FCE dev [95%] | ΔF0.5 JFLEG dev [95%] |",
+              "|---|---:|---|---:|---|---|"]
+    for v in summary["electra_vs_masked_lm"]:
+        lines.append(f"| {v['electra']} | {pflops_text(v['pflops'][0])} | {v['masked_lm']} | "
+                     f"{pflops_text(v['pflops'][1])} | "
+                     f"{diff_cell(v['FCE dev'])} | {diff_cell(v['JFLEG dev'])} |")
+    if summary["baseline"]:
+        lines += ["", f"## Against `{summary['baseline']}`", "",
+                  "| point | ΔF0.5 FCE dev [95%] | ΔF0.5 JFLEG dev [95%] |", "|---|---|---|"]
+        lines += [f"| {a['point']} | {diff_cell(a['FCE dev'])} | {diff_cell(a['JFLEG dev'])} |"
+                  for a in summary["against_baseline"]]
+    lines += ["", "## Chains", ""]
+    lines += [f"- `{name}`: {chain_text(chain)}" for name, chain in summary["chains"].items()]
+    lines += ["", "## Commands", "", "```bash", *summary["commands"],
+              "python benchmarks/compute_curve.py --report", "```"]
+    return "\n".join(lines) + "\n"
+
+
+def plot(summary: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    by_objective: dict[str, list[dict]] = {}
+    for row in summary["rows"]:
+        by_objective.setdefault(row["objective"], []).append(row)
+    colours = {"electra": "tab:blue", "bert_mlm": "tab:orange", "encoder": "tab:grey"}
+    for index, (name, rows) in enumerate(by_objective.items()):
+        rows = sorted(rows, key=lambda r: r["pflops"])
+        colour = colours.get(name, f"C{index + 3}")  # one colour per objective in both panels
+        label = "encoder (no continued pre-training)" if name == "encoder" else name
+        ged = [r for r in rows if "FCE dev" in r.get("ged", {})]
+        if ged:
+            values = [r["ged"]["FCE dev"] for r in ged]
+            err = np.array([[v["f05"] - v["ci95"][0] for v in values], [v["ci95"][1] - v["f05"] for v in values]])
+            left.errorbar([r["pflops"] for r in ged], [v["f05"] for v in values], yerr=err.clip(0), marker="o",
+                          capsize=3, color=colour, label=label)
+        for set_name, style in (("FCE dev", "-"), ("JFLEG dev", "--")):
+            zero = [r for r in rows if isinstance(r.get("zero-shot"), dict) and set_name in r["zero-shot"]]
+            if zero:
+                values = [r["zero-shot"][set_name] for r in zero]
+                err = np.array([[v["ap_all"] - v["ap_all_ci95"][0] for v in values],
+                                [v["ap_all_ci95"][1] - v["ap_all"] for v in values]])
+                right.errorbar([r["pflops"] for r in zero], [v["ap_all"] for v in values], yerr=err.clip(0),
+                               marker="o", linestyle=style, capsize=3, color=colour, label=f"{name}, {set_name}")
+    left.set(title="GED after the shipped synthetic recipe (FCE dev)", xlabel="pre-training compute (PFLOPs)",
+             ylabel="token F0.5 (report half, seed mean)")
+    right.set(title="Zero-shot replaced-token head", xlabel="pre-training compute (PFLOPs)",
+              ylabel="AP (all sentences)")
+    for axis in (left, right):
+        axis.grid(alpha=0.3)
+        axis.ticklabel_format(axis="x", useOffset=False)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(fontsize=8)
+    fig.tight_layout()
+    atomic_save_figure(fig, path)
+
+
+def write_report(out_dir: Path, baseline: str) -> dict[str, Any]:
+    points = load_points(out_dir)
+    if not points:
+        raise SystemExit(f"error: no points in {out_dir / 'points'}")
+    summary = summarise(points, baseline)
+    atomic_write_json(out_dir / "result.json", summary)
+    atomic_write_text(out_dir / "table.md", table(summary))
+    plot(summary, out_dir / "plot.png")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--point", action="append", default=[], metavar="NAME=SOURCE",
+                        help="a pre-training run dir or a published encoder; repeat per point")
+    parser.add_argument("--fce", help="folder with fce-dev.json (BEA-2019 JSON release)")
+    parser.add_argument("--jfleg", default="../shared/data/jfleg/dev")
+    parser.add_argument("--blimp", default=str(ROOT.parent / "shared" / "data" / "blimp"))
+    parser.add_argument("--measure", default=",".join(MEASURES), help=f"comma-separated, of {', '.join(MEASURES)}")
+    parser.add_argument("--ged-sentences", type=int, default=4000, help="synthetic sentences per GED fine-tune")
+    parser.add_argument("--ged-seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--ged-text", default="prose", help="synthetic_curve.py's text preset under --runs")
+    parser.add_argument("--runs", default="runs", help="where the corpus/ and text/ presets live")
+    parser.add_argument("--neighbours-from", default=str(ROOT / "models" / "electra-minilm" / "discriminator"),
+                        help="model whose input embeddings give the word-choice errors (the shipped recipe's)")
+    parser.add_argument("--binary", action="store_true", help="binary GED head (the shipped recipe trains typed)")
+    parser.add_argument("--blimp-pairs-per-set", type=int, default=100,
+                        help="BLiMP pairs per set scored with the masked LM's PLL (0: none)")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--split-seed", type=int, default=13)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--work-dir", default="runs/compute-curve", help="fine-tunes and synthetic data")
+    parser.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results" / "compute_curve"))
+    parser.add_argument("--baseline", default="electra-500", help="the point every other is compared with")
+    parser.add_argument("--redo", action="store_true", help="measure again what a point's file already holds")
+    parser.add_argument("--report", action="store_true", help="only write the report from points/*.json")
+    parser.add_argument("--max-sentences", type=int, default=0, help=argparse.SUPPRESS)  # smoke runs
+    parser.add_argument("--blimp-max-pairs", type=int, default=0, help=argparse.SUPPRESS)  # smoke runs
+    args = parser.parse_args(argv)
+    args.measure = [m.strip() for m in args.measure.split(",") if m.strip()]
+    if unknown := set(args.measure) - set(MEASURES):
+        parser.error(f"unknown --measure {', '.join(sorted(unknown))} (of {', '.join(MEASURES)})")
+    out = Path(args.out_dir)
+    if not args.report:
+        if not args.point:
+            parser.error("give --point NAME=SOURCE (or --report)")
+        points = dict(spec.split("=", 1) for spec in args.point)
+        if args.threads:
+            import torch
+
+            torch.set_num_threads(args.threads)
+        loaded: dict[str, dict] = {}
+
+        def sets() -> dict[str, dict]:  # FCE and JFLEG are read (spaCy, ERRANT) only when a measurement needs them
+            if not loaded:
+                loaded.update(eval_sets(args))
+            return loaded
+
+        for name, source in points.items():
+            measure_point(name, source, args, sets)
+    summary = write_report(out, args.baseline)
+    print(json.dumps({"benchmark": "compute_curve", "points": len(summary["rows"]),
+                      "electra_vs_masked_lm": len(summary["electra_vs_masked_lm"]), "out": str(out)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

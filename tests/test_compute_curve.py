@@ -1,0 +1,170 @@
+"""benchmarks/compute_curve.py without models: compute summed over a chain of run dirs, paired bootstraps from the
+per-sentence counts a point's file keeps, re-runs that skip what is measured, and the report."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from electra_detect.tasks.ged.metrics import flatten, token_metrics
+from electra_detect.tasks.ged.readers import GedSentence
+from electra_detect.training.config import RunConfig
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _load(name: str):
+    """A benchmark module by its own name, as the benchmarks import each other."""
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    return importlib.import_module(name)
+
+
+def _config(objective: str, init_from: str = "", tokenizer: str = "") -> RunConfig:
+    config = RunConfig()
+    config.model.preset, config.model.vocab_size = "micro", 200
+    config.data.seq_len, config.data.tokenizer = 32, tokenizer
+    config.train.batch_size, config.train.objective, config.train.init_from = 4, objective, init_from
+    return config
+
+
+def _run_dir(path: Path, config: RunConfig, steps: int) -> Path:
+    """What pretraining() reads of a finished run: run_config.json, summary.json, discriminator/config.json."""
+    (path / "discriminator").mkdir(parents=True)
+    (path / "run_config.json").write_text(json.dumps(config.to_dict()))
+    (path / "summary.json").write_text(json.dumps({"steps": steps, "tokens_seen": steps * 4 * 32, "minutes": 0.5}))
+    (path / "discriminator" / "config.json").write_text(json.dumps({"vocab_size": 200}))
+    return path
+
+
+def test_compute_is_summed_over_the_chain(tmp_path: Path) -> None:
+    warmstart, ablation = _load("warmstart"), _load("ablation")
+    encoder = tmp_path / "encoder"  # a published encoder: a folder without run_config.json
+    encoder.mkdir()
+    first = _run_dir(tmp_path / "electra-500", _config("electra", str(encoder), str(encoder)), 10)
+    second = _run_dir(tmp_path / "electra-1000", _config("electra", str(first), str(first / "discriminator")), 20)
+    mlm = _run_dir(tmp_path / "mlm-649", _config("bert_mlm", str(encoder), str(encoder)), 13)
+    per_step = {o: ablation.train_flops_per_step(_config(o).model, o, "", 200, 4 * 32, 32, 0.15)
+                for o in ("electra", "bert_mlm")}
+
+    compute = warmstart.pretraining(str(second))
+    assert compute["steps"] == 30 and compute["pretrain_tokens"] == 30 * 128 and compute["minutes"] == 1.0
+    assert compute["flops"] == pytest.approx(30 * per_step["electra"])
+    assert [link["run"] for link in compute["chain"]] == [str(first.resolve()), str(second.resolve())]
+    assert compute["start"] == str(encoder) and compute["objective"] == "electra"
+    assert warmstart.pretraining(str(first))["flops"] == pytest.approx(10 * per_step["electra"])
+    assert warmstart.pretraining(str(mlm))["flops"] == pytest.approx(13 * per_step["bert_mlm"])
+    assert warmstart.pretraining("minilm")["flops"] == 0.0
+    shutil.rmtree(encoder)  # a published encoder that is not here only ends the chain
+    assert warmstart.pretraining(str(second))["steps"] == 30
+    shutil.rmtree(first)  # a run dir that is not here: its compute cannot be counted, so no number at all
+    with pytest.raises(SystemExit, match="not here"):
+        warmstart.pretraining(str(second))
+
+
+def _sentences(n: int, seed: int) -> list[GedSentence]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        length = int(rng.integers(4, 12))
+        out.append(GedSentence([f"w{i}" for i in range(length)], (rng.random(length) < 0.2).astype(int).tolist()))
+    return out
+
+
+def _scores(sentences: list[GedSentence], skill: float, seed: int) -> list[np.ndarray]:
+    """Scores that rank errors above correct tokens more often the higher ``skill`` is."""
+    rng = np.random.default_rng(seed)
+    return [skill * np.array(s.labels) + rng.random(len(s.labels)) for s in sentences]
+
+
+def _point(name: str, objective: str | None, pflops: float, ged: dict[str, dict]) -> dict:
+    compute = {"kind": "run" if objective else "encoder", "objective": objective, "flops": pflops * 1e15,
+               "pflops": pflops, "steps": int(pflops * 5), "pretrain_tokens": int(pflops * 1e4), "minutes": 1.0,
+               "chain": []}
+    return {"name": name, "source": f"runs/curve/{name}", "compute": compute,
+            "ged": {"recipe": {"sentences": 10}, "seeds": ged}}
+
+
+def _ged(cc, sentences: list[GedSentence], per_seed: list[list[np.ndarray]], threshold: float = 0.5) -> dict:
+    return {str(seed): {"FCE dev": {"counts": cc.sentence_counts(sentences, scores, threshold),
+                                    "report_fingerprint": cc.fingerprint(sentences)}}
+            for seed, scores in enumerate(per_seed)}
+
+
+def test_paired_bootstrap_from_stored_counts() -> None:
+    cc = _load("compute_curve")
+    report = _sentences(300, 0)
+    good = [_scores(report, 0.9, seed) for seed in (1, 2)]
+    weak = [_scores(report, 0.2, seed) for seed in (3, 4)]
+    f05 = lambda scores: token_metrics(*flatten(report, scores), 0.5)["f05"]  # noqa: E731
+    a = _point("electra-500", "electra", 100.0, _ged(cc, report, good))
+    b = _point("mlm-649", "bert_mlm", 100.0, _ged(cc, report, weak))
+    # the counts reproduce F0.5 exactly; the difference is of seed means, its interval holds it and excludes 0
+    d = cc.difference(a, b, "FCE dev")
+    assert d["diff_f05"] == pytest.approx(np.mean([f05(s) for s in good]) - np.mean([f05(s) for s in weak]))
+    assert 0 < d["ci95"][0] < d["diff_f05"] < d["ci95"][1] and d["resolved"] and d["seeds"] == [2, 2]
+    assert cc.difference(b, a, "FCE dev")["ci95"] == pytest.approx([-d["ci95"][1], -d["ci95"][0]])
+    same = cc.difference(a, a, "FCE dev")
+    assert same["diff_f05"] == 0 and same["ci95"] == [0, 0] and not same["resolved"]
+    # paired: two models that differ on one sentence differ by little in every resample
+    near = [list(s) for s in good]
+    for scores in near:
+        scores[0] = np.zeros_like(scores[0])
+    close = cc.difference(a, _point("near", "electra", 100.0, _ged(cc, report, near)), "FCE dev")
+    assert close["ci95"][1] - close["ci95"][0] < 0.02
+    # another report half (another split or --max-sentences) does not pair up
+    other = _point("other", "bert_mlm", 1.0, _ged(cc, report[:-1], weak := [s[:-1] for s in weak]))
+    assert "note" in cc.difference(a, other, "FCE dev") and weak
+    summary = cc.f05_summary(cc.ged_counts(a, "FCE dev")[0])
+    assert summary["f05"] == pytest.approx(np.mean([f05(s) for s in good])) and summary["seeds"] == 2
+    assert summary["ci95"][0] < summary["f05"] < summary["ci95"][1]
+
+
+def test_report_pairs_each_electra_point_with_the_nearest_masked_lm(tmp_path: Path) -> None:
+    cc = _load("compute_curve")
+    report = _sentences(120, 5)
+    points = [_point("electra-500", "electra", 100.0, _ged(cc, report, [_scores(report, 0.8, 1)])),
+              _point("electra-1000", "electra", 200.0, _ged(cc, report, [_scores(report, 0.9, 2)])),
+              _point("mlm-649", "bert_mlm", 101.0, _ged(cc, report, [_scores(report, 0.5, 3)])),
+              _point("mlm-1298", "bert_mlm", 202.0, _ged(cc, report, [_scores(report, 0.6, 4)])),
+              _point("base", None, 0.0, _ged(cc, report, [_scores(report, 0.3, 5)]))]
+    points[0]["zero-shot"] = {"FCE dev": {"ap_all": 0.3, "ap_all_ci95": [0.25, 0.35], "ap_over_rate": 3.0,
+                                          "ap_over_rate_ci95": [2.5, 3.5], "error_rate_all": 0.1, "f05": 0.2}}
+    points[2]["zero-shot"] = {"n/a": cc.NO_HEAD}
+    for point in points:
+        cc.save_point(cc.point_file(tmp_path, point["name"]), point)
+    text = cc.point_file(tmp_path, "base").read_text()
+    assert json.loads(text) == points[-1] and '"tp": [' in text  # counts stay one line each
+    assert cc.main(["--report", "--out-dir", str(tmp_path)]) == 0
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert [r["name"] for r in result["rows"]] == ["mlm-649", "mlm-1298", "electra-500", "electra-1000", "base"]
+    assert [(v["electra"], v["masked_lm"]) for v in result["electra_vs_masked_lm"]] == [
+        ("electra-500", "mlm-649"), ("electra-1000", "mlm-1298")]
+    assert result["baseline"] == "electra-500" and len(result["against_baseline"]) == 4
+    table = (tmp_path / "table.md").read_text()
+    assert "n/a: no replaced-token head" in table and "| electra-1000 | 200.0 | mlm-1298 | 202.0 |" in table
+    assert (tmp_path / "plot.png").stat().st_size > 1000
+
+
+def test_rerun_skips_what_the_point_holds(tmp_path: Path) -> None:
+    cc = _load("compute_curve")
+    report = _sentences(40, 7)
+    point = _point("electra-500", "electra", 100.0, _ged(cc, report, [_scores(report, 0.8, 1)]))
+    point["corruption"] = {"corruption_auc": 0.8}
+    recipe = {"sentences": 4000, "text": "prose", "mix": "realistic", "types": True, "epochs": 1,
+              "neighbours_from": "models/electra-minilm/discriminator"}
+    point["ged"]["recipe"] = recipe
+    cc.save_point(cc.point_file(tmp_path, "electra-500"), point)
+    # the run dir is gone (a new session): nothing is measured again, so nothing reads it
+    args = ["--point", f"electra-500={tmp_path / 'gone'}", "--measure", "corruption,ged", "--ged-seeds", "0",
+            "--out-dir", str(tmp_path), "--work-dir", str(tmp_path / "work")]
+    assert cc.main(args) == 0
+    assert json.loads(cc.point_file(tmp_path, "electra-500").read_text())["compute"] == point["compute"]
+    with pytest.raises(SystemExit, match="another recipe"):
+        cc.main([*args, "--ged-sentences", "100"])
