@@ -12,7 +12,8 @@ PLL`` (one masked pass per token, Salazar et al. 2020) with ``--pll``; a Kneser-
 ``--ngram-corpus``; ``ASR/words`` replaces the recogniser's score by its per-word mean. ``--also NAME=DIR`` adds
 another detector (an ASR-aware fine-tune) with the same three forms, in the same run; ``--reranker NAME=DIR``
 adds a ``rerank train`` directory, used with its learned weights as they are (not tuned on dev: its dev CV WER is
-its dev WER), and combined with PLL when ``--pll`` is given. ``pooled`` is every feature the list-wise reranker
+its dev WER; refitted on dev with ``rerank train --refit-on``, its dev figure is in-sample and the weights it had
+before the refit are a system of their own), and combined with PLL when ``--pll`` is given. ``pooled`` is every feature the list-wise reranker
 pools (sum, mean, min of log(1 - p), expected and counted wrong tokens, words) with weights tuned on dev.
 
 Per condition: test WER with a paired bootstrap (resampling sentences) of each system minus 1-best and minus PLL.
@@ -284,6 +285,9 @@ def main() -> int:
                     flat[f"{label} {feature}"] = list(pooled[:, column])
             if label in rerankers:  # the learned total (without the recogniser's score), from the same pass
                 flat[f"{label} learned"] = list(pooled @ rerankers[label].vector)
+                trained = rerankers[label].training.get("weights_trained")  # before --refit-on, when refitted
+                if trained:
+                    flat[f"{label} trained"] = list(pooled @ Reranker(trained).vector)
         for name, scorer in scorers.items():
             cache = cached_scores_path(args.score_cache, name, args.pll_model or args.model, texts)
             if cache and cache.exists():
@@ -317,6 +321,9 @@ def main() -> int:
         if label in rerankers:
             systems[f"{label} (learned weights)"] = ("asr", [f"{label} learned"])
             fixed[f"{label} (learned weights)"] = [1.0]
+            if rerankers[label].training.get("weights_trained"):  # learned weights refitted on dev: dev is in-sample
+                systems[f"{label} (trained weights, before the refit)"] = ("asr", [f"{label} trained"])
+                fixed[f"{label} (trained weights, before the refit)"] = [1.0]
             for name in scorers:
                 systems[f"{label} + {name}"] = ("asr", [f"{label} learned", name, "words"])
             for other in detectors:  # beside a token-level detector's mean (the recogniser-error fine-tune)
