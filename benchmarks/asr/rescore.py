@@ -13,8 +13,9 @@ PLL`` (one masked pass per token, Salazar et al. 2020) with ``--pll``; a Kneser-
 another detector (an ASR-aware fine-tune) with the same three forms, in the same run; ``--reranker NAME=DIR``
 adds a ``rerank train`` directory, used with its learned weights as they are (not tuned on dev: its dev CV WER is
 its dev WER; refitted on dev with ``rerank train --refit-on``, its dev figure is in-sample and the weights it had
-before the refit are a system of their own), and combined with PLL when ``--pll`` is given. ``pooled`` is every feature the list-wise reranker
-pools (sum, mean, min of log(1 - p), expected and counted wrong tokens, words) with weights tuned on dev.
+before the refit are a system of their own), and combined with PLL when ``--pll`` is given. ``pooled`` is every
+feature the list-wise reranker pools (sum, mean, min of log(1 - p), expected and counted wrong tokens, words) with
+weights tuned on dev.
 
 Per condition: test WER with a paired bootstrap (resampling sentences) of each system minus 1-best and minus PLL.
 Word confidence on each condition's test 1-best: p(wrong) of each word (``word_confidence``) against the
