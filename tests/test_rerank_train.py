@@ -162,7 +162,8 @@ def test_an_interrupted_rerank_train_resumes_to_the_same_weights(micro_run: Path
 def test_make_lists_reuse_fills_the_cache_from_committed_lists(tmp_path):
     """--reuse: an earlier list fills the decode cache when id and reference match; nothing else is written."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location("make_lists", Path(__file__).parents[1] / "benchmarks/asr/make_lists.py")
+    script = Path(__file__).parents[1] / "benchmarks" / "asr" / "make_lists.py"
+    spec = importlib.util.spec_from_file_location("make_lists", script)
     make_lists = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make_lists)
     earlier = {"train-emma-00001": {"hyp_1": {"text": "she said so", "score": -1.0},
