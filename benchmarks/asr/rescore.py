@@ -266,6 +266,7 @@ def main() -> int:
         ngram = KneserNeyLM(5).fit(corpus_sentences(args.ngram_corpus))
         scorers["5-gram"] = lambda texts: [ngram.sentence_logprob(t) for t in texts]
     seconds: dict[str, float] = {}
+    from_cache: set[str] = set()  # scorers whose scores (and timing) came from --score-cache: not this process's
     for split, part in data.items():
         utts = part["utts"]
         texts = [h.text for u in utts for h in u.hyps]
@@ -294,6 +295,7 @@ def main() -> int:
             if cache and cache.exists():
                 stored = json.loads(cache.read_text())
                 flat[name], per_utterance = stored["scores"], stored["seconds_per_utterance"]
+                from_cache.add(name)
             else:
                 started = time.perf_counter()
                 flat[name] = list(scorer(texts))
@@ -401,7 +403,7 @@ def main() -> int:
               "engine": detectors["ELECTRA"].describe().splitlines()[0],
               "lists": args.lists, "dev_utterances": len(dev["utts"]), "test_utterances": len(test["utts"]),
               "systems": report, "by_condition": by_condition, "confidence": confidence,
-              "seconds_per_utterance": seconds,
+              "seconds_per_utterance": seconds, "timed_in_an_earlier_run": sorted(from_cache),
               "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
               "command": "python benchmarks/asr/rescore.py " + " ".join(sys.argv[1:])}
     out = Path(args.out_dir)
@@ -447,7 +449,12 @@ def markdown(result: dict[str, Any]) -> str:
         for source, row in block.items():
             lines.append(f"| {condition} | {row['words']:,} | {row['error_rate']:.3f} | {source} | {row['auc']:.3f} | "
                          f"{row['nce']:.3f} |")
-    speed = result["seconds_per_utterance"]
+    speed, earlier = result["seconds_per_utterance"], result.get("timed_in_an_earlier_run", [])
+    if earlier:  # a ratio across two runs on a shared machine is no measurement: the times only, marked
+        lines += ["", "Scoring seconds per test utterance: " + ", ".join(
+            f"{k} {v:.4f}" + (" (timed in the earlier run that filled --score-cache)" if k in earlier else "")
+            for k, v in speed.items()) + "; speed ratios: benchmarks/asr/speed.py (side by side).", ""]
+        return "\n".join(lines)
     lines += ["", "Scoring seconds per test utterance (this process): " +
               ", ".join(f"{k} {v:.4f}" for k, v in speed.items()) +
               (f"; PLL / ELECTRA = **{speed['generator PLL'] / speed['ELECTRA']:.1f}×**." if "generator PLL" in speed
