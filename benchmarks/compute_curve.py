@@ -543,7 +543,7 @@ def plot(summary: dict[str, Any], path: Path) -> None:
                                 [v["ap_all_ci95"][1] - v["ap_all"] for v in values]])
                 right.errorbar([r["pflops"] for r in zero], [v["ap_all"] for v in values], yerr=err.clip(0),
                                marker="o", linestyle=style, capsize=3, color=colour, label=f"{name}, {set_name}")
-    left.set(title="GED after the shipped synthetic recipe (FCE dev)", xlabel="pre-training compute (PFLOPs)",
+    left.set(title="GED after realistic synthetic errors (FCE dev)", xlabel="pre-training compute (PFLOPs)",
              ylabel="token F0.5 (report half, seed mean)")
     right.set(title="Zero-shot replaced-token head", xlabel="pre-training compute (PFLOPs)",
               ylabel="AP (all sentences)")
