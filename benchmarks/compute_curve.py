@@ -36,9 +36,14 @@ fine-tunes in ``--work-dir`` are reused either way): run dirs do not outlive a s
 No FCE text is written, only metrics and counts.
 
 The report (written after measuring, or alone with ``--report``): one row per point, sorted by objective then
-PFLOPs; for each ELECTRA point the masked-LM point with the nearest PFLOPs and each point against ``--baseline``,
-as the difference of seed-mean F0.5 with a 95% paired bootstrap over report sentences (1,000 resamples); plot.png:
-GED F0.5 on FCE dev and zero-shot AP against PFLOPs, one line per objective.
+PFLOPs. A point's role comes from its chain: the curve (the recipe of the baseline's first link: lr, batch, sequence
+length, masking rate, generator depth, corpus, warm-up share), a pre-training seed repeat (the same chain of lengths,
+other seeds) or a recipe lever (another setting: compared with the default-recipe point of the same lengths). For
+each ELECTRA curve or seed point the masked-LM point with the nearest PFLOPs (the same seeds when one is within
+1.5x), each curve point against ``--baseline``, each seed repeat against its curve point and each lever against its
+default: the difference of seed-mean F0.5 with a 95% paired bootstrap over report sentences (1,000 resamples).
+plot.png: GED F0.5 on FCE dev and zero-shot AP against PFLOPs, one line per objective through the curve's points,
+seed repeats hollow, levers as labelled crosses.
 """
 
 from __future__ import annotations
@@ -365,6 +370,61 @@ def nearest(point: dict[str, Any], others: list[dict[str, Any]]) -> dict[str, An
     return min(candidates, key=lambda o: abs(np.log(o["compute"]["flops"] / flops)))
 
 
+# What points measured before a link recorded these settings ran with (the shipped recipe's).
+LINK_DEFAULTS = {"mask_prob": 0.15, "gen_layers": 2, "corpus": ["runs/corpus"]}
+RECIPE_KEYS = ("lr", "batch_size", "seq_len", "mask_prob", "gen_layers", "corpus", "warmup_share")
+
+
+def recipe(link: dict[str, Any]) -> dict[str, Any]:
+    """A chain link's pre-training settings other than its length, seed and objective."""
+    link = {**LINK_DEFAULTS, **link, "warmup_share": round(link["warmup_steps"] / max(link["steps"], 1), 2)}
+    return {key: link[key] for key in RECIPE_KEYS}
+
+
+def lever_of(point: dict[str, Any], default: dict[str, Any]) -> dict[str, Any]:
+    """The settings in which any link of the point's chain differs from ``default`` (empty: the default recipe)."""
+    changed: dict[str, Any] = {}
+    for link in point["compute"]["chain"]:
+        changed.update({k: v for k, v in recipe(link).items() if v != default[k]})
+    return changed
+
+
+def lever_text(changed: dict[str, Any]) -> str:
+    """``mask_prob 0.25``; a corpus list as its distinct paths with their repeats (``runs/corpus + 3× a.txt``)."""
+    def value(v: Any) -> str:
+        if not isinstance(v, list):
+            return str(v)
+        return " + ".join(f"{v.count(p)}× {p}" if v.count(p) > 1 else p for p in dict.fromkeys(v))
+    return ", ".join(f"{k} {value(v)}" for k, v in sorted(changed.items()))
+
+
+def roles(points: list[dict[str, Any]], baseline: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Each point's role: ``curve`` (the default recipe, the lowest seeds of its objective and chain of lengths),
+    ``seed`` (the same chain of lengths with other pre-training seeds: ``of`` names the curve point) or ``lever``
+    (another recipe: ``changed`` and ``of``, the default-recipe point of the same objective and lengths)."""
+    if baseline is None or not baseline["compute"]["chain"]:
+        return {p["name"]: {"role": "curve"} for p in points}
+    default = recipe(baseline["compute"]["chain"][0])
+    out: dict[str, dict[str, Any]] = {}
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for point in points:
+        if changed := lever_of(point, default):
+            out[point["name"]] = {"role": "lever", "changed": changed}
+            continue
+        lengths = tuple(link["steps"] for link in point["compute"]["chain"])
+        groups.setdefault((objective(point), lengths), []).append(point)
+    for group in groups.values():
+        group.sort(key=lambda p: ([link["seed"] for link in p["compute"]["chain"]], p["name"]))
+        out[group[0]["name"]] = {"role": "curve"}
+        out.update({p["name"]: {"role": "seed", "of": group[0]["name"]} for p in group[1:]})
+    for point in points:
+        if out[point["name"]]["role"] == "lever":
+            lengths = tuple(link["steps"] for link in point["compute"]["chain"])
+            same = groups.get((objective(point), lengths))
+            out[point["name"]]["of"] = same[0]["name"] if same else None
+    return out
+
+
 def not_measured(measurement: dict[str, Any]) -> str | None:
     """"n/a: why" for a measurement that does not apply to the point, else None."""
     return f"n/a: {measurement['n/a']}" if "n/a" in measurement else None
@@ -395,22 +455,56 @@ def point_row(point: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def seeds_of(point: dict[str, Any]) -> list[int]:
+    return [link["seed"] for link in point["compute"]["chain"]]
+
+
+def masked_partner(point: dict[str, Any], masked: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The masked-LM point nearest in PFLOPs, among those pre-trained with the same seeds when one is within 1.5x."""
+    same = nearest(point, [m for m in masked if seeds_of(m) == seeds_of(point)])
+    if same is not None and abs(np.log(same["compute"]["flops"] / point["compute"]["flops"])) < np.log(1.5):
+        return same
+    return nearest(point, masked)
+
+
+def zero_shot_ap(point: dict[str, Any], set_name: str) -> float | None:
+    zero = point.get("zero-shot", {})
+    return zero[set_name]["ap_all"] if set_name in zero else None
+
+
+def compared(point: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """``point`` against ``other``: paired GED differences, and both zero-shot AP on FCE dev and corruption AUC."""
+    return {"point": point["name"], "of": other["name"], **{s: difference(point, other, s) for s in SETS},
+            "zero_shot_ap_fce": [zero_shot_ap(point, "FCE dev"), zero_shot_ap(other, "FCE dev")],
+            "corruption_auc": [point.get("corruption", {}).get("corruption_auc"),
+                               other.get("corruption", {}).get("corruption_auc")],
+            "pflops": [point["compute"]["pflops"], other["compute"]["pflops"]]}
+
+
 def summarise(points: list[dict[str, Any]], baseline: str) -> dict[str, Any]:
     points = sorted(points, key=lambda p: (objective(p), p["compute"]["flops"], p["name"]))
-    masked = [p for p in points if objective(p) in MASKED_LM]
+    base = next((p for p in points if p["name"] == baseline), None)
+    role = roles(points, base)
+    by_name = {p["name"]: p for p in points}
+    masked = [p for p in points if objective(p) in MASKED_LM and role[p["name"]]["role"] != "lever"]
     versus = []
     for point in points:
-        partner = nearest(point, masked) if objective(point) in ELECTRA else None
-        if partner is not None:
+        if objective(point) not in ELECTRA or role[point["name"]]["role"] == "lever":
+            continue
+        if (partner := masked_partner(point, masked)) is not None:
             versus.append({"electra": point["name"], "masked_lm": partner["name"],
                            "pflops": [point["compute"]["pflops"], partner["compute"]["pflops"]],
                            **{s: difference(point, partner, s) for s in SETS}})
-    base = next((p for p in points if p["name"] == baseline), None)
-    against = [{"point": p["name"], **{s: difference(p, base, s) for s in SETS}}
-               for p in points if base is not None and p is not base]
+    against = [{"point": p["name"], **{s: difference(p, base, s) for s in SETS}} for p in points
+               if base is not None and p is not base and role[p["name"]]["role"] == "curve"]
+    seeds = [compared(p, by_name[role[p["name"]]["of"]]) for p in points if role[p["name"]]["role"] == "seed"]
+    levers = [{**compared(p, by_name[role[p["name"]]["of"]]), "changed": role[p["name"]]["changed"]}
+              for p in points if role[p["name"]]["role"] == "lever" and role[p["name"]].get("of")]
     commands = sorted({c for p in points for c in p.get("commands", [])})
-    return {"benchmark": "compute_curve", "rows": [point_row(p) for p in points], "electra_vs_masked_lm": versus,
+    rows = [{**point_row(p), **role[p["name"]]} for p in points]
+    return {"benchmark": "compute_curve", "rows": rows, "electra_vs_masked_lm": versus,
             "baseline": baseline if base is not None else None, "against_baseline": against,
+            "pretraining_seeds": seeds, "levers": levers,
             "chains": {p["name"]: p["compute"]["chain"] for p in points}, "bootstrap": BOOTSTRAP,
             "commands": commands, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
 
@@ -462,6 +556,26 @@ def chain_text(chain: list[dict[str, Any]]) -> str:
     return " → ".join([start, *links])
 
 
+def variant_text(row: dict[str, Any]) -> str:
+    if row.get("role") == "seed":
+        return f"seed of {row['of']}"
+    if row.get("role") == "lever":
+        return lever_text(row["changed"])
+    return "–"
+
+
+def comparison_table(items: list[dict[str, Any]], kind: str) -> list[str]:
+    lines = [f"| {kind} | against | PFLOPs | ΔF0.5 FCE dev [95%] | ΔF0.5 JFLEG dev [95%] | zero-shot AP FCE dev | "
+             "corruption AUC |", "|---|---|---|---|---|---|---|"]
+    for c in items:
+        name = f"{c['point']} ({lever_text(c['changed'])})" if "changed" in c else c["point"]
+        lines.append(f"| {name} | {c['of']} | {pflops_text(c['pflops'][0])} vs {pflops_text(c['pflops'][1])} | "
+                     f"{diff_cell(c['FCE dev'])} | {diff_cell(c['JFLEG dev'])} | "
+                     f"{number(c['zero_shot_ap_fce'][0])} vs {number(c['zero_shot_ap_fce'][1])} | "
+                     f"{number(c['corruption_auc'][0])} vs {number(c['corruption_auc'][1])} |")
+    return lines
+
+
 def table(summary: dict[str, Any]) -> str:
     rows = summary["rows"]
     recipes = {json.dumps(r["ged_recipe"], sort_keys=True) for r in rows if "ged_recipe" in r}
@@ -483,12 +597,16 @@ def table(summary: dict[str, Any]) -> str:
         lines += [f"GED recipe: {', '.join(recipes)}.", ""]
     pll_head = f"BLiMP PLL ({pll['pll_pairs_per_set']}/set)" if pll else "BLiMP PLL"
     disc_head = f"BLiMP disc. ({'/'.join(f'{n:,}' for n in pairs) or 'all'} pairs)"
-    lines += ["| point | objective | PFLOPs | updates | tokens | zero-shot AP FCE dev | zero-shot AP JFLEG dev | "
+    lines += ["Variant: the curve's own points run the default recipe (that of the baseline's first link); \"seed\" "
+              "repeats a curve point's chain with other pre-training seeds; a lever changes the recipe.", "",
+              "| point | objective | variant | PFLOPs | updates | tokens | zero-shot AP FCE dev | "
+              "zero-shot AP JFLEG dev | "
               f"corruption AUC | {disc_head} | {pll_head} | BLiMP disc. (PLL pairs) | GED F0.5 FCE dev | "
-              "GED F0.5 JFLEG dev |", "|---|---|---:|---:|---:|---|---|---:|---:|---:|---:|---|---|"]
+              "GED F0.5 JFLEG dev |", "|---|---|---|---:|---:|---:|---|---|---:|---:|---:|---:|---|---|"]
     for r in rows:
         b = r.get("blimp", {})
-        lines.append(f"| {r['name']} | {r['objective']} | {pflops_text(r['pflops'])} | {r['updates']:,} | "
+        lines.append(f"| {r['name']} | {r['objective']} | {variant_text(r)} | {pflops_text(r['pflops'])} | "
+                     f"{r['updates']:,} | "
                      f"{r['tokens'] / 1e6:.2f}M | {zero_cell(r, 'FCE dev')} | {zero_cell(r, 'JFLEG dev')} | "
                      f"{number(r.get('corruption_auc'))} | {number(b.get('discriminator'))} | {number(b.get('pll'))} | "
                      f"{number(b.get('discriminator_same_pairs'))} | {ged_cell(r, 'FCE dev')} | "
@@ -507,6 +625,16 @@ def table(summary: dict[str, Any]) -> str:
                   "| point | ΔF0.5 FCE dev [95%] | ΔF0.5 JFLEG dev [95%] |", "|---|---|---|"]
         lines += [f"| {a['point']} | {diff_cell(a['FCE dev'])} | {diff_cell(a['JFLEG dev'])} |"
                   for a in summary["against_baseline"]]
+    if summary["pretraining_seeds"]:
+        lines += ["", "## Pre-training seeds", "",
+                  "The same chain of runs with other pre-training seeds, against the curve's point: the spread one "
+                  "pre-training run per point leaves unmeasured. ΔF0.5: seed-mean GED F0.5, 95% paired bootstrap.", ""]
+        lines += comparison_table(summary["pretraining_seeds"], "point")
+    if summary["levers"]:
+        lines += ["", "## Recipe levers", "",
+                  "Each lever changes one setting of the default recipe at the same number of updates and seeds, "
+                  "against the default-recipe point (its PFLOPs change with the setting).", ""]
+        lines += comparison_table(summary["levers"], "lever")
     lines += ["", "## Chains", ""]
     lines += [f"- `{name}`: {chain_text(chain)}" for name, chain in summary["chains"].items()]
     lines += ["", "## Commands", "", "```bash", *summary["commands"],
@@ -525,8 +653,18 @@ def plot(summary: dict[str, Any], path: Path) -> None:
     for row in summary["rows"]:
         by_objective.setdefault(row["objective"], []).append(row)
     colours = {"electra": "tab:blue", "bert_mlm": "tab:orange", "encoder": "tab:grey"}
+    for row in summary["rows"]:  # seed repeats: hollow markers; levers: crosses labelled with the setting
+        if row.get("role", "curve") == "curve" or "FCE dev" not in row.get("ged", {}):
+            continue
+        colour = colours.get(row["objective"], "tab:green")
+        lever = row["role"] == "lever"
+        left.plot(row["pflops"], row["ged"]["FCE dev"]["f05"], marker="x" if lever else "o", linestyle="none",
+                  markerfacecolor=colour if lever else "none", color=colour)
+        if lever:
+            left.annotate(", ".join(row["changed"]), (row["pflops"], row["ged"]["FCE dev"]["f05"]), fontsize=6,
+                          textcoords="offset points", xytext=(3, 3))
     for index, (name, rows) in enumerate(by_objective.items()):
-        rows = sorted(rows, key=lambda r: r["pflops"])
+        rows = sorted((r for r in rows if r.get("role", "curve") == "curve"), key=lambda r: r["pflops"])
         colour = colours.get(name, f"C{index + 3}")  # one colour per objective in both panels
         label = "encoder (no continued pre-training)" if name == "encoder" else name
         ged = [r for r in rows if "FCE dev" in r.get("ged", {})]

@@ -93,7 +93,9 @@ def chain_link(run: Path) -> tuple[dict[str, Any], Path | None]:
     link = {"run": str(run.resolve()), "objective": train.objective, "steps": summary["steps"],
             "tokens": summary["tokens_seen"], "minutes": summary["minutes"], "flops": per_step * summary["steps"],
             "init_from": train.init_from, "lr": train.lr, "batch_size": train.batch_size,
-            "seq_len": config.data.seq_len, "warmup_steps": train.warmup_steps, "seed": train.seed}
+            "seq_len": config.data.seq_len, "warmup_steps": train.warmup_steps, "seed": train.seed,
+            "mask_prob": train.mask_prob, "gen_layers": config.model.gen_layers,
+            "corpus": [corpus_name(c) for c in config.data.corpus]}
     parent = Path(train.init_from) if train.init_from else None
     if parent is None or is_run_dir(parent):
         return link, parent
@@ -102,6 +104,12 @@ def chain_link(run: Path) -> tuple[dict[str, Any], Path | None]:
         raise SystemExit(f"error: {run} continued from the run dir {parent}, which is not here: the compute of "
                          "its chain cannot be counted")
     return link, None
+
+
+def corpus_name(spec: str) -> str:
+    """A corpus spec as the same words on every machine: ``runs/...`` from a runs folder, else the spec."""
+    parts = Path(spec).parts
+    return str(Path(*parts[parts.index("runs"):])) if "runs" in parts else spec
 
 
 def trains_rtd_head(objective: str | None) -> bool:

@@ -58,6 +58,9 @@ def test_compute_is_summed_over_the_chain(tmp_path: Path) -> None:
     assert compute["flops"] == pytest.approx(30 * per_step["electra"])
     assert [link["run"] for link in compute["chain"]] == [str(first.resolve()), str(second.resolve())]
     assert compute["start"] == str(encoder) and compute["objective"] == "electra"
+    assert {k: compute["chain"][0][k] for k in ("mask_prob", "gen_layers", "corpus")} == {
+        "mask_prob": 0.15, "gen_layers": 0, "corpus": []}  # the recipe a lever changes
+    assert warmstart.corpus_name("/work/x/runs/corpus/sotu") == "runs/corpus/sotu"
     assert warmstart.pretraining(str(first))["flops"] == pytest.approx(10 * per_step["electra"])
     assert warmstart.pretraining(str(mlm))["flops"] == pytest.approx(13 * per_step["bert_mlm"])
     assert warmstart.pretraining("minilm")["flops"] == 0.0
@@ -168,3 +171,51 @@ def test_rerun_skips_what_the_point_holds(tmp_path: Path) -> None:
     assert json.loads(cc.point_file(tmp_path, "electra-500").read_text())["compute"] == point["compute"]
     with pytest.raises(SystemExit, match="another recipe"):
         cc.main([*args, "--ged-sentences", "100"])
+
+
+def _chained(point: dict, *links: dict) -> dict:
+    """``point`` pre-trained by ``links`` (steps, seed and any changed setting; the rest the default recipe's)."""
+    defaults = {"lr": 3e-4, "batch_size": 32, "seq_len": 64, "warmup_steps": 25, "objective": "electra",
+                "init_from": "minilm", "run": f"runs/curve/{point['name']}"}
+    point["compute"]["chain"] = [{**defaults, **link} for link in links]
+    return point
+
+
+def test_report_sorts_points_into_curve_seed_repeats_and_levers(tmp_path: Path) -> None:
+    cc = _load("compute_curve")
+    report = _sentences(120, 9)
+    ged = lambda skill, seed: _ged(cc, report, [_scores(report, skill, seed)])  # noqa: E731
+    mlm = {"objective": "bert_mlm", "warmup_steps": 33}
+    points = [  # electra-500 is the baseline and was measured before links recorded mask_prob and the rest
+        _chained(_point("electra-500", "electra", 100.0, ged(0.8, 1)), {"steps": 500, "seed": 0, "warmup_steps": 50}),
+        _chained(_point("electra-250", "electra", 50.0, ged(0.7, 2)), {"steps": 250, "seed": 0, "mask_prob": 0.15,
+                                                                       "gen_layers": 2, "corpus": ["runs/corpus"]}),
+        _chained(_point("electra-250-s1", "electra", 50.0, ged(0.6, 3)), {"steps": 250, "seed": 1}),
+        _chained(_point("lever-gen3", "electra", 60.0, ged(0.9, 4)), {"steps": 250, "seed": 0, "gen_layers": 3}),
+        _chained(_point("lever-prose", "electra", 50.0, ged(0.9, 5)),
+                 {"steps": 250, "seed": 0, "corpus": ["runs/corpus", "a.txt", "a.txt"]}),
+        _chained(_point("mlm-325", "bert_mlm", 50.5, ged(0.5, 6)), {"steps": 325, "seed": 0, **mlm}),
+        _chained(_point("mlm-325-s1", "bert_mlm", 50.5, ged(0.5, 7)), {"steps": 325, "seed": 1, **mlm}),
+        _chained(_point("mlm-649", "bert_mlm", 101.0, ged(0.5, 8)),
+                 {"steps": 649, "seed": 0, **mlm, "warmup_steps": 65})]
+    for point in points:
+        cc.save_point(cc.point_file(tmp_path, point["name"]), point)
+    assert cc.main(["--report", "--out-dir", str(tmp_path)]) == 0
+    result = json.loads((tmp_path / "result.json").read_text())
+    role = {r["name"]: (r["role"], r.get("of"), r.get("changed")) for r in result["rows"]}
+    assert role == {"electra-500": ("curve", None, None), "electra-250": ("curve", None, None),
+                    "electra-250-s1": ("seed", "electra-250", None),
+                    "lever-gen3": ("lever", "electra-250", {"gen_layers": 3}),
+                    "lever-prose": ("lever", "electra-250", {"corpus": ["runs/corpus", "a.txt", "a.txt"]}),
+                    "mlm-325": ("curve", None, None), "mlm-325-s1": ("seed", "mlm-325", None),
+                    "mlm-649": ("curve", None, None)}
+    # each ELECTRA point of the default recipe meets the masked LM of its compute and seeds; levers meet none
+    assert sorted((v["electra"], v["masked_lm"]) for v in result["electra_vs_masked_lm"]) == [
+        ("electra-250", "mlm-325"), ("electra-250-s1", "mlm-325-s1"), ("electra-500", "mlm-649")]
+    assert sorted(a["point"] for a in result["against_baseline"]) == ["electra-250", "mlm-325", "mlm-649"]
+    assert sorted((s["point"], s["of"]) for s in result["pretraining_seeds"]) == [
+        ("electra-250-s1", "electra-250"), ("mlm-325-s1", "mlm-325")]
+    assert sorted(lever["point"] for lever in result["levers"]) == ["lever-gen3", "lever-prose"]
+    table = (tmp_path / "table.md").read_text()
+    assert "## Recipe levers" in table and "corpus runs/corpus + 2× a.txt" in table
+    assert "| electra-250-s1 | electra | seed of electra-250 |" in table
