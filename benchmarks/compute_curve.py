@@ -663,16 +663,19 @@ def plot(summary: dict[str, Any], path: Path) -> None:
         if lever:
             left.annotate(", ".join(row["changed"]), (row["pflops"], row["ged"]["FCE dev"]["f05"]), fontsize=6,
                           textcoords="offset points", xytext=(3, 3))
+    origin = [r for r in by_objective.get("encoder", []) if r.get("role", "curve") == "curve"]
     for index, (name, rows) in enumerate(by_objective.items()):
         rows = sorted((r for r in rows if r.get("role", "curve") == "curve"), key=lambda r: r["pflops"])
         colour = colours.get(name, f"C{index + 3}")  # one colour per objective in both panels
         label = "encoder (no continued pre-training)" if name == "encoder" else name
-        ged = [r for r in rows if "FCE dev" in r.get("ged", {})]
-        if ged:
-            values = [r["ged"]["FCE dev"] for r in ged]
-            err = np.array([[v["f05"] - v["ci95"][0] for v in values], [v["ci95"][1] - v["f05"] for v in values]])
-            left.errorbar([r["pflops"] for r in ged], [v["f05"] for v in values], yerr=err.clip(0), marker="o",
-                          capsize=3, color=colour, label=label)
+        for set_name, style in (("FCE dev", "-"), ("JFLEG dev", "--")):  # every arm starts from the encoder
+            ged = [r for r in (rows if name == "encoder" else origin + rows) if set_name in r.get("ged", {})]
+            if ged:
+                values = [r["ged"][set_name] for r in ged]
+                err = np.array([[v["f05"] - v["ci95"][0] for v in values],
+                                [v["ci95"][1] - v["f05"] for v in values]])
+                left.errorbar([r["pflops"] for r in ged], [v["f05"] for v in values], yerr=err.clip(0), marker="o",
+                              linestyle=style, capsize=3, color=colour, label=f"{label}, {set_name}")
         for set_name, style in (("FCE dev", "-"), ("JFLEG dev", "--")):
             zero = [r for r in rows if isinstance(r.get("zero-shot"), dict) and set_name in r["zero-shot"]]
             if zero:
@@ -681,7 +684,7 @@ def plot(summary: dict[str, Any], path: Path) -> None:
                                 [v["ap_all_ci95"][1] - v["ap_all"] for v in values]])
                 right.errorbar([r["pflops"] for r in zero], [v["ap_all"] for v in values], yerr=err.clip(0),
                                marker="o", linestyle=style, capsize=3, color=colour, label=f"{name}, {set_name}")
-    left.set(title="GED after realistic synthetic errors (FCE dev)", xlabel="pre-training compute (PFLOPs)",
+    left.set(title="GED after realistic synthetic errors", xlabel="pre-training compute (PFLOPs)",
              ylabel="token F0.5 (report half, seed mean)")
     right.set(title="Zero-shot replaced-token head", xlabel="pre-training compute (PFLOPs)",
               ylabel="AP (all sentences)")
