@@ -460,11 +460,13 @@ def seeds_of(point: dict[str, Any]) -> list[int]:
 
 
 def masked_partner(point: dict[str, Any], masked: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The masked-LM point nearest in PFLOPs, among those pre-trained with the same seeds when one is within 1.5x."""
+    """The masked-LM point nearest in PFLOPs, among those pre-trained with the same seeds when one is within 1.5x;
+    None when none is within 1.5x (no pair at this compute yet)."""
+    def close(other: dict[str, Any] | None) -> bool:
+        return other is not None and abs(np.log(other["compute"]["flops"] / point["compute"]["flops"])) < np.log(1.5)
+
     same = nearest(point, [m for m in masked if seeds_of(m) == seeds_of(point)])
-    if same is not None and abs(np.log(same["compute"]["flops"] / point["compute"]["flops"])) < np.log(1.5):
-        return same
-    return nearest(point, masked)
+    return same if close(same) else (other if close(other := nearest(point, masked)) else None)
 
 
 def zero_shot_ap(point: dict[str, Any], set_name: str) -> float | None:
@@ -491,10 +493,15 @@ def summarise(points: list[dict[str, Any]], baseline: str) -> dict[str, Any]:
     for point in points:
         if objective(point) not in ELECTRA or role[point["name"]]["role"] == "lever":
             continue
-        if (partner := masked_partner(point, masked)) is not None:
-            versus.append({"electra": point["name"], "masked_lm": partner["name"],
-                           "pflops": [point["compute"]["pflops"], partner["compute"]["pflops"]],
-                           **{s: difference(point, partner, s) for s in SETS}})
+        if point["compute"]["flops"] <= 0:
+            continue
+        if (partner := masked_partner(point, masked)) is None:
+            versus.append({"electra": point["name"], "masked_lm": None, "pflops": [point["compute"]["pflops"], None],
+                           **{s: {"note": "no masked-LM point within 1.5x its compute"} for s in SETS}})
+            continue
+        versus.append({"electra": point["name"], "masked_lm": partner["name"],
+                       "pflops": [point["compute"]["pflops"], partner["compute"]["pflops"]],
+                       **{s: difference(point, partner, s) for s in SETS}})
     against = [{"point": p["name"], **{s: difference(p, base, s) for s in SETS}} for p in points
                if base is not None and p is not base and role[p["name"]]["role"] == "curve"]
     seeds = [compared(p, by_name[role[p["name"]]["of"]]) for p in points if role[p["name"]]["role"] == "seed"]
@@ -617,8 +624,8 @@ def table(summary: dict[str, Any]) -> str:
               "| ELECTRA | PFLOPs | masked LM | PFLOPs | ΔF0.5 FCE dev [95%] | ΔF0.5 JFLEG dev [95%] |",
               "|---|---:|---|---:|---|---|"]
     for v in summary["electra_vs_masked_lm"]:
-        lines.append(f"| {v['electra']} | {pflops_text(v['pflops'][0])} | {v['masked_lm']} | "
-                     f"{pflops_text(v['pflops'][1])} | "
+        lines.append(f"| {v['electra']} | {pflops_text(v['pflops'][0])} | {v['masked_lm'] or '–'} | "
+                     f"{'–' if v['pflops'][1] is None else pflops_text(v['pflops'][1])} | "
                      f"{diff_cell(v['FCE dev'])} | {diff_cell(v['JFLEG dev'])} |")
     if summary["baseline"]:
         lines += ["", f"## Against `{summary['baseline']}`", "",
