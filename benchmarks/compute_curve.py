@@ -398,6 +398,14 @@ def lever_text(changed: dict[str, Any]) -> str:
     return ", ".join(f"{k} {value(v)}" for k, v in sorted(changed.items()))
 
 
+def seeds_of(point: dict[str, Any]) -> list[int]:
+    return [link["seed"] for link in point["compute"]["chain"]]
+
+
+def lengths_of(point: dict[str, Any]) -> tuple[int, ...]:
+    return tuple(link["steps"] for link in point["compute"]["chain"])
+
+
 def roles(points: list[dict[str, Any]], baseline: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     """Each point's role: ``curve`` (the default recipe, the lowest seeds of its objective and chain of lengths),
     ``seed`` (the same chain of lengths with other pre-training seeds: ``of`` names the curve point) or ``lever``
@@ -411,16 +419,14 @@ def roles(points: list[dict[str, Any]], baseline: dict[str, Any] | None) -> dict
         if changed := lever_of(point, default):
             out[point["name"]] = {"role": "lever", "changed": changed}
             continue
-        lengths = tuple(link["steps"] for link in point["compute"]["chain"])
-        groups.setdefault((objective(point), lengths), []).append(point)
+        groups.setdefault((objective(point), lengths_of(point)), []).append(point)
     for group in groups.values():
-        group.sort(key=lambda p: ([link["seed"] for link in p["compute"]["chain"]], p["name"]))
+        group.sort(key=lambda p: (seeds_of(p), p["name"]))
         out[group[0]["name"]] = {"role": "curve"}
         out.update({p["name"]: {"role": "seed", "of": group[0]["name"]} for p in group[1:]})
     for point in points:
         if out[point["name"]]["role"] == "lever":
-            lengths = tuple(link["steps"] for link in point["compute"]["chain"])
-            same = groups.get((objective(point), lengths))
+            same = groups.get((objective(point), lengths_of(point)))
             out[point["name"]]["of"] = same[0]["name"] if same else None
     return out
 
@@ -453,10 +459,6 @@ def point_row(point: dict[str, Any]) -> dict[str, Any]:
         row["ged"] = {s: f05_summary(c[0]) for s in SETS if (c := ged_counts(point, s))}
         row["ged_recipe"] = point["ged"]["recipe"]
     return row
-
-
-def seeds_of(point: dict[str, Any]) -> list[int]:
-    return [link["seed"] for link in point["compute"]["chain"]]
 
 
 def masked_partner(point: dict[str, Any], masked: list[dict[str, Any]]) -> dict[str, Any] | None:
