@@ -4,7 +4,11 @@ FLOPs, at several compute points, on real learner errors and on what the pre-tra
     python benchmarks/compute_curve.py --fce runs/data/fce --jfleg ../shared/data/jfleg/dev --threads 1 \\
         --point electra-500=runs/curve/electra-500 --point mlm-649=runs/curve/mlm-649 --point base=minilm
     python benchmarks/compute_curve.py --report      # table.md, result.json, plot.png from points/*.json alone
+    python benchmarks/compute_curve.py --fce runs/data/fce --threads 1 --train electra-1000   # pre-train, measure
 
+``--train NAME``: a point of compute_curve.toml (the plan: every point's pre-training link as data). Its chain's
+links that have not finished are pre-trained into ``--runs-dir/NAME`` (a cut one resumes from its last checkpoint,
+so a run that outlives a session goes on in the next), then the point is measured as below.
 ``--point NAME=SOURCE``: SOURCE is a pre-training run dir or a published encoder (``minilm``, a folder). Runs are
 chained: a later point continues from the previous point's run dir with its own warm-up and decay
 (``electra-detect pretrain --init-from runs/curve/electra-500 --out runs/curve/electra-1000 ...``); the masked-LM
@@ -52,9 +56,12 @@ import argparse
 import datetime as dt
 import hashlib
 import json
+import math
 import re
+import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -77,6 +84,8 @@ from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_
 from electra_detect.tasks.ged.readers import GedSentence, split_sentences  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+PLAN = Path(__file__).with_suffix(".toml")
+CLI = [sys.executable, "-m", "electra_detect.cli"]
 MEASURES = ("zero-shot", "corruption", "blimp", "ged")
 SETS = ("FCE dev", "JFLEG dev")
 ELECTRA, MASKED_LM = ("electra", "electra15"), ("bert_mlm",)
@@ -113,6 +122,64 @@ def portable(path: str | Path) -> str:
     """A path inside the project relative to its root: the same on every machine."""
     resolved = Path(path).resolve()
     return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(resolved)
+
+
+# -- the plan: each point's pre-training link, as data (compute_curve.toml) -------------------------------------
+def load_plan(path: Path = PLAN) -> dict[str, Any]:
+    """The plan's shared pretrain flags (``args``) and its points, each an encoder or a link; fails on a bad one."""
+    plan = tomllib.loads(path.read_text(encoding="utf-8"))
+    for name, point in plan["points"].items():
+        if ("encoder" in point) == ("init" in point and "updates" in point):
+            raise SystemExit(f"error: {path.name}: point {name} needs either encoder or init and updates")
+        if unknown := set(point.get("measure", [])) - set(MEASURES):
+            raise SystemExit(f"error: {path.name}: point {name} measures unknown {', '.join(sorted(unknown))}")
+        chain_of(plan, name)
+    return plan
+
+
+def chain_of(plan: dict[str, Any], name: str) -> list[str]:
+    """The plan's links that make point ``name``, oldest first (empty for a published encoder)."""
+    links: list[str] = []
+    while name in plan["points"] and "init" in plan["points"][name]:
+        if name in links:
+            raise SystemExit(f"error: the plan's chain of {links[-1]} loops through {name}")
+        links.insert(0, name)
+        name = plan["points"][name]["init"]
+    return links
+
+
+def pretrain_command(plan: dict[str, Any], name: str, runs_dir: Path, threads: int = 0) -> list[str]:
+    """The ``electra-detect pretrain`` command of one link: the shared flags, then the point's own (later win);
+    ``--resume`` when the run dir holds a cut run."""
+    point, out = plan["points"][name], runs_dir / name
+    start = plan["points"].get(point["init"], {"encoder": point["init"]})  # a point, or an encoder's short name
+    init = start.get("encoder") or str(runs_dir / point["init"])
+    command = [*CLI, "pretrain", "--init-from", init, "--out", str(out), *plan["args"],
+               "--max-steps", str(point["updates"]), "--warmup-steps", str(math.ceil(point["updates"] / 10)),
+               "--seed", str(point.get("seed", 0)), *point.get("flags", [])]
+    if threads:
+        command += ["--threads", str(threads)]
+    if not sys.stderr.isatty():
+        command.append("--no-progress")
+    if (out / "run_config.json").exists():
+        command.append("--resume")
+    return command
+
+
+def train_point(plan: dict[str, Any], name: str, runs_dir: Path, threads: int = 0) -> str:
+    """Pre-train the links of ``name``'s chain that have not finished (a cut one resumes from its checkpoint);
+    returns the source to measure."""
+    if name not in plan["points"]:
+        raise SystemExit(f"error: no point {name} in {PLAN.name} (of {', '.join(plan['points'])})")
+    if "encoder" in plan["points"][name]:
+        return plan["points"][name]["encoder"]
+    for link in chain_of(plan, name):
+        if (runs_dir / link / "summary.json").exists():
+            continue
+        command = pretrain_command(plan, link, runs_dir, threads)
+        print("$ electra-detect " + " ".join(command[len(CLI):]), file=sys.stderr)
+        subprocess.run(command, check=True)
+    return str(runs_dir / name)
 
 
 # -- measurements -----------------------------------------------------------------------------------------
@@ -721,6 +788,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--point", action="append", default=[], metavar="NAME=SOURCE",
                         help="a pre-training run dir or a published encoder; repeat per point")
+    parser.add_argument("--train", action="append", default=[], metavar="NAME",
+                        help=f"a point of {PLAN.name}: pre-train its chain's missing links, then measure it "
+                             "(with the plan's --measure for it); repeat per point")
+    parser.add_argument("--runs-dir", default="runs/curve", help="the plan's run dirs, one per point")
     parser.add_argument("--fce", help="folder with fce-dev.json (BEA-2019 JSON release)")
     parser.add_argument("--jfleg", default="../shared/data/jfleg/dev")
     parser.add_argument("--blimp", default=str(ROOT.parent / "shared" / "data" / "blimp"))
@@ -750,9 +821,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown --measure {', '.join(sorted(unknown))} (of {', '.join(MEASURES)})")
     out = Path(args.out_dir)
     if not args.report:
-        if not args.point:
-            parser.error("give --point NAME=SOURCE (or --report)")
+        if not args.point and not args.train:
+            parser.error("give --point NAME=SOURCE or --train NAME (or --report)")
         points = dict(spec.split("=", 1) for spec in args.point)
+        plan = load_plan() if args.train else {}
         if args.threads:
             import torch
 
@@ -766,6 +838,10 @@ def main(argv: list[str] | None = None) -> int:
 
         for name, source in points.items():
             measure_point(name, source, args, sets)
+        for name in args.train:
+            source = train_point(plan, name, Path(args.runs_dir), args.threads)
+            chosen = plan["points"][name].get("measure", args.measure)
+            measure_point(name, source, argparse.Namespace(**{**vars(args), "measure": chosen}), sets)
     summary = write_report(out, args.baseline)
     print(json.dumps({"benchmark": "compute_curve", "points": len(summary["rows"]),
                       "electra_vs_masked_lm": len(summary["electra_vs_masked_lm"]), "out": str(out)}))

@@ -225,3 +225,61 @@ def test_report_sorts_points_into_curve_seed_repeats_and_levers(tmp_path: Path) 
     table = (tmp_path / "table.md").read_text()
     assert "## Recipe levers" in table and "corpus runs/corpus + 2× a.txt" in table
     assert "| electra-250-s1 | electra | seed of electra-250 |" in table
+
+
+def test_the_plan_reproduces_every_measured_point_chain():
+    """compute_curve.toml is the record of how each committed point was pre-trained: its commands, parsed by the
+    real `pretrain` parser, give the steps, seeds and recipe each point's file recorded of its chain."""
+    curve = _load("compute_curve")
+    from electra_detect.cli import build_parser
+
+    plan, checked = curve.load_plan(), 0
+    for point in curve.load_points(BENCH / "results" / "compute_curve"):
+        assert point["name"] in plan["points"], f"{point['name']} is measured but not in the plan"
+        links = point["compute"].get("chain", [])
+        assert [Path(link["run"]).name for link in links] == curve.chain_of(plan, point["name"])
+        for recorded, name in zip(links, curve.chain_of(plan, point["name"]), strict=True):
+            args = build_parser().parse_args(curve.pretrain_command(plan, name, Path("runs/curve"))[3:])
+            recorded = {**curve.LINK_DEFAULTS, **recorded}
+            ran = {"steps": args.max_steps, "warmup_steps": args.warmup_steps, "seed": args.seed, "lr": args.lr,
+                   "batch_size": args.batch_size, "seq_len": args.seq_len, "objective": args.objective or "electra",
+                   "mask_prob": args.mask_prob or 0.15, "gen_layers": args.gen_layers or 2, "corpus": args.corpus}
+            assert ran == {key: recorded[key] for key in ran}, name
+            checked += 1
+    assert checked >= 8
+
+
+def test_train_point_runs_the_missing_links_and_resumes_a_cut_one(tmp_path, monkeypatch):
+    curve = _load("compute_curve")
+    plan = curve.load_plan()
+    ran: list[list[str]] = []
+    monkeypatch.setattr(curve.subprocess, "run", lambda command, check: ran.append(command))
+    assert curve.train_point(plan, "minilm", tmp_path) == "minilm" and not ran  # the encoder: nothing to train
+
+    assert curve.train_point(plan, "electra-2000", tmp_path, threads=1) == str(tmp_path / "electra-2000")
+    assert [command[command.index("--out") + 1] for command in ran] == [str(tmp_path / "electra-250"),
+                                                                        str(tmp_path / "electra-2000")]
+    assert ran[1][ran[1].index("--init-from") + 1] == str(tmp_path / "electra-250")
+    assert ran[0][ran[0].index("--init-from") + 1] == "minilm" and "--resume" not in ran[0]
+
+    ran.clear()
+    (tmp_path / "electra-250").mkdir()
+    (tmp_path / "electra-250" / "summary.json").write_text("{}")  # finished: skipped
+    (tmp_path / "electra-2000").mkdir()
+    (tmp_path / "electra-2000" / "run_config.json").write_text("{}")  # cut: resumed
+    curve.train_point(plan, "electra-2000", tmp_path)
+    assert len(ran) == 1 and ran[0][-1] == "--resume" and "--max-steps" in ran[0]
+    with pytest.raises(SystemExit, match="no point"):
+        curve.train_point(plan, "electra-9000", tmp_path)
+
+
+def test_a_plan_with_a_loop_or_a_half_point_is_refused(tmp_path):
+    curve = _load("compute_curve")
+    loop = tmp_path / "loop.toml"
+    loop.write_text('args = []\n[points.a]\ninit = "b"\nupdates = 1\n[points.b]\ninit = "a"\nupdates = 1\n')
+    with pytest.raises(SystemExit, match="loops"):
+        curve.load_plan(loop)
+    half = tmp_path / "half.toml"
+    half.write_text('args = []\n[points.a]\ninit = "minilm"\n')
+    with pytest.raises(SystemExit, match="either encoder or init and updates"):
+        curve.load_plan(half)
