@@ -273,13 +273,13 @@ def test_train_point_runs_the_missing_links_and_resumes_a_cut_one(tmp_path, monk
         curve.train_point(plan, "electra-9000", tmp_path)
 
 
-def test_a_plan_with_a_loop_or_a_half_point_is_refused(tmp_path):
-    curve = _load("compute_curve")
-    loop = tmp_path / "loop.toml"
-    loop.write_text('args = []\n[points.a]\ninit = "b"\nupdates = 1\n[points.b]\ninit = "a"\nupdates = 1\n')
-    with pytest.raises(SystemExit, match="loops"):
-        curve.load_plan(loop)
-    half = tmp_path / "half.toml"
-    half.write_text('args = []\n[points.a]\ninit = "minilm"\n')
-    with pytest.raises(SystemExit, match="either encoder or init and updates"):
-        curve.load_plan(half)
+@pytest.mark.parametrize(("points", "refusal"), [
+    ('[points.a]\ninit = "b"\nupdates = 1\n[points.b]\ninit = "a"\nupdates = 1\n', "loops"),
+    ('[points.a]\ninit = "minilm"\n', "either encoder or init and updates"),
+    ('[points.a]\nencoder = "minilm"\nmeasure = ["bleu"]\n', "unknown bleu"),
+])
+def test_a_bad_plan_is_refused(tmp_path: Path, points: str, refusal: str):
+    plan = tmp_path / "plan.toml"
+    plan.write_text("args = []\n" + points)
+    with pytest.raises(SystemExit, match=refusal):
+        _load("compute_curve").load_plan(plan)
