@@ -647,9 +647,13 @@ def comparison_table(items: list[dict[str, Any]], kind: str) -> list[str]:
         name = f"{c['point']} ({lever_text(c['changed'])})" if "changed" in c else c["point"]
         lines.append(f"| {name} | {c['of']} | {pflops_text(c['pflops'][0])} vs {pflops_text(c['pflops'][1])} | "
                      f"{diff_cell(c['FCE dev'])} | {diff_cell(c['JFLEG dev'])} | "
-                     f"{number(c['zero_shot_ap_fce'][0])} vs {number(c['zero_shot_ap_fce'][1])} | "
-                     f"{number(c['corruption_auc'][0])} vs {number(c['corruption_auc'][1])} |")
+                     f"{pair_cell(c['zero_shot_ap_fce'])} | {pair_cell(c['corruption_auc'])} |")
     return lines
+
+
+def pair_cell(values: list[float | None]) -> str:
+    """``0.242 vs 0.251``; one dash when neither point has the measurement (the masked LM has no head to score)."""
+    return "–" if all(v is None for v in values) else " vs ".join(number(v) for v in values)
 
 
 def table(summary: dict[str, Any]) -> str:
