@@ -47,7 +47,7 @@ each ELECTRA curve or seed point the masked-LM point with the nearest PFLOPs (th
 1.5x), each curve point against ``--baseline``, each seed repeat against its curve point and each lever against its
 default: the difference of seed-mean F0.5 with a 95% paired bootstrap over report sentences (1,000 resamples).
 plot.png: GED F0.5 on FCE dev and zero-shot AP against PFLOPs, one line per objective through the curve's points,
-seed repeats hollow, levers as labelled crosses.
+seed repeats hollow; a third panel: each seed repeat and lever's GED difference from its reference point.
 """
 
 from __future__ import annotations
@@ -728,21 +728,18 @@ def plot(summary: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    comparisons = [c for c in summary.get("pretraining_seeds", []) + summary.get("levers", [])
+                   if "diff_f05" in c["FCE dev"]]
+    fig, axes = plt.subplots(1, 3 if comparisons else 2, figsize=(16.5 if comparisons else 11, 4))
+    left, right = axes[0], axes[1]
     by_objective: dict[str, list[dict]] = {}
     for row in summary["rows"]:
         by_objective.setdefault(row["objective"], []).append(row)
     colours = {"electra": "tab:blue", "bert_mlm": "tab:orange", "encoder": "tab:grey"}
-    for row in summary["rows"]:  # seed repeats: hollow markers; levers: crosses labelled with the setting
-        if row.get("role", "curve") == "curve" or "FCE dev" not in row.get("ged", {}):
-            continue
-        colour = colours.get(row["objective"], "tab:green")
-        lever = row["role"] == "lever"
-        left.plot(row["pflops"], row["ged"]["FCE dev"]["f05"], marker="x" if lever else "o", linestyle="none",
-                  markerfacecolor=colour if lever else "none", color=colour)
-        if lever:
-            left.annotate(", ".join(row["changed"]), (row["pflops"], row["ged"]["FCE dev"]["f05"]), fontsize=6,
-                          textcoords="offset points", xytext=(3, 3))
+    for row in summary["rows"]:  # seed repeats: hollow markers beside the curve (levers: the third panel)
+        if row.get("role") == "seed" and "FCE dev" in row.get("ged", {}):
+            left.plot(row["pflops"], row["ged"]["FCE dev"]["f05"], marker="o", linestyle="none",
+                      markerfacecolor="none", color=colours.get(row["objective"], "tab:green"))
     origin = [r for r in by_objective.get("encoder", []) if r.get("role", "curve") == "curve"]
     for index, (name, rows) in enumerate(by_objective.items()):
         rows = sorted((r for r in rows if r.get("role", "curve") == "curve"), key=lambda r: r["pflops"])
@@ -772,9 +769,28 @@ def plot(summary: dict[str, Any], path: Path) -> None:
         axis.grid(alpha=0.3)
         axis.ticklabel_format(axis="x", useOffset=False)
         if axis.get_legend_handles_labels()[0]:  # GED: FCE lines sit low and JFLEG lines high, the middle is free
-            axis.legend(fontsize=7, loc="center right" if axis is left else "best")
+            axis.legend(fontsize=6, **({"loc": "center", "ncol": 2} if axis is left else {"loc": "best"}))
+    if comparisons:
+        plot_comparisons(axes[2], comparisons)
     fig.tight_layout()
     atomic_save_figure(fig, path)
+
+
+def plot_comparisons(axis: Any, comparisons: list[dict[str, Any]]) -> None:
+    """Seed repeats and levers against their reference point: GED ΔF0.5 with its interval, FCE dev and JFLEG dev."""
+    for offset, (set_name, marker) in enumerate((("FCE dev", "o"), ("JFLEG dev", "s"))):
+        found = [(y, c[set_name]) for y, c in enumerate(comparisons) if "diff_f05" in c[set_name]]
+        centres = [d["diff_f05"] for _, d in found]
+        err = np.array([[d["diff_f05"] - d["ci95"][0] for _, d in found],
+                        [d["ci95"][1] - d["diff_f05"] for _, d in found]])
+        axis.errorbar(centres, [y + 0.2 * offset for y, _ in found], xerr=err.clip(0), fmt=marker, capsize=3,
+                      color="tab:blue", markerfacecolor="tab:blue" if offset == 0 else "none", label=set_name)
+    axis.axvline(0, color="black", linewidth=0.8)
+    axis.set_yticks(range(len(comparisons)), [f"{c['point']} − {c['of']}" for c in comparisons], fontsize=7)
+    axis.invert_yaxis()
+    axis.set(title="Seed repeats and levers (same updates)", xlabel="GED ΔF0.5 [95% paired bootstrap]")
+    axis.grid(alpha=0.3, axis="x")
+    axis.legend(fontsize=7, loc="best")
 
 
 def write_report(out_dir: Path, baseline: str) -> dict[str, Any]:
