@@ -153,6 +153,16 @@ def test_rerun_needs_overwrite_and_a_log_gets_one_line_per_interval(tmp_path: Pa
     assert len((out / "metrics.jsonl").read_text().splitlines()) == 2 + 1  # the old run's rows are gone
 
 
+def test_continued_pretraining_defaults_to_the_rate_measured_to_work(micro_run: Path) -> None:
+    from electra_detect.training.config import RunConfig
+    from electra_detect.training.rundir import CONTINUED_LR, start_from
+
+    assert start_from(RunConfig(), micro_run).train.lr == CONTINUED_LR == 3e-4
+    from_file = RunConfig()
+    from_file.train.lr = 5e-4  # a rate a --config file gave is kept
+    assert start_from(from_file, micro_run).train.lr == 5e-4
+
+
 def test_init_from_continues_a_run_on_new_text(tmp_path: Path, micro_run: Path, cache_dir: Path) -> None:
     other = tmp_path / "other.txt"  # text the source never saw, with words its tokenizer has not learnt
     other.write_text("\n\n".join(f"Zebras quietly crossed river number {i} at dawn." for i in range(300)) + "\n")
@@ -165,6 +175,7 @@ def test_init_from_continues_a_run_on_new_text(tmp_path: Path, micro_run: Path, 
     config = json.loads((out / "run_config.json").read_text())
     source = json.loads((micro_run / "run_config.json").read_text())
     assert config["model"] == source["model"] and config["train"]["init_from"] == str(micro_run.resolve())
+    assert config["train"]["lr"] == 1e-9  # a given --lr wins over continued pre-training's default
     # the source's tokenizer, not one trained on the new text
     vocab = (out / "discriminator" / "vocab.txt").read_text()
     assert vocab == (micro_run / "discriminator" / "vocab.txt").read_text()

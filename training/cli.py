@@ -42,7 +42,7 @@ FIELD_HELP: dict[str, str] = {
     'max_minutes': 'time budget for this invocation; 0 = none',
     'batch_size': 'sequences per step per process',
     'grad_accum': 'micro-batches per optimizer step',
-    'lr': 'peak learning rate',
+    'lr': 'peak learning rate (default 0.001; 0.0003 with --init-from)',
     'weight_decay': 'AdamW weight decay',
     'warmup_steps': 'linear warm-up steps',
     'clip_norm': 'gradient clipping norm',

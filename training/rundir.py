@@ -20,7 +20,7 @@ from typing import Any
 
 from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text
 from electra_detect.training.checkpoint import CheckpointError, remove_orphans
-from electra_detect.training.config import ConfigError, RunConfig
+from electra_detect.training.config import ConfigError, RunConfig, TrainConfig
 from electra_detect.training.model import ElectraPretrainingModel
 
 RUN_CONFIG_FILE = "run_config.json"
@@ -91,13 +91,21 @@ def load_run_config(out_dir: Path) -> RunConfig:
     return RunConfig.from_dict(json.loads(path.read_text()))
 
 
+# Continued pre-training's peak rate unless one is given: at the from-scratch 1e-3 a warm-started discriminator
+# collapsed to "original" everywhere and its encoder fell below the untouched one (docs/warmstart.md, lever-lr1e3).
+CONTINUED_LR = 3e-4
+
+
 def start_from(config: RunConfig, source: Path | str, gen_layers: int = 0) -> RunConfig:
-    """Continued pre-training (``--init-from``): the source's model settings and tokenizer, the rest from ``config``.
+    """Continued pre-training (``--init-from``): the source's model settings and tokenizer, the rest from ``config``
+    (its learning rate ``CONTINUED_LR`` where ``config`` kept the from-scratch default; ``--lr`` still wins).
 
     ``source``: our run or shipped model directory, or a published encoder (a folder or a short name such as
     ``minilm``: training/encoders.py), whose shape, tokenizer and weights start the discriminator."""
     from electra_detect.training import encoders
 
+    if config.train.lr == TrainConfig().lr:
+        config.train.lr = CONTINUED_LR
     if not encoders.is_run_dir(Path(source)):
         folder = encoders.resolve_encoder(source)
         if encoders.is_run_dir(folder):
