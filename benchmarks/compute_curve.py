@@ -166,6 +166,12 @@ def pretrain_command(plan: dict[str, Any], name: str, runs_dir: Path, threads: i
     return command
 
 
+def finished(run: Path, updates: int) -> bool:
+    """Whether a run dir holds all its planned updates (an interrupted run writes summary.json too)."""
+    summary = run / "summary.json"
+    return summary.exists() and json.loads(summary.read_text()).get("steps", 0) >= updates
+
+
 def train_point(plan: dict[str, Any], name: str, runs_dir: Path, threads: int = 0) -> str:
     """Pre-train the links of ``name``'s chain that have not finished (a cut one resumes from its checkpoint);
     returns the source to measure."""
@@ -174,7 +180,7 @@ def train_point(plan: dict[str, Any], name: str, runs_dir: Path, threads: int = 
     if "encoder" in plan["points"][name]:
         return plan["points"][name]["encoder"]
     for link in chain_of(plan, name):
-        if (runs_dir / link / "summary.json").exists():
+        if finished(runs_dir / link, plan["points"][link]["updates"]):
             continue
         command = pretrain_command(plan, link, runs_dir, threads)
         print("$ electra-detect " + " ".join(command[len(CLI):]), file=sys.stderr)

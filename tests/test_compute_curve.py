@@ -264,9 +264,10 @@ def test_train_point_runs_the_missing_links_and_resumes_a_cut_one(tmp_path, monk
 
     ran.clear()
     (tmp_path / "electra-250").mkdir()
-    (tmp_path / "electra-250" / "summary.json").write_text("{}")  # finished: skipped
+    (tmp_path / "electra-250" / "summary.json").write_text('{"steps": 250}')  # finished: skipped
     (tmp_path / "electra-2000").mkdir()
-    (tmp_path / "electra-2000" / "run_config.json").write_text("{}")  # cut: resumed
+    (tmp_path / "electra-2000" / "run_config.json").write_text("{}")  # cut (its summary says so): resumed
+    (tmp_path / "electra-2000" / "summary.json").write_text('{"steps": 151, "stop_reason": "SIGTERM"}')
     curve.train_point(plan, "electra-2000", tmp_path)
     assert len(ran) == 1 and ran[0][-1] == "--resume" and "--max-steps" in ran[0]
     with pytest.raises(SystemExit, match="no point"):
