@@ -42,10 +42,11 @@ No FCE text is written, only metrics and counts.
 The report (written after measuring, or alone with ``--report``): one row per point, sorted by objective then
 PFLOPs. A point's role comes from its chain: the curve (the recipe of the baseline's first link: lr, batch, sequence
 length, masking rate, generator depth, corpus, warm-up share), a pre-training seed repeat (the same chain of lengths,
-other seeds) or a recipe lever (another setting: compared with the default-recipe point of the same lengths). For
-each ELECTRA curve or seed point the masked-LM point with the nearest PFLOPs (the same seeds when one is within
-1.5x), each curve point against ``--baseline``, each seed repeat against its curve point and each lever against its
-default: the difference of seed-mean F0.5 with a 95% paired bootstrap over report sentences (1,000 resamples).
+other seeds) or a recipe lever (another setting: compared with the default-recipe point of the same lengths, and of
+the same seeds where one is measured). For each ELECTRA curve or seed point the masked-LM point with the nearest
+PFLOPs (the same seeds when one is within 1.5x), each curve point against ``--baseline``, each seed repeat against its
+curve point and each lever against its default: the difference of seed-mean F0.5 with a 95% paired bootstrap over
+report sentences (1,000 resamples).
 plot.png: GED F0.5 on FCE dev and zero-shot AP against PFLOPs, one line per objective through the curve's points,
 seed repeats hollow; a third panel: each seed repeat and lever's GED difference from its reference point.
 """
@@ -482,7 +483,8 @@ def lengths_of(point: dict[str, Any]) -> tuple[int, ...]:
 def roles(points: list[dict[str, Any]], baseline: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     """Each point's role: ``curve`` (the default recipe, the lowest seeds of its objective and chain of lengths),
     ``seed`` (the same chain of lengths with other pre-training seeds: ``of`` names the curve point) or ``lever``
-    (another recipe: ``changed`` and ``of``, the default-recipe point of the same objective and lengths)."""
+    (another recipe: ``changed`` and ``of``, the default-recipe point of the same objective and lengths, of the same
+    seeds when there is one, so that a lever's seed repeat meets the default's own)."""
     if baseline is None or not baseline["compute"]["chain"]:
         return {p["name"]: {"role": "curve"} for p in points}
     default = recipe(baseline["compute"]["chain"][0])
@@ -499,8 +501,9 @@ def roles(points: list[dict[str, Any]], baseline: dict[str, Any] | None) -> dict
         out.update({p["name"]: {"role": "seed", "of": group[0]["name"]} for p in group[1:]})
     for point in points:
         if out[point["name"]]["role"] == "lever":
-            same = groups.get((objective(point), lengths_of(point)))
-            out[point["name"]]["of"] = same[0]["name"] if same else None
+            same = groups.get((objective(point), lengths_of(point)), [])
+            paired = next((p for p in same if seeds_of(p) == seeds_of(point)), same[0] if same else None)
+            out[point["name"]]["of"] = paired["name"] if paired else None
     return out
 
 

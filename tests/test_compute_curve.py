@@ -196,6 +196,8 @@ def test_report_sorts_points_into_curve_seed_repeats_and_levers(tmp_path: Path) 
         _chained(_point("lever-gen3", "electra", 60.0, ged(0.9, 4)), {"steps": 250, "seed": 0, "gen_layers": 3}),
         _chained(_point("lever-prose", "electra", 50.0, ged(0.9, 5)),
                  {"steps": 250, "seed": 0, "corpus": ["runs/corpus", "a.txt", "a.txt"]}),
+        _chained(_point("lever-gen3-s1", "electra", 60.0, ged(0.9, 10)), {"steps": 250, "seed": 1, "gen_layers": 3}),
+        _chained(_point("lever-gen3-s2", "electra", 60.0, ged(0.9, 11)), {"steps": 250, "seed": 2, "gen_layers": 3}),
         _chained(_point("mlm-325", "bert_mlm", 50.5, ged(0.5, 6)), {"steps": 325, "seed": 0, **mlm}),
         _chained(_point("mlm-325-s1", "bert_mlm", 50.5, ged(0.5, 7)), {"steps": 325, "seed": 1, **mlm}),
         _chained(_point("mlm-649", "bert_mlm", 101.0, ged(0.5, 8)),
@@ -210,6 +212,9 @@ def test_report_sorts_points_into_curve_seed_repeats_and_levers(tmp_path: Path) 
                     "electra-250-s1": ("seed", "electra-250", None),
                     "lever-gen3": ("lever", "electra-250", {"gen_layers": 3}),
                     "lever-prose": ("lever", "electra-250", {"corpus": ["runs/corpus", "a.txt", "a.txt"]}),
+                    # a lever's seed repeat meets the default of its own seeds; with none measured, the curve point
+                    "lever-gen3-s1": ("lever", "electra-250-s1", {"gen_layers": 3}),
+                    "lever-gen3-s2": ("lever", "electra-250", {"gen_layers": 3}),
                     "mlm-325": ("curve", None, None), "mlm-325-s1": ("seed", "mlm-325", None),
                     "mlm-649": ("curve", None, None)}
     # each ELECTRA point of the default recipe meets the masked LM of its compute and seeds (none beyond 1.5x its
@@ -221,7 +226,8 @@ def test_report_sorts_points_into_curve_seed_repeats_and_levers(tmp_path: Path) 
                                                                        "mlm-649"]
     assert sorted((s["point"], s["of"]) for s in result["pretraining_seeds"]) == [
         ("electra-250-s1", "electra-250"), ("mlm-325-s1", "mlm-325")]
-    assert sorted(lever["point"] for lever in result["levers"]) == ["lever-gen3", "lever-prose"]
+    assert sorted(lever["point"] for lever in result["levers"]) == ["lever-gen3", "lever-gen3-s1", "lever-gen3-s2",
+                                                                     "lever-prose"]
     table = (tmp_path / "table.md").read_text()
     assert "## Recipe levers" in table and "corpus runs/corpus + 2× a.txt" in table
     assert "| electra-250-s1 | electra | seed of electra-250 |" in table
