@@ -777,8 +777,8 @@ def plot(summary: dict[str, Any], path: Path) -> None:
     for axis in (left, right):
         axis.grid(alpha=0.3)
         axis.ticklabel_format(axis="x", useOffset=False)
-        if axis.get_legend_handles_labels()[0]:  # GED: FCE lines sit low and JFLEG lines high, the middle is free
-            axis.legend(fontsize=6, **({"loc": "center", "ncol": 2} if axis is left else {"loc": "best"}))
+        if axis.get_legend_handles_labels()[0]:  # below the axes: the curves and their intervals fill the panel
+            axis.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     if comparisons:
         plot_comparisons(axes[2], comparisons)
     fig.tight_layout()
