@@ -9,6 +9,9 @@ FLOPs, at several compute points, on real learner errors and on what the pre-tra
 ``--train NAME``: a point of compute_curve.toml (the plan: every point's pre-training link as data). Its chain's
 links that have not finished are pre-trained into ``--runs-dir/NAME`` (a cut one resumes from its last checkpoint,
 so a run that outlives a session goes on in the next), then the point is measured as below.
+``--zero-shot-pair A=SOURCE B=SOURCE``: two discriminators (run or model dirs, e.g. a point against the shipped
+``models/electra-minilm``) scored on the same sentences: the difference of zero-shot AP with a 95% paired bootstrap
+over sentences, kept in ``--out-dir/zero_shot_pairs.json`` and shown by the report.
 ``--point NAME=SOURCE``: SOURCE is a pre-training run dir or a published encoder (``minilm``, a folder). Runs are
 chained: a later point continues from the previous point's run dir with its own warm-up and decay
 (``electra-detect pretrain --init-from runs/curve/electra-500 --out runs/curve/electra-1000 ...``); the masked-LM
@@ -82,6 +85,7 @@ from warmstart import (  # noqa: E402
 )
 
 from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text  # noqa: E402
+from electra_detect.tasks.ged.metrics import flatten  # noqa: E402
 from electra_detect.tasks.ged.readers import GedSentence, split_sentences  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -197,20 +201,51 @@ def no_head(compute: dict[str, Any]) -> str | None:
     return None if trains_rtd_head(compute["objective"]) else NO_HEAD
 
 
-def ap_intervals(sentences: list[GedSentence], scores: list[np.ndarray], seed: int = 0) -> dict[str, list[float]]:
-    """95% bootstrap intervals over sentences of AP and of AP / token error rate."""
+def bootstrap_aps(sentences: list[GedSentence], scores: list[np.ndarray], seed: int = 0) -> np.ndarray:
+    """AP and AP / token error rate on each of BOOTSTRAP resamples of sentences: (BOOTSTRAP, 2), NaN where a
+    resample holds one class only. The same seed and sentence count draw the same rows, so two models pair up."""
     from sklearn.metrics import average_precision_score
 
     labels = [np.asarray(s.labels) for s in sentences]
     values = [np.asarray(v) for v in scores]
-    aps, ratios = [], []
-    for rows in np.random.default_rng(seed).integers(0, len(sentences), size=(BOOTSTRAP, len(sentences))):
+    out = np.full((BOOTSTRAP, 2), np.nan)
+    for draw, rows in enumerate(np.random.default_rng(seed).integers(0, len(sentences),
+                                                                     size=(BOOTSTRAP, len(sentences)))):
         y, p = np.concatenate([labels[i] for i in rows]), np.concatenate([values[i] for i in rows])
         if 0 < y.sum() < len(y):
-            aps.append(average_precision_score(y, p))
-            ratios.append(aps[-1] / y.mean())
-    return {"ap_all_ci95": np.percentile(aps, [2.5, 97.5]).tolist(),
-            "ap_over_rate_ci95": np.percentile(ratios, [2.5, 97.5]).tolist()}
+            ap = average_precision_score(y, p)
+            out[draw] = ap, ap / y.mean()
+    return out
+
+
+def ap_intervals(sentences: list[GedSentence], scores: list[np.ndarray], seed: int = 0) -> dict[str, list[float]]:
+    """95% bootstrap intervals over sentences of AP and of AP / token error rate."""
+    draws = bootstrap_aps(sentences, scores, seed)
+    return {"ap_all_ci95": np.nanpercentile(draws[:, 0], [2.5, 97.5]).tolist(),
+            "ap_over_rate_ci95": np.nanpercentile(draws[:, 1], [2.5, 97.5]).tolist()}
+
+
+def ap_difference(sentences: list[GedSentence], first: list[np.ndarray], second: list[np.ndarray]) -> dict[str, Any]:
+    """AP(first) - AP(second) on all sentences, with its 95% paired bootstrap interval over sentences."""
+    from sklearn.metrics import average_precision_score
+
+    (labels, a), (_, b) = flatten(sentences, first), flatten(sentences, second)
+    ap = [float(average_precision_score(labels, a)), float(average_precision_score(labels, b))]
+    low, high = np.nanpercentile(bootstrap_aps(sentences, first)[:, 0] - bootstrap_aps(sentences, second)[:, 0],
+                                 [2.5, 97.5])
+    return {"ap": ap, "diff_ap": ap[0] - ap[1], "ci95": [float(low), float(high)],
+            "resolved": bool(low > 0 or high < 0), "sentences": len(sentences)}
+
+
+def zero_shot_pair(first: tuple[str, str], second: tuple[str, str], sets: dict[str, dict]) -> dict[str, Any]:
+    """Two discriminators' zero-shot AP on all of each set, paired: the difference and its interval."""
+    out: dict[str, Any] = {"first": first[0], "second": second[0], "sources": [first[1], second[1]], "sets": {}}
+    for name, split in sets.items():
+        scores = [zero_shot(source, split)[1]["all"] for _, source in (first, second)]
+        out["sets"][name] = ap_difference(split["all"], *scores)
+        print(f"zero-shot AP {name}: {first[0]} - {second[0]} {out['sets'][name]['diff_ap']:+.3f} "
+              f"[{out['sets'][name]['ci95'][0]:+.3f}, {out['sets'][name]['ci95'][1]:+.3f}]", file=sys.stderr)
+    return out
 
 
 def measure_zero_shot(source: str, compute: dict[str, Any], sets: dict[str, dict]) -> dict[str, Any]:
@@ -724,9 +759,20 @@ def table(summary: dict[str, Any]) -> str:
                   "Each lever changes one setting of the default recipe at the same number of updates and seeds, "
                   "against the default-recipe point (its PFLOPs change with the setting).", ""]
         lines += comparison_table(summary["levers"], "lever")
+    if summary.get("zero_shot_pairs"):
+        lines += ["", "## Zero-shot AP, paired", "",
+                  "Two discriminators' replaced-token heads scored on the same sentences (all of each set): the "
+                  "difference of AP with its 95% paired bootstrap over sentences (`--zero-shot-pair`).", "",
+                  "| first − second | AP FCE dev | ΔAP FCE dev [95%] | AP JFLEG dev | ΔAP JFLEG dev [95%] |",
+                  "|---|---|---|---|---|"]
+        for key, pair in sorted(summary["zero_shot_pairs"].items()):
+            cells = [(f"{d['ap'][0]:.3f} vs {d['ap'][1]:.3f}", diff_cell({"diff_f05": d["diff_ap"], **d}))
+                     if (d := pair["sets"].get(s)) else ("–", "–") for s in SETS]
+            lines.append(f"| {key} | {' | '.join(c for cell in cells for c in cell)} |")
     lines += ["", "## Chains", ""]
     lines += [f"- `{name}`: {chain_text(chain)}" for name, chain in summary["chains"].items()]
-    lines += ["", "## Commands", "", "```bash", *summary["commands"],
+    pair_commands = [pair["command"] for pair in summary.get("zero_shot_pairs", {}).values()]
+    lines += ["", "## Commands", "", "```bash", *summary["commands"], *sorted(set(pair_commands)),
               "python benchmarks/compute_curve.py --report", "```"]
     return "\n".join(lines) + "\n"
 
@@ -802,11 +848,16 @@ def plot_comparisons(axis: Any, comparisons: list[dict[str, Any]]) -> None:
     axis.legend(fontsize=7, loc="best")
 
 
+PAIRS_FILE = "zero_shot_pairs.json"  # {"first − second": zero_shot_pair(...)}, kept across runs
+
+
 def write_report(out_dir: Path, baseline: str) -> dict[str, Any]:
     points = load_points(out_dir)
     if not points:
         raise SystemExit(f"error: no points in {out_dir / 'points'}")
     summary = summarise(points, baseline)
+    if (pairs := out_dir / PAIRS_FILE).exists():
+        summary["zero_shot_pairs"] = json.loads(pairs.read_text())
     atomic_write_json(out_dir / "result.json", summary)
     atomic_write_text(out_dir / "table.md", table(summary))
     plot(summary, out_dir / "plot.png")
@@ -820,6 +871,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train", action="append", default=[], metavar="NAME",
                         help=f"a point of {PLAN.name}: pre-train its chain's missing links, then measure it "
                              "(with the plan's --measure for it); repeat per point")
+    parser.add_argument("--zero-shot-pair", nargs=2, metavar="NAME=SOURCE",
+                        help="score two discriminators' zero-shot AP on the same sentences: their paired difference")
     parser.add_argument("--runs-dir", default="runs/curve", help="the plan's run dirs, one per point")
     parser.add_argument("--fce", help="folder with fce-dev.json (BEA-2019 JSON release)")
     parser.add_argument("--jfleg", default="../shared/data/jfleg/dev")
@@ -850,8 +903,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown --measure {', '.join(sorted(unknown))} (of {', '.join(MEASURES)})")
     out = Path(args.out_dir)
     if not args.report:
-        if not args.point and not args.train:
-            parser.error("give --point NAME=SOURCE or --train NAME (or --report)")
+        if not args.point and not args.train and not args.zero_shot_pair:
+            parser.error("give --point NAME=SOURCE, --train NAME or --zero-shot-pair (or --report)")
         points = dict(spec.split("=", 1) for spec in args.point)
         plan = load_plan() if args.train else {}
         if args.threads:
@@ -871,6 +924,13 @@ def main(argv: list[str] | None = None) -> int:
             source = train_point(plan, name, Path(args.runs_dir), args.threads)
             chosen = plan["points"][name].get("measure", args.measure)
             measure_point(name, source, argparse.Namespace(**{**vars(args), "measure": chosen}), sets)
+        if args.zero_shot_pair:
+            first, second = (tuple(spec.split("=", 1)) for spec in args.zero_shot_pair)
+            pairs = json.loads((out / PAIRS_FILE).read_text()) if (out / PAIRS_FILE).exists() else {}
+            pair = zero_shot_pair(first, second, sets())
+            pair["command"] = "python benchmarks/compute_curve.py " + " ".join(sys.argv[1:])
+            pairs[f"{first[0]} − {second[0]}"] = pair
+            atomic_write_json(out / PAIRS_FILE, pairs)
     summary = write_report(out, args.baseline)
     print(json.dumps({"benchmark": "compute_curve", "points": len(summary["rows"]),
                       "electra_vs_masked_lm": len(summary["electra_vs_masked_lm"]), "out": str(out)}))

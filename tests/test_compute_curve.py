@@ -129,6 +129,35 @@ def test_paired_bootstrap_from_stored_counts() -> None:
     assert summary["ci95"][0] < summary["f05"] < summary["ci95"][1]
 
 
+def test_zero_shot_ap_difference_is_paired_over_sentences(tmp_path: Path, monkeypatch) -> None:
+    from sklearn.metrics import average_precision_score
+
+    cc = _load("compute_curve")
+    sentences = _sentences(200, 5)
+    good, weak = _scores(sentences, 0.6, 1), _scores(sentences, 0.2, 2)
+    d = cc.ap_difference(sentences, good, weak)
+    ap = lambda scores: average_precision_score(*flatten(sentences, scores))  # noqa: E731
+    assert d["ap"] == pytest.approx([ap(good), ap(weak)]) and d["diff_ap"] == pytest.approx(ap(good) - ap(weak))
+    assert 0 < d["ci95"][0] < d["diff_ap"] < d["ci95"][1] and d["resolved"]
+    same = cc.ap_difference(sentences, good, good)
+    assert same["diff_ap"] == 0 and same["ci95"] == [0, 0] and not same["resolved"]
+    # paired: one sentence's scores changed moves every resample by little, far less than one model's own interval
+    near = [np.zeros_like(good[0]), *good[1:]]
+    close, alone = cc.ap_difference(sentences, good, near)["ci95"], cc.ap_intervals(sentences, good)["ap_all_ci95"]
+    assert close[1] - close[0] < (alone[1] - alone[0]) / 2
+    # the CLI scores both discriminators on each set, keeps the pair across runs and the report shows it
+    scores = {"a": good, "b": weak}
+    monkeypatch.setattr(cc, "eval_sets", lambda args: {"FCE dev": {"all": sentences}})
+    monkeypatch.setattr(cc, "zero_shot", lambda source, split: ({}, {"all": scores[source]}))
+    cc.save_point(cc.point_file(tmp_path, "p"), _point("p", "electra", 1.0, {}))
+    assert cc.main(["--zero-shot-pair", "A=a", "B=b", "--out-dir", str(tmp_path)]) == 0
+    pairs = json.loads((tmp_path / "zero_shot_pairs.json").read_text())
+    assert pairs["A − B"]["sets"]["FCE dev"]["diff_ap"] == pytest.approx(d["diff_ap"])
+    assert json.loads((tmp_path / "result.json").read_text())["zero_shot_pairs"] == pairs
+    table = (tmp_path / "table.md").read_text()
+    assert "## Zero-shot AP, paired" in table and f"| A − B | {ap(good):.3f} vs {ap(weak):.3f} | " in table
+
+
 def test_report_pairs_each_electra_point_with_the_nearest_masked_lm(tmp_path: Path) -> None:
     cc = _load("compute_curve")
     report = _sentences(120, 5)
