@@ -201,16 +201,15 @@ def no_head(compute: dict[str, Any]) -> str | None:
     return None if trains_rtd_head(compute["objective"]) else NO_HEAD
 
 
-def bootstrap_aps(sentences: list[GedSentence], scores: list[np.ndarray], seed: int = 0) -> np.ndarray:
+def bootstrap_aps(sentences: list[GedSentence], scores: list[np.ndarray]) -> np.ndarray:
     """AP and AP / token error rate on each of BOOTSTRAP resamples of sentences: (BOOTSTRAP, 2), NaN where a
-    resample holds one class only. The same seed and sentence count draw the same rows, so two models pair up."""
+    resample holds one class only. The rows are ``resamples_for`` the sentence count, so two models pair up."""
     from sklearn.metrics import average_precision_score
 
     labels = [np.asarray(s.labels) for s in sentences]
     values = [np.asarray(v) for v in scores]
     out = np.full((BOOTSTRAP, 2), np.nan)
-    for draw, rows in enumerate(np.random.default_rng(seed).integers(0, len(sentences),
-                                                                     size=(BOOTSTRAP, len(sentences)))):
+    for draw, rows in enumerate(resamples_for(len(sentences))):
         y, p = np.concatenate([labels[i] for i in rows]), np.concatenate([values[i] for i in rows])
         if 0 < y.sum() < len(y):
             ap = average_precision_score(y, p)
@@ -218,9 +217,9 @@ def bootstrap_aps(sentences: list[GedSentence], scores: list[np.ndarray], seed: 
     return out
 
 
-def ap_intervals(sentences: list[GedSentence], scores: list[np.ndarray], seed: int = 0) -> dict[str, list[float]]:
+def ap_intervals(sentences: list[GedSentence], scores: list[np.ndarray]) -> dict[str, list[float]]:
     """95% bootstrap intervals over sentences of AP and of AP / token error rate."""
-    draws = bootstrap_aps(sentences, scores, seed)
+    draws = bootstrap_aps(sentences, scores)
     return {"ap_all_ci95": np.nanpercentile(draws[:, 0], [2.5, 97.5]).tolist(),
             "ap_over_rate_ci95": np.nanpercentile(draws[:, 1], [2.5, 97.5]).tolist()}
 
