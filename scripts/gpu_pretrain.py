@@ -7,6 +7,10 @@ accumulation x processes), so any ``--seq-len`` or ``--grad-accum`` is accounted
 
     python scripts/gpu_pretrain.py --corpus data/*.txt --out runs/small --minutes 30 -- --seq-len 256
 
+``--init-from`` continues from an encoder instead (no preset: the encoder sets the model), and ``--max-steps``
+caps the schedule (a token target such as 100x the shipped recipe's), so a fast device ends early rather than
+training past the target.
+
 The probe writes ``<out>.probe/`` beside the run (replaced on every call); the token cache is pretrain's
 default (``$ELECTRA_DETECT_CACHE`` or ``~/.cache/electra-detect``) unless ``--cache-dir`` names one.
 """
@@ -44,13 +48,16 @@ def main() -> None:
     parser.add_argument("--corpus", nargs="+", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--minutes", type=float, default=7.0, help="wall-clock budget, probe included")
-    parser.add_argument("--preset", default="small")
+    parser.add_argument("--preset", default="small", help="model preset of a run from scratch")
+    parser.add_argument("--init-from", default="", help="continue pre-training from this encoder or run")
+    parser.add_argument("--max-steps", type=int, default=0, help="at most this many steps (0: what fits)")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--cache-dir", default="", help="token cache (default: pretrain's)")
     parser.add_argument("--probe-steps", type=int, default=60)
     parser.add_argument("extra", nargs="*", help="more pretrain flags after -- (--seq-len, --grad-accum, ...)")
     args = parser.parse_args()
-    common = ["--preset", args.preset, "--batch-size", str(args.batch_size), *args.extra]
+    start_from = ["--init-from", args.init_from] if args.init_from else ["--preset", args.preset]
+    common = [*start_from, "--batch-size", str(args.batch_size), *args.extra]
     if args.cache_dir:
         common += ["--cache-dir", args.cache_dir]
     start = time.time()
@@ -60,6 +67,8 @@ def main() -> None:
              [*common, "--overwrite", "--eval-every", "1000000", "--save-every", "1000000", "--log-every", "10"])
     remaining = args.minutes * 60 - (time.time() - start)
     steps, rate = planned_steps(probe, remaining)
+    if args.max_steps:
+        steps = min(steps, args.max_steps)
     if steps < 1:
         raise SystemExit(f"no time left for the run after the probe ({remaining:.0f} s); raise --minutes")
     print(json.dumps({"probe_tokens_per_s": rate, "planned_steps": steps}), flush=True)
