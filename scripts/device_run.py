@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> None:
     subprocess.run(["xz", "-d", "-f", str(minilm / "model.safetensors.xz")], check=True)
     print(f"setup {time.time() - started:.0f} s", flush=True)
 
-    run_dir, log = work / "run", work / "pretrain.log"
+    run_dir, log = work / args.name, work / f"{args.name}.log"
     command = [sys.executable, str(ROOT / "scripts/gpu_pretrain.py"), "--corpus", "runs/corpus",
                "--out", str(run_dir), "--minutes", str(args.minutes), "--init-from", str(minilm),
                "--max-steps", str(args.max_steps), "--batch-size", str(args.batch_size), "--",
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> None:
         for line in process.stdout:
             handle.write(line)
             print(line, end="", flush=True)
-    extra = [log, work / "run.probe/metrics.jsonl"]
+    extra = [log, work / f"{args.name}.probe/metrics.jsonl"]
     if process.wait() != 0 or not (run_dir / "summary.json").exists():
         raise SystemExit(f"pre-training failed (exit {process.returncode}); see the log above")
     pack(run_dir, out, extra)
@@ -187,6 +187,7 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--pretrain-flags", default="--lr 3e-4 --seq-len 64 --seed 0",
                    help="more pretrain flags (the shipped recipe's)")
+    p.add_argument("--name", default="run", help="the run dir's name under /tmp/device (another for a second run)")
     p.add_argument("--deadline", type=float, default=540.0, help="seconds after the start by which all ends")
     p.set_defaults(func=run)
     p = verbs.add_parser("unpack", help="the returned files -> a run dir")
