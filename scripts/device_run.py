@@ -56,6 +56,14 @@ def carry_minilm(dest: Path) -> None:
     subprocess.run(["xz", "-T0", "-9", "-f", str(dest / "model.safetensors")], check=True)
 
 
+def carried(member: str) -> bool:
+    """Whether a wheel's file travels: all of it but the transformers models we never import (their __init__.py
+    stays)."""
+    parts = member.split("/")
+    return not (parts[:2] == ["transformers", "models"] and len(parts) > 3 and parts[2] not in KEPT_MODELS
+                and parts[3] != "__init__.py")
+
+
 def carry_site(dest: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         wheels, site = Path(tmp) / "wheels", Path(tmp) / "site"
@@ -66,11 +74,7 @@ def carry_site(dest: Path) -> None:
                         "-d", str(wheels), *pins], check=True)
         for wheel in sorted(wheels.glob("*.whl")):
             with zipfile.ZipFile(wheel) as archive:
-                for member in archive.namelist():
-                    parts = member.split("/")
-                    if (parts[:2] == ["transformers", "models"] and len(parts) > 3
-                            and parts[2] not in KEPT_MODELS and parts[3] != "__init__.py"):
-                        continue
+                for member in filter(carried, archive.namelist()):
                     archive.extract(member, site)
         with tarfile.open(dest, "w:xz", preset=9) as tar:
             for path in sorted(site.iterdir()):
