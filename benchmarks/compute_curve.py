@@ -518,7 +518,8 @@ def roles(points: list[dict[str, Any]], baseline: dict[str, Any] | None) -> dict
     """Each point's role: ``curve`` (the default recipe, the lowest seeds of its objective and chain of lengths),
     ``seed`` (the same chain of lengths with other pre-training seeds: ``of`` names the curve point) or ``lever``
     (another recipe: ``changed`` and ``of``, the default-recipe point of the same objective and lengths, of the same
-    seeds when there is one, so that a lever's seed repeat meets the default's own)."""
+    seeds when there is one, so that a lever's seed repeat meets the default's own; the baseline when no default
+    point has its lengths, as for a run on other hardware at its own length)."""
     if baseline is None or not baseline["compute"]["chain"]:
         return {p["name"]: {"role": "curve"} for p in points}
     default = recipe(baseline["compute"]["chain"][0])
@@ -537,7 +538,7 @@ def roles(points: list[dict[str, Any]], baseline: dict[str, Any] | None) -> dict
         if out[point["name"]]["role"] == "lever":
             same = groups.get((objective(point), lengths_of(point)), [])
             paired = next((p for p in same if seeds_of(p) == seeds_of(point)), same[0] if same else None)
-            out[point["name"]]["of"] = paired["name"] if paired else None
+            out[point["name"]]["of"] = paired["name"] if paired else baseline["name"]
     return out
 
 

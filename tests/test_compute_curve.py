@@ -227,6 +227,8 @@ def test_report_sorts_points_into_curve_seed_repeats_and_levers(tmp_path: Path) 
                  {"steps": 250, "seed": 0, "corpus": ["runs/corpus", "a.txt", "a.txt"]}),
         _chained(_point("lever-gen3-s1", "electra", 60.0, ged(0.9, 10)), {"steps": 250, "seed": 1, "gen_layers": 3}),
         _chained(_point("lever-gen3-s2", "electra", 60.0, ged(0.9, 11)), {"steps": 250, "seed": 2, "gen_layers": 3}),
+        _chained(_point("electra-gpu", "electra", 900.0, ged(0.9, 12)),
+                 {"steps": 6250, "seed": 0, "batch_size": 256, "warmup_steps": 625}),
         _chained(_point("mlm-325", "bert_mlm", 50.5, ged(0.5, 6)), {"steps": 325, "seed": 0, **mlm}),
         _chained(_point("mlm-325-s1", "bert_mlm", 50.5, ged(0.5, 7)), {"steps": 325, "seed": 1, **mlm}),
         _chained(_point("mlm-649", "bert_mlm", 101.0, ged(0.5, 8)),
@@ -244,6 +246,8 @@ def test_report_sorts_points_into_curve_seed_repeats_and_levers(tmp_path: Path) 
                     # a lever's seed repeat meets the default of its own seeds; with none measured, the curve point
                     "lever-gen3-s1": ("lever", "electra-250-s1", {"gen_layers": 3}),
                     "lever-gen3-s2": ("lever", "electra-250", {"gen_layers": 3}),
+                    # no default point of its length: the baseline
+                    "electra-gpu": ("lever", "electra-500", {"batch_size": 256}),
                     "mlm-325": ("curve", None, None), "mlm-325-s1": ("seed", "mlm-325", None),
                     "mlm-649": ("curve", None, None)}
     # each ELECTRA point of the default recipe meets the masked LM of its compute and seeds (none beyond 1.5x its
@@ -255,8 +259,8 @@ def test_report_sorts_points_into_curve_seed_repeats_and_levers(tmp_path: Path) 
                                                                        "mlm-649"]
     assert sorted((s["point"], s["of"]) for s in result["pretraining_seeds"]) == [
         ("electra-250-s1", "electra-250"), ("mlm-325-s1", "mlm-325")]
-    assert sorted(lever["point"] for lever in result["levers"]) == ["lever-gen3", "lever-gen3-s1", "lever-gen3-s2",
-                                                                     "lever-prose"]
+    assert sorted(lever["point"] for lever in result["levers"]) == ["electra-gpu", "lever-gen3", "lever-gen3-s1",
+                                                                     "lever-gen3-s2", "lever-prose"]
     table = (tmp_path / "table.md").read_text()
     assert "## Recipe levers" in table and "corpus runs/corpus + 2× a.txt" in table
     assert "| electra-250-s1 | electra | seed of electra-250 |" in table
