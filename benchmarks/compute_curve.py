@@ -816,13 +816,32 @@ def plot(summary: dict[str, Any], path: Path) -> None:
                                 [v["ap_all_ci95"][1] - v["ap_all"] for v in values]])
                 right.errorbar([r["pflops"] for r in zero], [v["ap_all"] for v in values], yerr=err.clip(0),
                                marker="o", linestyle=style, capsize=3, color=colour, label=f"{name}, {set_name}")
+    # a lever of its own length (another machine's run, met by the baseline): a star beside the curves, log scale
+    beyond = [r for r in summary["rows"] if r.get("role") == "lever" and r.get("of") == summary.get("baseline")]
+    for row in beyond:
+        label = f"{row['name']} ({lever_text(row['changed'])})"
+        for set_name, face in (("FCE dev", None), ("JFLEG dev", "none")):
+            if set_name in row.get("ged", {}):
+                v = row["ged"][set_name]
+                left.errorbar([row["pflops"]], [v["f05"]], yerr=[[v["f05"] - v["ci95"][0]], [v["ci95"][1] - v["f05"]]],
+                              marker="*", markersize=10, markerfacecolor=face, capsize=3, color="tab:purple",
+                              linestyle="none", label=f"{label}, {set_name}")
+            if isinstance(row.get("zero-shot"), dict) and set_name in row["zero-shot"]:
+                v = row["zero-shot"][set_name]
+                right.errorbar([row["pflops"]], [v["ap_all"]],
+                               yerr=[[v["ap_all"] - v["ap_all_ci95"][0]], [v["ap_all_ci95"][1] - v["ap_all"]]],
+                               marker="*", markersize=10, markerfacecolor=face, capsize=3, color="tab:purple",
+                               linestyle="none", label=f"{label}, {set_name}")
     left.set(title="GED after realistic synthetic errors", xlabel="pre-training compute (PFLOPs)",
              ylabel="token F0.5 (report half, seed mean)")
     right.set(title="Zero-shot replaced-token head", xlabel="pre-training compute (PFLOPs)",
               ylabel="AP (all sentences)")
     for axis in (left, right):
         axis.grid(alpha=0.3)
-        axis.ticklabel_format(axis="x", useOffset=False)
+        if beyond:  # linear up to the CPU curve's scale, logarithmic beyond it (the origin sits at 0)
+            axis.set_xscale("symlog", linthresh=0.5)
+        else:
+            axis.ticklabel_format(axis="x", useOffset=False)
         if axis.get_legend_handles_labels()[0]:  # below the axes: the curves and their intervals fill the panel
             axis.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     if comparisons:
