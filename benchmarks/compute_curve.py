@@ -821,17 +821,15 @@ def plot(summary: dict[str, Any], path: Path) -> None:
     for row in beyond:
         label = f"{row['name']} ({lever_text(row['changed'])})"
         for set_name, face in (("FCE dev", None), ("JFLEG dev", "none")):
-            if set_name in row.get("ged", {}):
-                v = row["ged"][set_name]
-                left.errorbar([row["pflops"]], [v["f05"]], yerr=[[v["f05"] - v["ci95"][0]], [v["ci95"][1] - v["f05"]]],
-                              marker="*", markersize=10, markerfacecolor=face, capsize=3, color="tab:purple",
-                              linestyle="none", label=f"{label}, {set_name}")
-            if isinstance(row.get("zero-shot"), dict) and set_name in row["zero-shot"]:
-                v = row["zero-shot"][set_name]
-                right.errorbar([row["pflops"]], [v["ap_all"]],
-                               yerr=[[v["ap_all"] - v["ap_all_ci95"][0]], [v["ap_all_ci95"][1] - v["ap_all"]]],
-                               marker="*", markersize=10, markerfacecolor=face, capsize=3, color="tab:purple",
-                               linestyle="none", label=f"{label}, {set_name}")
+            zero_shot = row.get("zero-shot")  # a dict, or "n/a: why" where the point has no head
+            zero = zero_shot.get(set_name) if isinstance(zero_shot, dict) else None
+            ged = row.get("ged", {}).get(set_name)
+            for axis, value, ci in ((left, ged and ged["f05"], ged and ged["ci95"]),
+                                    (right, zero and zero["ap_all"], zero and zero["ap_all_ci95"])):
+                if value is not None:
+                    axis.errorbar([row["pflops"]], [value], yerr=[[value - ci[0]], [ci[1] - value]], marker="*",
+                                  markersize=10, markerfacecolor=face, capsize=3, color="tab:purple",
+                                  linestyle="none", label=f"{label}, {set_name}")
     left.set(title="GED after realistic synthetic errors", xlabel="pre-training compute (PFLOPs)",
              ylabel="token F0.5 (report half, seed mean)")
     right.set(title="Zero-shot replaced-token head", xlabel="pre-training compute (PFLOPs)",
