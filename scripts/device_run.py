@@ -96,28 +96,28 @@ def pack(run: Path, out: Path, extra: list[Path]) -> None:
     """fp16 discriminator in parts, the generator's own tensors, and the small files as one tar."""
     out.mkdir(parents=True, exist_ok=True)
     disc = {k: v.half().contiguous() for k, v in load_file(str(run / "discriminator/model.safetensors")).items()}
-    blob = Path(tempfile.mkdtemp()) / "discriminator.safetensors"
-    save_file(disc, str(blob), metadata={"format": "pt"})
-    data = blob.read_bytes()
-    for index in range(0, len(data), PART_BYTES):
-        (out / f"discriminator.part{index // PART_BYTES}").write_bytes(data[index:index + PART_BYTES])
     gen = load_file(str(run / "generator/model.safetensors"))
     own = {k: v.half().contiguous() for k, v in gen.items() if k not in disc or not disc[k].equal(v.half())}
-    save_file(own, str(out / "generator_own.safetensors"), metadata={"format": "pt"})
-    shared = Path(tempfile.mkdtemp()) / "generator_shared_keys.json"
-    shared.write_text(json.dumps(sorted(set(gen) - set(own))))
-    with tarfile.open(out / "run_files.tar.gz", "w:gz") as tar:
-        tar.add(shared, arcname=f"generator/{shared.name}")
-        for name in SMALL_FILES:
-            if (run / name).exists():
-                tar.add(run / name, arcname=name)
-        for part in ("discriminator", "generator"):
-            for path in sorted((run / part).iterdir()):
-                if path.name != "model.safetensors":
-                    tar.add(path, arcname=f"{part}/{path.name}")
-        for path in extra:
-            if path.exists():
-                tar.add(path, arcname=f"device/{path.parent.name}-{path.name}")
+    with tempfile.TemporaryDirectory() as tmp:
+        blob, shared = Path(tmp) / "discriminator.safetensors", Path(tmp) / "generator_shared_keys.json"
+        save_file(disc, str(blob), metadata={"format": "pt"})
+        data = blob.read_bytes()
+        for index in range(0, len(data), PART_BYTES):
+            (out / f"discriminator.part{index // PART_BYTES}").write_bytes(data[index:index + PART_BYTES])
+        save_file(own, str(out / "generator_own.safetensors"), metadata={"format": "pt"})
+        shared.write_text(json.dumps(sorted(set(gen) - set(own))))
+        with tarfile.open(out / "run_files.tar.gz", "w:gz") as tar:
+            tar.add(shared, arcname=f"generator/{shared.name}")
+            for name in SMALL_FILES:
+                if (run / name).exists():
+                    tar.add(run / name, arcname=name)
+            for part in ("discriminator", "generator"):
+                for path in sorted((run / part).iterdir()):
+                    if path.name != "model.safetensors":
+                        tar.add(path, arcname=f"{part}/{path.name}")
+            for path in extra:
+                if path.exists():
+                    tar.add(path, arcname=f"device/{path.parent.name}-{path.name}")
 
 
 def run(args: argparse.Namespace) -> None:
@@ -165,17 +165,22 @@ def run(args: argparse.Namespace) -> None:
 
 # -- unpack (here) --------------------------------------------------------------------------------------------
 def unpack(args: argparse.Namespace) -> None:
+    """Rebuild the run in a staging folder beside RUN_DIR and move it into place whole (never half a run)."""
     files, dest = Path(args.files), Path(args.run_dir)
-    dest.mkdir(parents=True, exist_ok=True)
+    if dest.exists():
+        raise SystemExit(f"error: {dest} exists; unpack into a new run dir")
+    staging = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
     with tarfile.open(files / "run_files.tar.gz") as tar:
-        tar.extractall(dest, filter="data")
+        tar.extractall(staging, filter="data")
     parts = sorted(files.glob("discriminator.part*"), key=lambda p: int(p.name.removeprefix("discriminator.part")))
-    (dest / "discriminator/model.safetensors").write_bytes(b"".join(p.read_bytes() for p in parts))
-    disc = load_file(str(dest / "discriminator/model.safetensors"))
+    (staging / "discriminator/model.safetensors").write_bytes(b"".join(p.read_bytes() for p in parts))
+    disc = load_file(str(staging / "discriminator/model.safetensors"))
     own = load_file(str(files / "generator_own.safetensors"))
-    shared = json.loads((dest / "generator/generator_shared_keys.json").read_text())  # tied to the discriminator
+    shared = json.loads((staging / "generator/generator_shared_keys.json").read_text())  # tied to the discriminator
     gen = {**{k: disc[k] for k in shared}, **own}
-    save_file(gen, str(dest / "generator/model.safetensors"), metadata={"format": "pt"})
+    save_file(gen, str(staging / "generator/model.safetensors"), metadata={"format": "pt"})
+    os.replace(staging, dest)
     print(f"{dest}: discriminator {len(disc)} tensors, generator {len(gen)} ({len(own)} its own)")
 
 

@@ -46,7 +46,11 @@ def test_pack_then_unpack_gives_the_run_back_in_fp16(run_dir: Path, tmp_path: Pa
     assert all(f.stat().st_size <= 50_000 for f in files if f.name.startswith("discriminator.part"))
     own = load_file(str(out / "generator_own.safetensors"))
     assert not any(k.startswith("electra.embeddings.") for k in own)  # tied tensors travel once
-    device_run.unpack(type("Args", (), {"files": str(out), "run_dir": str(back)}))
+    args = type("Args", (), {"files": str(out), "run_dir": str(back)})
+    device_run.unpack(args)
+    assert not back.with_name("back.partial").exists()
+    with pytest.raises(SystemExit, match="exists"):  # never over a run dir that is there
+        device_run.unpack(args)
     for part in ("discriminator", "generator"):
         original = load_file(str(run_dir / part / "model.safetensors"))
         restored = load_file(str(back / part / "model.safetensors"))
