@@ -757,7 +757,8 @@ def table(summary: dict[str, Any]) -> str:
     if summary["levers"]:
         lines += ["", "## Recipe levers", "",
                   "Each lever changes one setting of the default recipe at the same number of updates and seeds, "
-                  "against the default-recipe point (its PFLOPs change with the setting).", ""]
+                  "against the default-recipe point (its PFLOPs change with the setting); a run of a length no "
+                  "default point has (another machine's) is against the baseline.", ""]
         lines += comparison_table(summary["levers"], "lever")
     if summary.get("zero_shot_pairs"):
         lines += ["", "## Zero-shot AP, paired", "",
@@ -773,7 +774,7 @@ def table(summary: dict[str, Any]) -> str:
     lines += [f"- `{name}`: {chain_text(chain)}" for name, chain in summary["chains"].items()]
     pair_commands = [pair["command"] for pair in summary.get("zero_shot_pairs", {}).values()]
     lines += ["", "## Commands", "", "```bash", *summary["commands"], *sorted(set(pair_commands)),
-              "python benchmarks/compute_curve.py --report", "```"]
+              summary["report_command"], "```"]
     return "\n".join(lines) + "\n"
 
 
@@ -865,6 +866,7 @@ def plot_comparisons(axis: Any, comparisons: list[dict[str, Any]]) -> None:
     axis.legend(fontsize=7, loc="best")
 
 
+DEFAULT_OUT, DEFAULT_BASELINE = ROOT / "benchmarks" / "results" / "compute_curve", "electra-500"
 PAIRS_FILE = "zero_shot_pairs.json"  # {"first − second": zero_shot_pair(...)}, kept across runs
 
 
@@ -873,6 +875,9 @@ def write_report(out_dir: Path, baseline: str) -> dict[str, Any]:
     if not points:
         raise SystemExit(f"error: no points in {out_dir / 'points'}")
     summary = summarise(points, baseline)
+    flags = [f"--out-dir {portable(out_dir)}" if out_dir.resolve() != DEFAULT_OUT else "",
+             f"--baseline {baseline}" if baseline != DEFAULT_BASELINE else ""]
+    summary["report_command"] = " ".join(["python benchmarks/compute_curve.py --report", *filter(None, flags)])
     if (pairs := out_dir / PAIRS_FILE).exists():
         summary["zero_shot_pairs"] = json.loads(pairs.read_text())
     atomic_write_json(out_dir / "result.json", summary)
@@ -908,8 +913,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split-seed", type=int, default=13)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--work-dir", default="runs/compute-curve", help="fine-tunes and synthetic data")
-    parser.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results" / "compute_curve"))
-    parser.add_argument("--baseline", default="electra-500", help="the point every other is compared with")
+    parser.add_argument("--out-dir", default=str(DEFAULT_OUT))
+    parser.add_argument("--baseline", default=DEFAULT_BASELINE, help="the point every other is compared with")
     parser.add_argument("--redo", action="store_true", help="measure again what a point's file already holds")
     parser.add_argument("--report", action="store_true", help="only write the report from points/*.json")
     parser.add_argument("--max-sentences", type=int, default=0, help=argparse.SUPPRESS)  # smoke runs

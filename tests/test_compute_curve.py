@@ -264,6 +264,7 @@ def test_report_sorts_points_into_curve_seed_repeats_and_levers(tmp_path: Path) 
     table = (tmp_path / "table.md").read_text()
     assert "## Recipe levers" in table and "corpus runs/corpus + 2× a.txt" in table
     assert "| electra-250-s1 | electra | seed of electra-250 |" in table
+    assert f"python benchmarks/compute_curve.py --report --out-dir {tmp_path}" in table  # regenerates this folder
 
 
 def test_the_plan_reproduces_every_measured_point_chain():
