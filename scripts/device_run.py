@@ -34,6 +34,9 @@ from pathlib import Path
 from safetensors.torch import load_file, save_file
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from pack_run import half  # noqa: E402  (the fp16 cast of shipping)
+
 CARRY = ROOT / ".devcarry"
 WHEELS = ("transformers", "tokenizers", "huggingface_hub")
 KEPT_MODELS = ("auto", "bert", "electra", "modernbert", "encoder_decoder")  # what electra_detect imports
@@ -50,8 +53,8 @@ def carry_minilm(dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
         shutil.copy2(source / name, dest / name)
-    tensors = {k: v.half().contiguous() for k, v in load_file(str(source / "model.safetensors")).items()
-               if not k.startswith("pooler.") and not k.endswith("position_ids")}
+    tensors = half({k: v for k, v in load_file(str(source / "model.safetensors")).items()
+                    if not k.startswith("pooler.") and not k.endswith("position_ids")})
     save_file(tensors, str(dest / "model.safetensors"), metadata={"format": "pt"})
     subprocess.run(["xz", "-T0", "-9", "-f", str(dest / "model.safetensors")], check=True)
 
@@ -95,9 +98,9 @@ def carry(args: argparse.Namespace) -> None:
 def pack(run: Path, out: Path, extra: list[Path]) -> None:
     """fp16 discriminator in parts, the generator's own tensors, and the small files as one tar."""
     out.mkdir(parents=True, exist_ok=True)
-    disc = {k: v.half().contiguous() for k, v in load_file(str(run / "discriminator/model.safetensors")).items()}
-    gen = load_file(str(run / "generator/model.safetensors"))
-    own = {k: v.half().contiguous() for k, v in gen.items() if k not in disc or not disc[k].equal(v.half())}
+    disc = half(load_file(str(run / "discriminator/model.safetensors")))
+    gen = half(load_file(str(run / "generator/model.safetensors")))
+    own = {k: v for k, v in gen.items() if k not in disc or not disc[k].equal(v)}
     with tempfile.TemporaryDirectory() as tmp:
         blob, shared = Path(tmp) / "discriminator.safetensors", Path(tmp) / "generator_shared_keys.json"
         save_file(disc, str(blob), metadata={"format": "pt"})

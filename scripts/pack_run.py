@@ -20,6 +20,11 @@ from safetensors.torch import load_file, save_file
 KEEP = ("run_config.json", "summary.json", "metrics.jsonl")
 
 
+def half(tensors: dict) -> dict:
+    """Floating tensors cast to fp16 (integer buffers as they are), contiguous for safetensors."""
+    return {k: (v.half() if v.is_floating_point() else v).contiguous() for k, v in tensors.items()}
+
+
 def pack(run_dir: Path, dest: Path, ged_dir: Path | None = None, generator: bool = True) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     for name in KEEP:
@@ -33,8 +38,7 @@ def pack(run_dir: Path, dest: Path, ged_dir: Path | None = None, generator: bool
     for part, source in parts.items():
         shutil.copytree(source, dest / part, dirs_exist_ok=True, ignore=shutil.ignore_patterns("onnx", "*.tmp"))
         weights = dest / part / "model.safetensors"
-        tensors = {k: (v.half() if v.is_floating_point() else v).contiguous() for k, v in load_file(weights).items()}
-        save_file(tensors, weights, metadata={"format": "pt"})
+        save_file(half(load_file(weights)), weights, metadata={"format": "pt"})
 
 
 if __name__ == "__main__":
