@@ -4,7 +4,8 @@
 #   python scripts/write_corpus_text.py --out runs/text      # the shipped model's pre-training text
 #   bash benchmarks/model_report.sh models/electra-tiny runs/text/sotu.txt runs/text/brown.txt
 #
-# MODEL is a run or shipped model dir (discriminator/, generator/). CORPUS_FILE... is the text it was
+# MODEL is a run dir (discriminator/, generator/, and ged/ when it has one); a dir without generator/ (a shipped one)
+# runs only the steps that do not need it (corruption, cola, export, inference; asr with PLL=no). CORPUS_FILE... is the text it was
 # pre-trained on, for the same-corpus 5-gram baselines. Each step writes benchmarks/results/<step>/
 # (result.json, table.md, plot.png where it has one; $OUT replaces benchmarks/results) and logs its
 # wall time to $OUT/model_report/model_report.log. Steps: generator-free corruption AUC, GED (zero-shot,
@@ -26,6 +27,18 @@ JFLEG=${JFLEG:-../shared/data/jfleg/dev}
 REFS=("$JFLEG/dev.ref0" "$JFLEG/dev.ref1" "$JFLEG/dev.ref2" "$JFLEG/dev.ref3")
 STEPS=${STEPS:-"corruption ged calibration pos_bias asr blimp cola export inference"}
 PLL=${PLL:-yes}
+# steps that sample from or score with the generator; a shipped dir has none, so they run on its run dir
+NEEDS_GENERATOR="calibration ged pos_bias blimp"
+[[ $PLL == yes ]] && NEEDS_GENERATOR+=" asr"
+if [[ ! -d "$MODEL/generator" ]]; then
+  for name in $STEPS; do
+    if [[ " $NEEDS_GENERATOR " == *" $name "* ]]; then
+      echo "error: $MODEL has no generator/, which step '$name' needs: run it on the run dir (the same" \
+        "discriminator/ and ged/ beside the run's generator/), or choose STEPS without it" >&2
+      exit 2
+    fi
+  done
+fi
 mkdir -p "$OUT/model_report"
 LOG="$OUT/model_report/model_report.log"
 
