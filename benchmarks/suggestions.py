@@ -35,6 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from electra_detect.calibrators import weights_sha256
 from electra_detect.detector import Detector, TextScores
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.tasks.ged.alignment import to_token_scores, token_spans
@@ -225,17 +226,29 @@ def pct(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
+def describe(setting: RankSetting) -> dict[str, Any]:
+    return {"reduce": setting.reduce, "window": setting.window, "closeness": setting.closeness,
+            "delete": setting.delete, "sources": list(setting.sources), "k": setting.k}
+
+
+def setting_line(chosen: dict[str, Any]) -> str:
+    return (f"ranking by the `{chosen['reduce']}` of the error score over the edit and {chosen['window']} word(s) each "
+            f"side, plus {chosen['closeness']} × the edit distance; the deletion offered {chosen['delete']}; sources "
+            f"{', '.join(chosen['sources'])}; k = {chosen['k']}")
+
+
 def write_table(summary: dict[str, Any], out: Path) -> None:
     chosen = summary["setting"]
     lines = ["# Suggestions for flagged words", "",
              f"Command: `{summary['command']}` ({summary['date']}), engine `{summary['engine']}`, candidates scored "
-             f"`{summary['scoring']}`. FCE dev, split seed {summary['seed']}: the setting is chosen on the tuning half "
+             f"`{summary['scoring']}`. FCE dev, split seed {summary['seed']}: the grid is judged on the tuning half "
              f"({summary['tune_sentences']} sentences), every figure below is the report half's "
              f"({summary['report_sentences']} sentences). Gold: reference edits replacing one token by one token "
              "(ERRANT R:*); a suggestion is right when it equals the correction, case aside.", "",
-             f"Chosen on the tuning half: ranking by the `{chosen['reduce']}` of the error score over the edit and "
-             f"{chosen['window']} word(s) each side, plus {chosen['closeness']} × the edit distance; the deletion "
-             f"offered {chosen['delete']}; sources {', '.join(chosen['sources'])}; k = {chosen['k']}.", "",
+             (f"Chosen on the tuning half: {setting_line(chosen)}." if summary["setting_source"] == "tuned" else
+              f"The suggester's defaults (`--setting default`): {setting_line(chosen)}; top-1 on the tuning half "
+              f"{pct(summary['tune_top1']['setting'])}, where the grid's best, "
+              f"{setting_line(summary['tuned_setting'])}, has {pct(summary['tune_top1']['tuned'])}."), "",
              "## (a) Words the model flags at its threshold "
              f"({summary['threshold']:.3f})", "",
              "| flagged words | n | top-1 | top-3 | no suggestion | reference among candidates | first candidate, "
@@ -316,6 +329,8 @@ def main() -> int:
                         help="how candidate sentences reach the engine (see score_plan)")
     parser.add_argument("--compare", nargs="*", default=[], metavar="ENGINE:SCORING",
                         help="also judge the chosen setting on the tuning half with these, e.g. torch:batched")
+    parser.add_argument("--setting", choices=("tuned", "default"), default="tuned",
+                        help="judge the grid's best on the tuning half (tuned) or the suggester's defaults (default)")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--limit", type=int, default=0, help="first N sentences of each half (a quick look)")
     parser.add_argument("--time-sentences", type=int, default=320)
@@ -331,7 +346,8 @@ def main() -> int:
     wide = Suggester(WIDE)
 
     def records(half: str, sentences: list[GedSentence], engine: str, scoring: str, scorer: Detector) -> list:
-        path = Path(args.cache) / f"{engine}-{scoring}-{half}-{args.seed}-{args.limit}.json"
+        weights = weights_sha256(scorer.model_dir)[:12]  # a new model's candidates are scored anew
+        path = Path(args.cache) / f"{engine}-{scoring}-{half}-{args.seed}-{args.limit}-{weights}.json"
         if path.exists():
             return json.loads(path.read_text())
         print(f"{half}: {len(sentences)} sentences, {engine} {scoring}", file=sys.stderr)
@@ -340,7 +356,8 @@ def main() -> int:
         return found
 
     tuning = records("tune", tune_half, args.engine, args.scoring, detector)
-    setting, grid = tune(tuning)
+    tuned, grid = tune(tuning)
+    setting = tuned if args.setting == "tuned" else RankSetting()  # default: what `ged --suggest` ships with
     flagged_gold = [r for r in tuning if r["flagged"] and r["gold"]]
     tune_topk = [rates(flagged_gold, replace(setting, k=k))[f"top{k}"] for k in range(1, 6)]
     tune_unranked = rates(flagged_gold, setting, ranked=False)["top1"]
@@ -387,8 +404,9 @@ def main() -> int:
     summary = {"benchmark": "suggestions", "model": args.model, "engine": detector.describe().split(" from ")[0],
                "scoring": args.scoring, "seed": args.seed, "threshold": threshold,
                "tune_sentences": len(tune_half), "report_sentences": len(report_half),
-               "setting": {"reduce": setting.reduce, "window": setting.window, "closeness": setting.closeness,
-                           "delete": setting.delete, "sources": list(setting.sources), "k": setting.k},
+               "setting": describe(setting), "setting_source": args.setting, "tuned_setting": describe(tuned),
+               "tune_top1": {"setting": rates(flagged_gold, setting)["top1"],
+                             "tuned": rates(flagged_gold, tuned)["top1"]},
                "flagged": summary_flagged, "oracle": oracle, "time": times, "grid": shortlist(grid),
                "grid_size": len(grid), "tune_topk": tune_topk,
                "tune_unranked_top1": tune_unranked,
