@@ -344,9 +344,9 @@ def main() -> int:
     threshold = detector.threshold()
     print(detector.describe(), file=sys.stderr)
     wide = Suggester(WIDE)
+    weights = weights_sha256(detector.model_dir)[:12]  # the cache's key: a new model's candidates are scored anew
 
     def records(half: str, sentences: list[GedSentence], engine: str, scoring: str, scorer: Detector) -> list:
-        weights = weights_sha256(scorer.model_dir)[:12]  # a new model's candidates are scored anew
         path = Path(args.cache) / f"{engine}-{scoring}-{half}-{args.seed}-{args.limit}-{weights}.json"
         if path.exists():
             return json.loads(path.read_text())
@@ -405,8 +405,7 @@ def main() -> int:
                "scoring": args.scoring, "seed": args.seed, "threshold": threshold,
                "tune_sentences": len(tune_half), "report_sentences": len(report_half),
                "setting": describe(setting), "setting_source": args.setting, "tuned_setting": describe(tuned),
-               "tune_top1": {"setting": rates(flagged_gold, setting)["top1"],
-                             "tuned": rates(flagged_gold, tuned)["top1"]},
+               "tune_top1": {"setting": tune_topk[0], "tuned": max(row["top1"] for row in grid)},
                "flagged": summary_flagged, "oracle": oracle, "time": times, "grid": shortlist(grid),
                "grid_size": len(grid), "tune_topk": tune_topk,
                "tune_unranked_top1": tune_unranked,
