@@ -30,9 +30,9 @@ quickstart: install
 	@echo; echo "== the model just pre-trained from scratch (runs/quickstart: at most $(QUICKSTART_STEPS) steps," \
 		"$(QUICKSTART_MINUTES) min on this machine)"
 	$(BIN)/electra-detect score --model runs/quickstart $(QUICKSTART_SENTENCES)
-	@echo; echo "== the detector the project ships (models/electra-minilm: MiniLM's weights after ELECTRA" \
-		"continued pre-training; its first use exports it to ONNX once)"
-	$(BIN)/electra-detect score --model models/electra-minilm $(QUICKSTART_SENTENCES)
+	@echo; echo "== the detector the project ships (models/electra-minilm/ged: trained on learner essays; its" \
+		"first use exports it to ONNX once): flagged words, their ERRANT operation and type, suggestions"
+	$(BIN)/electra-detect ged --suggest --model models/electra-minilm $(QUICKSTART_SENTENCES)
 
 # Debian chromium + Playwright for the browser tests; never fails (those tests skip, saying why).
 browser: install

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from electra_detect.sentences import sentence_spans
+
 SOFTWARE = {"name": "electra-detect", "buildDate": "", "apiVersion": 1, "premium": False, "status": ""}
 LANGUAGES = [{"name": "English", "code": "en", "longCode": "en"},
              {"name": "English (US)", "code": "en", "longCode": "en-US"},
@@ -146,10 +148,9 @@ def utf16_offsets(text: str) -> list[int]:
 
 
 def _sentence(text: str, start: int, end: int) -> str:
-    """The sentence of ``text`` around [start, end): from after the last .!? or newline to the next one."""
-    head = max((m.end() for m in re.finditer(r"[.!?]+\s+|\n", text[:start])), default=0)
-    tail = re.search(r"[.!?]+(?=\s|$)|\n", text[end:])
-    return text[head:end + (tail.end() if tail else len(text) - end)].strip()
+    """The sentence of ``text`` around [start, end), as the Detector split it to score it."""
+    spans = [(s, e) for s, e in sentence_spans(text) if s < end and start < e] or [(start, end)]
+    return text[spans[0][0]:spans[-1][1]]
 
 
 def _rule(word: dict[str, Any]) -> dict[str, Any]:

@@ -19,9 +19,10 @@ from electra_detect.engines import ENGINES, Engine
 from electra_detect.engines.torch_engine import TorchEngine
 from electra_detect.errors import DetectorError
 from electra_detect.model_dir import resolve_model_dir, task_model_path, tuned_threshold
-from electra_detect.windows import pad_ids, split_windows, text_windows
+from electra_detect.sentences import sentence_spans
+from electra_detect.windows import pad_ids, split_windows
 
-__all__ = ["Detector", "ScoringJob", "TextScores", "TokenScore", "WordScore"]
+__all__ = ["Detector", "ScoringJob", "TextEncoding", "TextScores", "TokenScore", "WordScore"]
 
 
 @dataclass
@@ -72,6 +73,44 @@ class TextScores:
         return [{"word": w.word, "start": w.start, "end": w.end,
                  "score": w.score if digits is None else round(w.score, digits), **w.typed(digits)}
                 for w in self.words if w.score >= threshold]
+
+
+@dataclass
+class TextEncoding:
+    """A text's tokens: its sentences' tokenizer encodings joined, offsets into the text, word ids unique across
+    sentences; ``segments`` are the sentences' token ranges, and no model window crosses one."""
+
+    ids: list[int]
+    tokens: list[str]
+    offsets: list[tuple[int, int]]
+    word_ids: list[int | None]
+    segments: list[tuple[int, int]]
+
+    @classmethod
+    def join(cls, parts: Sequence[Any], starts: Sequence[int]) -> TextEncoding:
+        """One encoding of tokenizer encodings of pieces of a text that begin at character ``starts``."""
+        if len(parts) == 1 and not starts[0]:  # one sentence at the text's start: nothing to shift
+            enc = parts[0]
+            return cls(enc.ids, enc.tokens, enc.offsets, enc.word_ids, [(0, len(enc.ids))])
+        joined = cls([], [], [], [], [])
+        next_word = 0
+        for enc, shift in zip(parts, starts, strict=True):
+            first, word_ids = len(joined.ids), enc.word_ids
+            joined.ids += enc.ids
+            joined.tokens += enc.tokens
+            joined.offsets += [(s + shift, e + shift) for s, e in enc.offsets]
+            joined.word_ids += [None if w is None else w + next_word for w in word_ids]
+            next_word += 1 + max((w for w in word_ids if w is not None), default=-1)
+            joined.segments.append((first, len(joined.ids)))
+        return joined
+
+    def windows(self, body: int) -> list[tuple[int, list[int]]]:
+        """(first token, ids) of every model window of at most ``body`` tokens, sentence by sentence; a text with
+        no tokens is one empty window (it is still run, as [CLS] [SEP])."""
+        if not self.ids:
+            return [(0, [])]
+        return [(first + start, chunk) for first, last in self.segments if last > first
+                for start, chunk in split_windows(self.ids[first:last], body)]
 
 
 class Detector:
@@ -236,8 +275,20 @@ class Detector:
             except UnicodeEncodeError as exc:
                 raise DetectorError(f"text {index} is not valid Unicode (a lone surrogate at character "
                                     f"{exc.start})") from None
-        encodings = self.tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True) if texts else []
-        return ScoringJob(self, texts, [encodings[i] for i in range(len(texts))], batch_size, calibrated)
+        return ScoringJob(self, texts, self.encode(texts), batch_size, calibrated)
+
+    def encode(self, texts: Sequence[str]) -> list[TextEncoding]:
+        """Each text's tokens as the model sees them: its sentences (``electra_detect.sentences``) tokenised apart
+        and joined, offsets into the text; a paragraph is scored as the sentences the GED model was trained on."""
+        spans = [sentence_spans(text) for text in texts]
+        pieces = [text[start:end] for text, text_spans in zip(texts, spans, strict=True) for start, end in text_spans]
+        encoded = self.tokenizer(pieces, add_special_tokens=False, return_offsets_mapping=True) if pieces else []
+        encodings, first = [], 0
+        for text_spans in spans:
+            parts = [encoded[first + i] for i in range(len(text_spans))]
+            encodings.append(TextEncoding.join(parts, [start for start, _ in text_spans]))
+            first += len(text_spans)
+        return encodings
 
     def raw_logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         """Uncalibrated logits for already-tokenised ids (calibration fitting needs them)."""
@@ -246,7 +297,7 @@ class Detector:
     def window_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Every model window (ids without [CLS]/[SEP]) of the texts, as ``score`` runs them; export
         parity checks and benchmarks feed the engines exactly these."""
-        return text_windows(self.tokenizer, texts, self.max_length - 2)
+        return [chunk for encoding in self.encode(texts) for _, chunk in encoding.windows(self.max_length - 2)]
 
     def pad_batch(self, chunks: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         """[CLS] chunk [SEP], right-padded: (input_ids, attention_mask), both int64 [batch, width]."""
@@ -274,7 +325,8 @@ class Detector:
         main_p /= main_p.sum(-1, keepdims=True)
         return probs, np.stack([ops.argmax(-1), main_p.argmax(-1), main_p.max(-1)], axis=-1)
 
-    def _assemble(self, text: str, encoding: Any, probs: np.ndarray, types: np.ndarray | None = None) -> TextScores:
+    def _assemble(self, text: str, encoding: TextEncoding, probs: np.ndarray,
+                  types: np.ndarray | None = None) -> TextScores:
         # vectorised: this runs once per text and was the largest Python cost of scoring a file after the model
         values = probs.tolist()
         offsets = encoding.offsets
@@ -290,6 +342,8 @@ class Detector:
                     continue
                 start, end = offsets[first][0], offsets[last][1]
                 words.append(WordScore(text[start:end], start, end, score, list(range(first, last + 1))))
+            if "'" in text or "’" in text:
+                words = join_contractions(text, words)
         channels = self.channels
         if types is not None and channels:
             for word in words:  # the type its most suspicious subword names
@@ -312,7 +366,7 @@ class ScoringJob:
     longest row wasted up to half the compute on mixed-length sentences. ``cost`` is the model
     tokens the job runs ([CLS] and [SEP] included, window overlap counted twice)."""
 
-    def __init__(self, detector: Detector, texts: list[str], encodings: list[Any], batch_size: int = 32,
+    def __init__(self, detector: Detector, texts: list[str], encodings: list[TextEncoding], batch_size: int = 32,
                  calibrated: bool = True) -> None:
         if batch_size < 1:
             raise DetectorError("batch_size must be >= 1")
@@ -320,7 +374,7 @@ class ScoringJob:
         self.calibrated = calibrated
         self.chunks: list[tuple[int, int, list[int]]] = []  # every window: (text index, first token, ids)
         for index, encoding in enumerate(encodings):
-            for start, chunk in split_windows(encoding.ids, detector.max_length - 2):
+            for start, chunk in encoding.windows(detector.max_length - 2):
                 self.chunks.append((index, start, chunk))
         self.chunks.sort(key=lambda window: len(window[2]))
         self.tokens = sum(len(e.ids) for e in encodings)
@@ -395,3 +449,26 @@ class ScoringJob:
         stop = len(self.texts) if stop is None else stop
         return [self.detector._assemble(self.texts[i], self.encodings[i], self.probs[i],
                                         None if self.types is None else self.types[i]) for i in range(start, stop)]
+
+
+_APOSTROPHES = ("'", "\u2019")
+
+
+def join_contractions(text: str, words: list[WordScore]) -> list[WordScore]:
+    """Words as the user wrote them: the pre-tokenizer's ``don`` ``'`` ``t`` (touching, an apostrophe between
+    letters) become one word ``don't`` whose score is the highest of the three."""
+    joined: list[WordScore] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        while (index + 2 < len(words) and words[index + 1].word in _APOSTROPHES
+               and word.end == words[index + 1].start and words[index + 1].end == words[index + 2].start
+               and word.word[-1:].isalnum() and words[index + 2].word[:1].isalpha()):
+            apostrophe, tail = words[index + 1], words[index + 2]
+            word = WordScore(text[word.start:tail.end], word.start, tail.end,
+                             max(word.score, apostrophe.score, tail.score),
+                             word.tokens + apostrophe.tokens + tail.tokens)
+            index += 2
+        joined.append(word)
+        index += 1
+    return joined

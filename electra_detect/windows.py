@@ -22,8 +22,11 @@ def split_windows(ids: list[int], body: int) -> list[tuple[int, list[int]]]:
 
 
 def text_windows(tokenizer: Any, texts: Sequence[str], body: int) -> list[list[int]]:
-    """Every window (ids without [CLS]/[SEP], at most ``body`` long) of the texts, in text order."""
-    encodings = tokenizer(list(texts), add_special_tokens=False)
+    """Every window (ids without [CLS]/[SEP], at most ``body`` long) of the texts' sentences, in text order."""
+    from electra_detect.sentences import sentence_spans
+
+    pieces = [text[start:end] for text in texts for start, end in sentence_spans(text)]
+    encodings = tokenizer(pieces, add_special_tokens=False)
     return [chunk for ids in encodings["input_ids"] for _, chunk in split_windows(ids, body)]
 
 

@@ -78,7 +78,7 @@ def test_long_text_is_windowed_not_truncated(detector: Detector) -> None:
 
 def test_window_edges_take_the_window_that_holds_them(micro_run: Path) -> None:
     narrow = Detector.load(micro_run, max_length=16)  # 14 tokens of text per window, stride 7
-    text = "The old man carried a heavy box to the market before the storm. " * 3
+    text = "The old man carried a heavy box to the market before the storm and " * 3  # one long sentence
     scores = narrow.score(text)[0]
     # The first token lies only in the first window: scoring that window's text alone must agree.
     first_window_text = text[:scores.tokens[13].end]
@@ -91,6 +91,30 @@ def test_window_edges_take_the_window_that_holds_them(micro_run: Path) -> None:
     ids, mask = narrow.pad_batch([last])
     alone_p = 1 / (1 + np.exp(-narrow.raw_logits(ids, mask)[0, len(last)]))
     assert scores.tokens[-1].p_replaced == pytest.approx(float(alone_p), abs=1e-6)
+
+
+def test_a_paragraph_is_scored_as_its_sentences_with_offsets_into_it(detector: Detector) -> None:
+    sentences = ["The farmer saw a red house.", "A doctor painted the river again!", "Every student ran."]
+    paragraph = "  " + " ".join(sentences[:2]) + "\n" + sentences[2]
+    whole = detector.score(paragraph)[0]
+    alone = detector.score(sentences)
+    assert [t.p_replaced for t in whole.tokens] == pytest.approx(
+        [t.p_replaced for scores in alone for t in scores.tokens], abs=1e-5)
+    assert [w.word for w in whole.words] == [w.word for scores in alone for w in scores.words]
+    for word in whole.words:
+        assert paragraph[word.start:word.end] == word.word
+    windows = detector.window_ids([paragraph])
+    assert len(windows) == 3  # one model window a sentence: none crosses a sentence's end
+    assert windows == detector.window_ids(sentences)
+
+
+def test_a_contraction_is_the_word_the_user_wrote(detector: Detector) -> None:
+    text = "She don't like the farmer’s house, 'the' river."
+    scores = detector.score(text)[0]
+    words = [w.word for w in scores.words]
+    assert words == ["She", "don't", "like", "the", "farmer’s", "house", ",", "'", "the", "'", "river", "."]
+    dont = scores.words[1]
+    assert dont.score == max(scores.tokens[i].p_replaced for i in dont.tokens) and len(dont.tokens) >= 3
 
 
 def test_clear_errors(tmp_path: Path, micro_run: Path, detector: Detector) -> None:

@@ -82,6 +82,16 @@ def test_tsv_reader(tmp_path: Path) -> None:
     assert [s.labels for s in sentences] == [[0, 1, 0], [0, 0]]
 
 
+def test_multiged_tsv_na_tokens_count_as_correct_as_the_task_scorer_counts_them(tmp_path: Path) -> None:
+    path = tmp_path / "en_fce_test.tsv"
+    path.write_text("She\tc\ndon't\ti\nlike\tNA\nit\tc\n.\tc\n")
+    [sentence] = read_token_tsv(path)
+    assert sentence.labels == [0, 1, 0, 0, 0]
+    # the MultiGED scorer: a flagged NA token is a false positive, an unflagged one counts for nothing
+    m = token_metrics(np.array(sentence.labels), np.array([0.0, 0.9, 0.9, 0.0, 0.0]), 0.5)
+    assert m["precision"] == pytest.approx(0.5) and m["recall"] == pytest.approx(1.0)
+
+
 def test_metrics_and_tuning_by_hand() -> None:
     labels = np.array([1, 0, 1, 0, 0, 1])
     scores = np.array([0.9, 0.8, 0.4, 0.3, 0.1, 0.05])

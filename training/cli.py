@@ -216,7 +216,8 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
                         "(minilm) with no ELECTRA pre-training (a fresh replaced-token head)")
     t.add_argument("--out", required=True,
                    help="output directory; MODEL/ged makes `ged`, `ged eval`, the server and the demo use it")
-    t.add_argument("--data", help="labelled training data")
+    t.add_argument("--data", nargs="+", default=[], metavar="FILE",
+                   help="labelled training data: one or more files in --format (e.g. FCE train and W&I A/B/C)")
     t.add_argument("--format", choices=["m2", "tsv", "parallel", "bea"], default="m2", dest="fmt",
                    help="m2, token tsv, parallel (with --refs) or bea (BEA-2019 JSON essays, as FCE ships)")
     t.add_argument("--refs", nargs="+", default=[], help="correction file(s) for --format parallel")
@@ -256,10 +257,12 @@ def run_ged_train(args: argparse.Namespace) -> int:
     train: list[GedSentence] = []
     dev: list[GedSentence] = []
     labelled = {"fmt": args.fmt, "refs": args.refs, "combine": args.combine}
-    if args.data:
-        train = read_labelled(args.data, **labelled)
-        if args.dev_split:
-            dev, train = split_sentences(train, args.dev_split, args.seed)
+    if args.fmt == "parallel" and len(args.data) > 1:  # --refs are the corrections of one source file
+        raise GedDataError("--format parallel takes one --data file (its --refs are that file's corrections)")
+    for path in args.data:
+        train += read_labelled(path, **labelled)
+    if train and args.dev_split:
+        dev, train = split_sentences(train, args.dev_split, args.seed)
     if args.dev:
         if args.fmt == "parallel":
             raise GedDataError("--dev does not take parallel data (its --refs are the training file's): "

@@ -88,7 +88,8 @@ def read_m2(path: str | Path, annotator: int = 0) -> list[GedSentence]:
 
 
 def read_token_tsv(path: str | Path) -> list[GedSentence]:
-    """FCE GED format: ``token<TAB>c|i`` per line, a blank line between sentences."""
+    """Token TSV, the FCE GED release and MultiGED-2023's: ``token<TAB>c|i`` per line, a blank line between
+    sentences. MultiGED's test files label some tokens ``NA``; its scorer counts them as correct (``c``), so here."""
     path = Path(path)
     sentences: list[GedSentence] = []
     tokens: list[str] = []
@@ -100,8 +101,8 @@ def read_token_tsv(path: str | Path) -> list[GedSentence]:
             tokens, labels = [], []
             continue
         parts = line.rstrip("\n").split("\t")
-        if len(parts) < 2 or parts[-1] not in ("c", "i"):
-            raise GedDataError(f"{path}:{number}: expected 'token<TAB>c|i', got {line[:80]!r}")
+        if len(parts) < 2 or parts[-1] not in ("c", "i", "NA"):
+            raise GedDataError(f"{path}:{number}: expected 'token<TAB>c|i|NA', got {line[:80]!r}")
         tokens.append(parts[0])
         labels.append(int(parts[-1] == "i"))
     return sentences
