@@ -330,8 +330,7 @@ def measure_ged_seed(name: str, source: str, seed: int, sets: dict[str, dict], r
     """One fine-tune of the recipe from the point's model (kept in ``--work-dir``), scored on the report halves."""
     from synthetic_curve import score_point, synthetic_data
 
-    from electra_detect.training.cli import _start_model
-    from electra_detect.training.ged_finetune import FinetuneConfig, finetune
+    from electra_detect.training.ged_finetune import FinetuneConfig, finetune, start_model
 
     work, key = Path(args.work_dir), recipe_key(recipe)
     model_dir = work / "ged" / name / f"{key}-seed{seed}"
@@ -340,7 +339,7 @@ def measure_ged_seed(name: str, source: str, seed: int, sets: dict[str, dict], r
         examples = synthetic_data(work / "examples" / f"{key}-seed{seed}.json", recipe, seed, args.runs,
                                   ROOT / recipe["neighbours_from"])
         config = FinetuneConfig(epochs=recipe["epochs"], seed=seed, types=recipe["types"], checkpoint_every=500)
-        with _start_model(source) as start:
+        with start_model(source) as start:
             finetune(start, model_dir, examples, None, config, show_progress=sys.stderr.isatty())
     evals = score_point(f"{name} seed {seed}", model_dir, sets)
     out: dict[str, Any] = {"finetune": {k: evals["finetune"].get(k) for k in ("minutes", "steps", "train_sentences")}}

@@ -38,7 +38,7 @@ from electra_detect.detector import Detector  # noqa: E402
 from electra_detect.fileio import atomic_write_json, atomic_write_text  # noqa: E402
 from electra_detect.tasks.ged.alignment import flags_to_token_labels, score_tokens, score_typed_tokens  # noqa: E402
 from electra_detect.tasks.ged.metrics import f_beta, flatten, token_metrics, tune_threshold, type_metrics  # noqa: E402
-from electra_detect.tasks.ged.readers import GedSentence, read_bea_json  # noqa: E402
+from electra_detect.tasks.ged.readers import GedSentence  # noqa: E402
 
 DATA_FILES = {"fce": ["fce-train.json"], "wi": ["A.train.json", "B.train.json", "C.train.json"]}
 LEVERS = {"epochs": int, "lr": float, "type_weight": float, "synthetic": int}
@@ -85,15 +85,22 @@ def interval(a: dict[str, list[int]], b: dict[str, list[int]], resamples: np.nda
 
 
 def learner_pool(args: argparse.Namespace, data: str) -> list[GedSentence]:
+    from electra_detect.training.ged_finetune import ged_training_data
+
     folders = {"fce": Path(args.fce), "wi": Path(args.wi)}
     names = ["fce", "wi"] if data == "learner" else [data]
-    return [s for name in names for file in DATA_FILES[name] for s in read_bea_json(folders[name] / file)]
+    return ged_training_data([folders[name] / file for name in names for file in DATA_FILES[name]], "bea")[0]
 
 
 def train_arm(arm: dict[str, Any], seed: int, source: str, pools: dict, args: argparse.Namespace) -> Path:
     """The arm's fine-tune (reused when its ged.json is there): ``ged train --types`` on the arm's sentences."""
-    from electra_detect.training.cli import _model_dir_of, _start_model
-    from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
+    from electra_detect.training.ged_finetune import (
+        FinetuneConfig,
+        finetune,
+        model_dir_of,
+        start_model,
+        synthetic_examples,
+    )
     from electra_detect.training.synthetic_errors import ErrorConfig
 
     out = Path(args.work_dir) / arm["spec"].replace(":", "_").replace("=", "-") / f"seed{seed}"
@@ -106,10 +113,10 @@ def train_arm(arm: dict[str, Any], seed: int, source: str, pools: dict, args: ar
     levers = arm["levers"]
     config = FinetuneConfig(epochs=levers.get("epochs", 2), lr=levers.get("lr", FinetuneConfig.lr), seed=seed,
                             types=True, type_weight=levers.get("type_weight", FinetuneConfig.type_weight))
-    with _start_model(source) as start:
+    with start_model(source) as start:
         if levers.get("synthetic"):
             train += synthetic_examples([], levers["synthetic"], seed, ErrorConfig(mix="realistic"),
-                                        neighbours_from=_model_dir_of(start))
+                                        neighbours_from=model_dir_of(start))
         finetune(start, out, train, None, config, show_progress=sys.stderr.isatty())
     return out
 

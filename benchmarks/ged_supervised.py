@@ -85,8 +85,13 @@ def main() -> int:
     args = parser.parse_args()
     arms = {name: parse_stages(spec) for name, spec in (arm.split("=", 1) for arm in args.arm)}
 
-    from electra_detect.training.cli import _start_model
-    from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples, type_channels
+    from electra_detect.training.ged_finetune import (
+        FinetuneConfig,
+        finetune,
+        start_model,
+        synthetic_examples,
+        type_channels,
+    )
     from electra_detect.training.synthetic_errors import ErrorConfig
 
     fce_train = read_bea_json(Path(args.fce) / "fce-train.json")
@@ -107,7 +112,7 @@ def main() -> int:
                     typed = kind == "fce" and arm not in args.binary_arm
                     config = FinetuneConfig(epochs=epochs, seed=seed, types=typed and bool(channels),
                                             channels=channels if typed else (), type_weight=type_weight)
-                    with _start_model(source) as start:
+                    with start_model(source) as start:
                         finetune(start, stage_dir, data, None, config, show_progress=sys.stderr.isatty())
                 minutes += json.loads((stage_dir / "ged.json").read_text())["minutes"]
                 source = str(stage_dir)

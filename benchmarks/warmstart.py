@@ -200,8 +200,7 @@ def main() -> int:
         else:
             recipes[name][setting] = value if setting == "mix" else int(value)
 
-    from electra_detect.training.cli import _start_model
-    from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
+    from electra_detect.training.ged_finetune import FinetuneConfig, finetune, start_model, synthetic_examples
     from electra_detect.training.synthetic_errors import ErrorConfig
 
     sets = load_sets(Path(args.fce), Path(args.jfleg), args.split_seed)
@@ -221,7 +220,7 @@ def main() -> int:
             if not (model_dir / "ged.json").exists():
                 recipe = recipes[arm]
                 synthetic = synthetic_examples(args.corpus, recipe["synthetic"], seed, ErrorConfig(mix=recipe["mix"]))
-                with _start_model(source) as start:
+                with start_model(source) as start:
                     finetune(start, model_dir, synthetic, None, FinetuneConfig(epochs=recipe["epochs"], seed=seed),
                              show_progress=sys.stderr.isatty())
             for name, split in sets.items():

@@ -46,6 +46,25 @@ def test_ged_train_cli_needs_data(tmp_path: Path, micro_run: Path) -> None:
     assert not (tmp_path / "x").exists()
 
 
+def test_several_data_files_train_as_one_set_in_their_order(tmp_path: Path) -> None:
+    import pytest
+
+    from electra_detect.errors import GedDataError
+    from electra_detect.training.ged_finetune import ged_training_data
+
+    first, second = tmp_path / "fce.tsv", tmp_path / "wi.tsv"
+    first.write_text("He\tc\ngo\ti\n\nFine\tc\n")
+    second.write_text("She\tc\ndon't\ti\n")
+    train, dev = ged_training_data([first, second], "tsv")
+    assert [s.tokens for s in train] == [["He", "go"], ["Fine"], ["She", "don't"]] and dev == []
+    train, dev = ged_training_data([first, second], "tsv", dev_file=second)
+    assert len(train) == 3 and [s.tokens for s in dev] == [["She", "don't"]]
+    train, dev = ged_training_data([first, second], "tsv", dev_split=1 / 3, seed=0)
+    assert len(train) == 2 and len(dev) == 1
+    with pytest.raises(GedDataError, match="one --data file"):
+        ged_training_data([first, second], "parallel", refs=[second])
+
+
 def test_packed_type_labels_round_trip() -> None:
     import torch
 

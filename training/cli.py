@@ -10,9 +10,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -249,67 +246,32 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
 
 
 def run_ged_train(args: argparse.Namespace) -> int:
-    from electra_detect.errors import GedDataError
-    from electra_detect.tasks.ged.readers import GedSentence, read_labelled, split_sentences
-    from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
+    from electra_detect.training.ged_finetune import (
+        FinetuneConfig,
+        finetune,
+        ged_training_data,
+        model_dir_of,
+        start_model,
+        synthetic_examples,
+    )
     from electra_detect.training.synthetic_errors import ErrorConfig
 
-    train: list[GedSentence] = []
-    dev: list[GedSentence] = []
-    labelled = {"fmt": args.fmt, "refs": args.refs, "combine": args.combine}
-    if args.fmt == "parallel" and len(args.data) > 1:  # --refs are the corrections of one source file
-        raise GedDataError("--format parallel takes one --data file (its --refs are that file's corrections)")
-    for path in args.data:
-        train += read_labelled(path, **labelled)
-    if train and args.dev_split:
-        dev, train = split_sentences(train, args.dev_split, args.seed)
-    if args.dev:
-        if args.fmt == "parallel":
-            raise GedDataError("--dev does not take parallel data (its --refs are the training file's): "
-                                   "use --dev-split")
-        dev = read_labelled(args.dev, **labelled)
+    train, dev = ged_training_data(args.data, args.fmt, args.refs, args.combine, dev_file=args.dev,
+                                   dev_split=args.dev_split, seed=args.seed)
     config = FinetuneConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                             max_steps=args.max_steps, types=args.types, type_weight=args.type_weight,
                             checkpoint_every=args.checkpoint_every)
-    with _start_model(args.model) as start:
+    with start_model(args.model) as start:
         if args.synthetic:  # the realistic mix's word choices come from the start model's own embeddings
             train += synthetic_examples(args.corpus, args.synthetic, args.seed, ErrorConfig(mix=args.error_mix),
-                                        neighbours_from=_model_dir_of(start))
+                                        neighbours_from=model_dir_of(start))
         if not train:
+            from electra_detect.errors import GedDataError
+
             raise GedDataError("nothing to train on: give --data and/or --synthetic N")
         summary = finetune(start, args.out, train, dev or None, config, show_progress=not args.no_progress)
     print(json.dumps(summary))
     return 0
-
-
-def _model_dir_of(start: str) -> Path:
-    """The folder holding a start model's weights and vocab: a run dir's discriminator/, else the folder itself."""
-    path = Path(start)
-    return path / "discriminator" if (path / "discriminator").is_dir() else path
-
-
-@contextmanager
-def _start_model(model: str) -> Iterator[str]:
-    """``ged train --model``: a discriminator as it is, or an encoder (training/encoders.py) written as one to a
-    temporary folder first."""
-    from electra_detect.training import encoders
-
-    path = Path(model)
-    if (path / "discriminator").is_dir() or _model_type(path) == "electra":
-        yield model
-        return
-    discriminator, tokenizer = encoders.discriminator_from_encoder(model)
-    with tempfile.TemporaryDirectory(prefix="electra-detect-encoder-") as tmp:
-        discriminator.save_pretrained(tmp, safe_serialization=True)
-        tokenizer.save_pretrained(tmp)
-        yield tmp
-
-
-def _model_type(path: Path) -> str | None:
-    try:
-        return json.loads((path / "config.json").read_text()).get("model_type")
-    except (OSError, ValueError):
-        return None
 
 
 def _rerank_train_errors() -> tuple[type[BaseException], ...]:

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import json
 import random
+import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -257,3 +259,55 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
         summary["dev"] = token_metrics(labels, scores, summary["threshold"])
     atomic_write_json(Path(out_dir) / "ged.json", summary)
     return summary
+
+
+def ged_training_data(files: Sequence[str | Path], fmt: str, refs: Sequence[str | Path] = (), combine: str = "first",
+                      dev_file: str | Path | None = None, dev_split: float = 0.0,
+                      seed: int = 0) -> tuple[list[GedSentence], list[GedSentence]]:
+    """(train, dev) labelled sentences for ``ged train``: every file in ``fmt`` (e.g. FCE train and W&I A/B/C, in
+    order), dev from ``dev_file`` (same format) or a fixed-seed ``dev_split`` share held out of them."""
+    from electra_detect.errors import GedDataError
+    from electra_detect.tasks.ged.readers import read_labelled, split_sentences
+
+    if fmt == "parallel" and len(files) > 1:  # --refs are the corrections of one source file
+        raise GedDataError("--format parallel takes one --data file (its --refs are that file's corrections)")
+    if fmt == "parallel" and dev_file:
+        raise GedDataError("--dev does not take parallel data (its --refs are the training file's): use --dev-split")
+    labelled = {"fmt": fmt, "refs": refs, "combine": combine}
+    train = [sentence for path in files for sentence in read_labelled(path, **labelled)]
+    dev: list[GedSentence] = []
+    if train and dev_split:
+        dev, train = split_sentences(train, dev_split, seed)
+    if dev_file:
+        dev = read_labelled(dev_file, **labelled)
+    return train, dev
+
+
+def model_dir_of(start: str | Path) -> Path:
+    """The folder holding a start model's weights and vocab: a run dir's discriminator/, else the folder itself."""
+    path = Path(start)
+    return path / "discriminator" if (path / "discriminator").is_dir() else path
+
+
+@contextmanager
+def start_model(model: str) -> Iterator[str]:
+    """A GED fine-tune's start: a discriminator as it is, or an encoder (training/encoders.py) written as one to a
+    temporary folder first."""
+    from electra_detect.training import encoders
+
+    path = Path(model)
+    if (path / "discriminator").is_dir() or _model_type(path) == "electra":
+        yield model
+        return
+    discriminator, tokenizer = encoders.discriminator_from_encoder(model)
+    with tempfile.TemporaryDirectory(prefix="electra-detect-encoder-") as tmp:
+        discriminator.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        yield tmp
+
+
+def _model_type(path: Path) -> str | None:
+    try:
+        return json.loads((path / "config.json").read_text()).get("model_type")
+    except (OSError, ValueError):
+        return None
