@@ -7,7 +7,8 @@
 An arm is ``START:DATA:N[:LEVER=VALUE...]``: a GED fine-tune (``ged train --types``, 2 epochs unless a lever says
 otherwise) of the start model named by ``--start`` on ``N`` sentences (``all``: every one) drawn by the seed from
 ``DATA``: ``fce`` (FCE train), ``wi`` (W&I+LOCNESS train A, B and C) or ``learner`` (both). Levers: ``epochs``,
-``lr``, ``type_weight``, ``synthetic`` (that many realistic synthetic sentences mixed in). ``START:none:0`` is the
+``lr``, ``type_weight``, ``synthetic`` (that many realistic synthetic sentences mixed in), ``ensemble`` (the mean
+score of that many fine-tunes, seeds SEED, SEED+1, ...; its speed is theirs together). ``START:none:0`` is the
 start as it is. Every model is scored on the tuning and report halves of FCE dev and JFLEG dev (fixed split seed):
 F0.5 at the threshold tuned on the same set's tuning half and at the *travelling* threshold (the one that maximises
 the mean F0.5 of both tuning halves: what ships), AP, and on FCE dev the operation and main-type accuracy of
@@ -41,7 +42,7 @@ from electra_detect.tasks.ged.metrics import f_beta, flatten, token_metrics, tun
 from electra_detect.tasks.ged.readers import GedSentence  # noqa: E402
 
 DATA_FILES = {"fce": ["fce-train.json"], "wi": ["A.train.json", "B.train.json", "C.train.json"]}
-LEVERS = {"epochs": int, "lr": float, "type_weight": float, "synthetic": int}
+LEVERS = {"epochs": int, "lr": float, "type_weight": float, "synthetic": int, "ensemble": int}
 SETS = ("FCE dev", "JFLEG dev")
 
 
@@ -136,6 +137,21 @@ def score_model(model: Path | str, sets: dict[str, dict[str, list]], typed: bool
     return out
 
 
+def mean_scores(scored: list[dict[str, Any]]) -> dict[str, Any]:
+    """An ensemble's scores: per token the mean of its members' p(error); operations and types the first member's."""
+    from dataclasses import replace
+
+    out: dict[str, Any] = {"sentences_per_s": 1 / sum(1 / member["sentences_per_s"] for member in scored)}
+    for key in scored[0]:
+        if key == "sentences_per_s":
+            continue
+        members = [member[key] for member in scored]
+        out[key] = [replace(first, scores=np.mean([getattr(m[i], "scores", m[i]) for m in members], axis=0))
+                    if hasattr(first, "scores") else np.mean([m[i] for m in members], axis=0)
+                    for i, first in enumerate(members[0])]
+    return out
+
+
 def evaluate(scored: dict[str, Any], sets: dict[str, dict[str, list]]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Metrics of one model on both sets: own-tuned and travelling thresholds, AP, typed accuracies, and the report
     halves' per-sentence counts at the travelling threshold (for the paired intervals)."""
@@ -197,15 +213,20 @@ def main() -> int:
     rows, kept_counts = [], {}
     for arm in arms:
         for seed in args.seeds if arm["data"] != "none" else [0]:
-            model = (starts[arm["start"]] if arm["data"] == "none" else
-                     train_arm(arm, seed, starts[arm["start"]], pools, args))
+            members = arm["levers"].get("ensemble", 1)
+            member = {**arm, "spec": arm["spec"].replace(f":ensemble={members}", ""),
+                      "levers": {k: v for k, v in arm["levers"].items() if k != "ensemble"}}
+            models = ([starts[arm["start"]]] if arm["data"] == "none" else
+                      [train_arm(member, seed + k, starts[arm["start"]], pools, args) for k in range(members)])
+            model = models[0]
             meta = json.loads((Path(model) / "ged.json").read_text()) if (Path(model) / "ged.json").exists() else {}
             typed = arm["data"] != "none" or bool(meta.get("types"))
-            row, counts = evaluate(score_model(model, sets, typed), sets)
+            row, counts = evaluate(mean_scores([score_model(m, sets, typed) for m in models]), sets)
             row.update({"arm": arm["spec"], "start": arm["start"], "data": arm["data"], "count": arm["count"],
                         "train_sentences": meta.get("train_sentences", 0) if arm["data"] != "none" else 0,
                         "levers": arm["levers"], "seed": seed,
-                        "finetune_minutes": meta.get("minutes") if arm["data"] != "none" else None})
+                        "finetune_minutes": sum(json.loads((Path(m) / "ged.json").read_text())["minutes"]
+                                                for m in models) if arm["data"] != "none" else None})
             for name in SETS:
                 row["sets"][name]["minus_harper"] = interval(counts[name], harper_counts[name], resamples[name])
             kept_counts[arm["spec"], seed] = counts
