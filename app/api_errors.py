@@ -6,6 +6,15 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
+# The error answers every JSON route declares in its OpenAPI responses.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"description": "malformed_json or bad_request: the body is not JSON (or not UTF-8)"},
+    413: {"description": "too_many_texts, text_too_long, too_many_tokens or body_too_large"},
+    415: {"description": "unsupported_media_type: send Content-Type: application/json"},
+    422: {"description": "invalid_request: a field is missing, of the wrong type or out of range"},
+    503: {"description": "overloaded: a long request that could not finish before its deadline"},
+    504: {"description": "timeout: not scored within the server's timeout"}}
+
 
 class ApiError(Exception):
     def __init__(self, status: int, kind: str, message: str) -> None:

@@ -110,6 +110,45 @@ def check_texts(texts: list[str], settings: ServerSettings, what: str = "texts")
             raise ApiError(422, "invalid_text", f"{what}[{index}] is not valid Unicode (lone surrogate)") from None
 
 
+def rerank_lists(body: RerankRequest) -> list[list[tuple[str, float | None]]]:
+    """The request's n-best lists as (hypothesis, recogniser score or None), checked as the schema declares them:
+    finite weights, a non-empty list of non-empty lists, one-string scores plain decimals, scores in range."""
+    from electra_detect.errors import RerankError
+    from electra_detect.tasks.rerank.nbest import parse_hypothesis_lines
+
+    for name in ("lm_weight", "length_weight"):
+        if not math.isfinite(float(getattr(body, name))):
+            raise ApiError(422, "invalid_request", f"{name} must be finite")
+    if not body.lists:
+        raise ApiError(422, "invalid_request", "lists must be a non-empty list of n-best lists")
+    parsed: list[list[tuple[str, float | None]]] = []
+    for index, nbest in enumerate(body.lists):
+        try:
+            hyps = parse_hypothesis_lines(nbest) if isinstance(nbest, str) else [
+                (h, None) if isinstance(h, str) else (h.text, None if h.score is None else float(h.score))
+                for h in nbest]
+        except RerankError as exc:  # the reader names the line
+            raise ApiError(422, "invalid_request", f"lists[{index}]: {exc}") from None
+        if isinstance(nbest, str) and not re.search(NBEST_LINES, nbest):  # what the schema's pattern refuses
+            raise ApiError(422, "invalid_request", f"lists[{index}]: a score in the one-string form is a plain "
+                                                   f"decimal with at most 9 digits before the point")
+        if not hyps:
+            raise ApiError(422, "invalid_request", f"lists[{index}] holds no hypotheses")
+        if any(s is not None and not (math.isfinite(s) and abs(s) <= SCORE_LIMIT) for _, s in hyps):
+            raise ApiError(422, "invalid_request", f"lists[{index}]: scores must be finite numbers in "
+                                                   f"[{-SCORE_LIMIT:g}, {SCORE_LIMIT:g}]")
+        parsed.append(hyps)
+    return parsed
+
+
+def ged_threshold(body: GedRequest, default: float) -> float:
+    """The request's flag threshold, else the server's default; in [0, 1]."""
+    threshold = default if body.threshold is None else float(body.threshold)
+    if not 0 <= threshold <= 1:
+        raise ApiError(422, "invalid_request", "threshold must be in [0, 1]")
+    return threshold
+
+
 LIMITS_DOC = (
     "Limits (each a JSON error): more than max_texts texts or hypotheses: 413 too_many_texts; a text over max_chars "
     "characters: 413 text_too_long; more than max_tokens model tokens in one request (the texts' windows with "

@@ -1,0 +1,1 @@
+"""The server's routes, one module per family; each is an ``APIRouter`` that ``create_app`` includes."""

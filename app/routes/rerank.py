@@ -1,0 +1,45 @@
+"""``/v1/rerank``: n-best lists reranked with the sentence score (or a `rerank train` model's learned one)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from electra_detect.app.api_errors import ERROR_RESPONSES, ApiError
+from electra_detect.app.schemas import RerankRequest, check_texts, rerank_lists
+from electra_detect.app.service import ServiceDep, reply
+
+router = APIRouter()
+
+
+@router.post("/v1/rerank", summary="rerank n-best lists with the sentence score", responses=ERROR_RESPONSES)
+async def rerank(body: RerankRequest, request: Request, service: ServiceDep) -> Response:
+    from electra_detect.errors import RerankError
+    from electra_detect.tasks.rerank.fusion import rank_hypotheses, sentence_score, word_confidence
+
+    parsed = rerank_lists(body)
+    texts = [text for hyps in parsed for text, _ in hyps]
+    check_texts(texts, service.settings, "hypotheses")
+    unique = list(dict.fromkeys(texts))
+    results = dict(zip(unique, await service.scored(request, unique), strict=True))
+    if service.reranker is not None:
+        lm = dict(zip(results, service.reranker.lm_scores(list(results.values())), strict=True))
+    else:
+        lm = {text: sentence_score(result) for text, result in results.items()}
+    try:
+        rows = [rank_hypotheses(hyps, [lm[text] for text, _ in hyps], float(body.lm_weight),
+                                float(body.length_weight)) for hyps in parsed]
+    except RerankError as exc:
+        raise ApiError(422, "invalid_request", str(exc)) from None
+    if not all(math.isfinite(h["total"]) for row in rows for h in row):  # bounded inputs keep it finite
+        raise ApiError(422, "invalid_request", "the weights and scores give a total that is not finite")
+
+    def result(ranked: list[dict[str, Any]]) -> dict[str, Any]:
+        top = {"confidence": word_confidence(results[ranked[0]["text"]])} if body.confidence else {}
+        return {"hypotheses": ranked, **top}
+
+    return await reply(lambda: {"lm_weight": float(body.lm_weight), "length_weight": float(body.length_weight),
+                                "results": [result(r) for r in rows]})
