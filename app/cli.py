@@ -7,10 +7,11 @@ Only argparse at the top: the engine, FastAPI, uvicorn and gradio load inside th
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
+from dataclasses import replace
 
+from electra_detect.app.settings import ServerSettings, serve_flags
 from electra_detect.cli import DEFAULT_MODEL, verb
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -21,9 +22,10 @@ class ServeError(ValueError):
 
 
 def _serve_errors() -> tuple[type[BaseException], ...]:
+    from electra_detect.app.settings import SettingsError
     from electra_detect.errors import DetectorError
 
-    return ServeError, DetectorError, OSError
+    return ServeError, SettingsError, DetectorError, OSError
 
 
 def add_serve(sub: argparse._SubParsersAction) -> None:
@@ -52,68 +54,30 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                    help="micro-batching; auto = on when the engine runs on CUDA, off on CPU, where one call per "
                         "request served more requests/s in benchmarks/server_load.py")
     p.add_argument("--no-batching", action="store_true", help="same as --batching off")
-    p.add_argument("--max-batch", type=int, default=32, help="texts per model call when batching")
-    p.add_argument("--max-wait-ms", type=float, default=0.0,
-                   help="how long a batch waits to fill (default 0: merge what queued while the model was busy; "
-                        "a wait only added latency on the 2-core CPU measured, it may pay on a GPU)")
-    p.add_argument("--model-batch", type=int, default=4,
-                   help="rows per engine run: a merged call is split into length-sorted runs of this size "
-                        "(4 suits a CPU, where padding costs more than small batches; try 32 on a GPU)")
-    p.add_argument("--max-texts", type=int, default=64, help="texts (or hypotheses) per request")
-    p.add_argument("--max-chars", type=int, default=10_000, help="characters per text")
-    p.add_argument("--max-tokens", type=int, default=32_768,
-                   help="model tokens per request: every text's windows with [CLS]/[SEP], overlap counted (about 3 s "
-                        "of ELECTRA-Small on 2 CPU cores; 413 too_many_tokens above it)")
-    p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="request body size limit")
-    p.add_argument("--timeout", type=float, default=30.0,
-                   help="seconds a request may take, queueing included (504; the model stops working on it)")
-    p.add_argument("--step-tokens", type=int, default=1024,
-                   help="model tokens per scheduling step: requests take turns a step at a time, so a heavy request "
-                        "holds up a small one for about one step")
-    p.add_argument("--read-timeout", type=float, default=10.0,
-                   help="seconds a client has to send a request's head, and again its body (408; slower clients "
-                        "are disconnected)")
-    p.add_argument("--ged-threshold", type=float, help="default /v1/ged threshold (default: ged.json, else 0.5)")
-    p.add_argument("--no-suggest", action="store_true",
-                   help="answer /v2/check without replacements (saves the scoring of the candidates)")
+    for _name, flag, _default, options in serve_flags():  # the limits, from ServerSettings' own fields
+        p.add_argument(flag, **options)
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from electra_detect.cli.texts import check_unit_interval
     from electra_detect.detector import Detector
 
-    for name in ("max_batch", "model_batch", "max_texts", "max_chars", "max_body_bytes", "max_tokens", "step_tokens"):
-        if getattr(args, name) < 1:
-            raise ServeError(f"--{name.replace('_', '-')} must be >= 1")
-    if not (math.isfinite(args.max_wait_ms) and args.max_wait_ms >= 0):
-        raise ServeError("--max-wait-ms must be a finite number >= 0")
-    for name in ("timeout", "read_timeout"):
-        if not (math.isfinite(getattr(args, name)) and getattr(args, name) > 0):
-            raise ServeError(f"--{name.replace('_', '-')} must be a finite number > 0")
     if not 0 < args.port < 65536:
         raise ServeError(f"--port {args.port} is not a TCP port")
-    check_unit_interval(args.ged_threshold, "--ged-threshold")
+    settings = ServerSettings(**{name: getattr(args, name) for name, *_ in serve_flags()})  # checks every value
     api_key = os.environ.get(args.api_key_env) or None
     if args.host not in LOOPBACK and api_key is None:
         print(f"warning: serving on {args.host} without an API key; anyone who can reach the port can use it "
               f"(set ${args.api_key_env})", file=sys.stderr)
     from electra_detect.app.server import serve
-    from electra_detect.app.settings import ServerSettings
 
     detector = Detector.load(args.model, task="ged", device=args.device, calibrated=not args.no_calibration,
                              engine=args.engine, variant=args.variant if args.engine != "torch" else None,
                              require_gpu=args.require_gpu, threads=args.threads)
     print(detector.describe(), file=sys.stderr, flush=True)
-    threshold = args.ged_threshold  # None: the Detector's tuned one
     on_gpu = "cuda" in str(detector.engine.provider).lower()
     batching = False if args.no_batching else on_gpu if args.batching == "auto" else args.batching == "on"
-    settings = ServerSettings(max_texts=args.max_texts, max_chars=args.max_chars, max_body_bytes=args.max_body_bytes,
-                              max_tokens=args.max_tokens, step_tokens=args.step_tokens,
-                              read_timeout_s=args.read_timeout, timeout_s=args.timeout, batching=batching,
-                              max_batch=args.max_batch,
-                              model_batch=args.model_batch, max_wait_ms=args.max_wait_ms, api_key=api_key,
-                              ged_threshold=threshold, suggest=not args.no_suggest)
+    settings = replace(settings, batching=batching, api_key=api_key)
     engine = detector.engine
     print(f"serving {detector.model_dir} on http://{args.host}:{args.port} (engine {engine.name}, "
           f"provider {engine.provider}, variant {getattr(engine, 'variant', '-')}, "

@@ -572,6 +572,22 @@ def test_slow_clients_are_dropped(export_dir: Path, tmp_path: Path) -> None:
         assert srv.stop() == 0
 
 
+def test_serve_flags_are_the_settings_fields_and_the_settings_check_themselves() -> None:
+    from dataclasses import fields
+
+    from electra_detect.app.settings import ServerSettings, SettingsError, serve_flags
+
+    flags = {name: flag for name, flag, _, _ in serve_flags()}
+    assert flags["timeout_s"] == "--timeout" and flags["suggest"] == "--no-suggest"
+    assert set(flags) == {f.name for f in fields(ServerSettings) if "flag" in f.metadata}
+    assert {"api_key", "batching", "keep_alive_s"}.isdisjoint(flags)  # set by `serve` from other flags, or fixed
+    for bad, fragment in (({"max_tokens": 0}, "--max-tokens"), ({"timeout_s": float("inf")}, "--timeout"),
+                          ({"max_wait_ms": -1.0}, "--max-wait-ms"), ({"ged_threshold": float("nan")}, "--ged-thr")):
+        with pytest.raises(SettingsError, match=fragment):
+            ServerSettings(**bad)
+    assert ServerSettings(max_wait_ms=0.0).max_wait_ms == 0.0
+
+
 @pytest.mark.parametrize("flags, fragment", [
     (["--max-tokens", "0"], "--max-tokens"), (["--step-tokens", "0"], "--step-tokens"),
     (["--read-timeout", "nan"], "--read-timeout"), (["--timeout", "inf"], "--timeout"),
