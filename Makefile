@@ -45,7 +45,7 @@ lint: install
 	$(BIN)/ruff check .
 
 bench: install
-	$(BIN)/python benchmarks/pretrain_speed.py
+	$(BIN)/python -m benchmarks.speed.pretrain_speed
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

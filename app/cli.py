@@ -52,7 +52,7 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                    help="environment variable holding the API key clients send in X-API-Key (unset: no key)")
     p.add_argument("--batching", choices=("auto", "on", "off"), default="auto",
                    help="micro-batching; auto = on when the engine runs on CUDA, off on CPU, where one call per "
-                        "request served more requests/s in benchmarks/server_load.py")
+                        "request served more requests/s in benchmarks/speed/server_load.py")
     p.add_argument("--no-batching", action="store_true", help="same as --batching off")
     for _name, flag, _default, options in serve_flags():  # the limits, from ServerSettings' own fields
         p.add_argument(flag, **options)

@@ -54,11 +54,11 @@ step() {  # step NAME COMMAND...: run it if selected, log its wall time
 
 corruption() {
   mkdir -p "$OUT/corruption"
-  "$PY" benchmarks/learning.py --score "$MODEL" --jfleg "$JFLEG/dev.ref0" | tee "$OUT/corruption/result.json"
+  "$PY" -m benchmarks.studies.learning --score "$MODEL" --jfleg "$JFLEG/dev.ref0" | tee "$OUT/corruption/result.json"
 }
 
 ged() {
-  "$PY" benchmarks/ged.py --model "$MODEL" --jfleg "$JFLEG" --work-dir runs/bench-ged --out-dir "$OUT/ged"
+  "$PY" -m benchmarks.quality.ged --model "$MODEL" --jfleg "$JFLEG" --work-dir runs/bench-ged --out-dir "$OUT/ged"
 }
 
 calibration() {
@@ -69,7 +69,7 @@ calibration() {
     --plot "$OUT/calibration_ged/plot.png" --dry-run | tee "$OUT/calibration_ged/result.json"
 }
 
-zero_shot_threshold() {  # the pre-trained discriminator's F0.5 threshold, tuned by benchmarks/ged.py
+zero_shot_threshold() {  # the pre-trained discriminator's F0.5 threshold, tuned by benchmarks/quality/ged.py
   "$PY" -c "import json, sys; print(next(r['threshold'] for r in json.load(open(sys.argv[1]))['rows']
             if r['system'] == 'ELECTRA zero-shot'))" "$OUT/ged/result.json"
 }
@@ -94,16 +94,16 @@ pos_bias() {
 asr() {  # reranking and word confidence on the committed pocketsphinx lists, by noise condition
   local pll=()
   [[ $PLL == yes ]] && pll=(--pll)
-  "$PY" benchmarks/asr/rescore.py --lists benchmarks/asr/data --model "$MODEL" "${pll[@]}" --ngram-corpus "${CORPUS[@]}" \
+  "$PY" -m benchmarks.quality.asr.rescore --lists benchmarks/quality/asr/data --model "$MODEL" "${pll[@]}" --ngram-corpus "${CORPUS[@]}" \
     --out-dir "$OUT/asr"
 }
 
 blimp() {
-  "$PY" benchmarks/blimp.py --model "$MODEL" --corpus "${CORPUS[@]}" --out-dir "$OUT/blimp"
+  "$PY" -m benchmarks.quality.blimp --model "$MODEL" --corpus "${CORPUS[@]}" --out-dir "$OUT/blimp"
 }
 
 cola() {
-  "$PY" benchmarks/cola.py --model "$MODEL" --out-dir "$OUT/cola"
+  "$PY" -m benchmarks.quality.cola --model "$MODEL" --out-dir "$OUT/cola"
 }
 
 export_onnx() {  # parity gate at the tuned zero-shot threshold (pre-trained) and at ged.json's (fine-tuned)
@@ -125,7 +125,7 @@ export_onnx() {  # parity gate at the tuned zero-shot threshold (pre-trained) an
 inference() {  # the model `ged`, `serve` and `demo` run: MODEL/ged when there is one (same shape, same speed)
   local part=discriminator
   [[ -d "$MODEL/ged" ]] && part=ged
-  "$PY" benchmarks/inference.py --model "$MODEL/$part" --export-dir "runs/export/$part" --out-dir "$OUT/inference"
+  "$PY" -m benchmarks.speed.inference --model "$MODEL/$part" --export-dir "runs/export/$part" --out-dir "$OUT/inference"
 }
 
 step corruption corruption

@@ -51,7 +51,7 @@ def corrupt_texts(detector: Detector, generator_dir: Path, texts: Sequence[str],
     from tqdm import tqdm
     from transformers import AutoModelForMaskedLM
 
-    from electra_detect.training.masking import gumbel_sample, mask_tokens, replace_with_samples
+    from electra_detect.training.pretraining.masking import gumbel_sample, mask_tokens, replace_with_samples
 
     generator = AutoModelForMaskedLM.from_pretrained(str(generator_dir), use_safetensors=True).eval()
     tok = detector.tokenizer

@@ -78,13 +78,13 @@ def tune_rules(labels: np.ndarray, scores: np.ndarray, flags: np.ndarray,
 
 
 def rule_setting(model_dir: str | Path) -> RuleSetting:
-    """The weight and threshold tuned for this GED model (``ged.json`` ``"rules"``, benchmarks/ged_rules.py)."""
+    """The weight and threshold tuned for this GED model (``ged.json`` ``"rules"``, benchmarks/quality/ged_rules.py)."""
     path = Path(model_dir) / "ged.json"
     try:
         spec = json.loads(path.read_text())["rules"]
         return RuleSetting(float(spec["weight"]), float(spec["threshold"]))
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise RulesUnavailable(f"{path} has no tuned rules setting (python benchmarks/ged_rules.py "
+        raise RulesUnavailable(f"{path} has no tuned rules setting (python -m benchmarks.quality.ged_rules "
                                f"--model {model_dir} --write-setting): {exc}") from None
 
 

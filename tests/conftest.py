@@ -2,36 +2,13 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from electra_detect.training.config import PAPER_MODEL, RunConfig
-
-SUBJECTS = ["the farmer", "a teacher", "my sister", "the old man", "our neighbour", "the children", "a doctor",
-            "the committee", "his brother", "the young woman", "every student", "the government"]
-VERBS = ["saw", "likes", "found", "bought", "painted", "visited", "carried", "wanted", "built", "opened",
-         "cleaned", "watched", "remembered", "discovered", "described"]
-OBJECTS = ["a red house", "the small garden", "an interesting book", "the new bridge", "a heavy box",
-           "the river", "three apples", "the quiet village", "a long letter", "the broken window",
-           "the market", "a green field", "the morning train", "a wooden table"]
-ENDINGS = ["yesterday", "last week", "in the morning", "after dinner", "with great care", "again",
-           "before the storm", "near the school", "on sunday", "for the first time"]
-
-
-def synthetic_text(num_paragraphs: int, seed: int = 0) -> str:
-    """Grammatical sentences from a small grammar, paragraphs separated by blank lines."""
-    rng = random.Random(seed)
-    paragraphs = []
-    for _ in range(num_paragraphs):
-        sentences = []
-        for _ in range(rng.randint(2, 5)):
-            sentence = f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(ENDINGS)}."
-            sentences.append(sentence[0].upper() + sentence[1:])
-        paragraphs.append(" ".join(sentences))
-    return "\n\n".join(paragraphs) + "\n"
+from benchmarks.common.text import ENDINGS, OBJECTS, SUBJECTS, VERBS, synthetic_text  # noqa: F401 (tests import them from here)
+from electra_detect.training.pretraining.config import PAPER_MODEL, RunConfig
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -88,7 +65,7 @@ def micro_config(corpus: Path, cache: Path, paper: bool = False, **train: object
 @pytest.fixture(scope="session")
 def micro_run(tmp_path_factory: pytest.TempPathFactory, corpus_file: Path, cache_dir: Path) -> Path:
     """A finished micro pre-training run (discriminator/, generator/, checkpoints, metrics)."""
-    from electra_detect.training.trainer import Trainer
+    from electra_detect.training.pretraining.trainer import Trainer
 
     out = tmp_path_factory.mktemp("runs") / "micro"
     Trainer(micro_config(corpus_file, cache_dir, max_steps=30), out, show_progress=False).run()
@@ -98,7 +75,7 @@ def micro_run(tmp_path_factory: pytest.TempPathFactory, corpus_file: Path, cache
 @pytest.fixture(scope="session")
 def micro_paper_run(tmp_path_factory: pytest.TempPathFactory, corpus_file: Path, cache_dir: Path) -> Path:
     """The same, with the paper's model: an ``ElectraForPreTraining`` discriminator, as Google releases them."""
-    from electra_detect.training.trainer import Trainer
+    from electra_detect.training.pretraining.trainer import Trainer
 
     out = tmp_path_factory.mktemp("runs") / "micro_paper"
     Trainer(micro_config(corpus_file, cache_dir, paper=True, max_steps=30), out, show_progress=False).run()

@@ -6,23 +6,15 @@ import importlib.util
 import json
 import math
 import random
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import synthetic_text
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-
 
 def _load(name: str):
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module({"ngram": "benchmarks.common.ngram", "blimp": "benchmarks.quality.blimp"}[name])
 
 
 def test_kneser_ney_is_a_distribution_and_prefers_seen_order() -> None:

@@ -154,8 +154,8 @@ def test_rerun_needs_overwrite_and_a_log_gets_one_line_per_interval(tmp_path: Pa
 
 
 def test_continued_pretraining_defaults_to_the_rate_measured_to_work(micro_run: Path) -> None:
-    from electra_detect.training.config import RunConfig
-    from electra_detect.training.rundir import CONTINUED_LR, start_from
+    from electra_detect.training.pretraining.config import RunConfig
+    from electra_detect.training.pretraining.rundir import CONTINUED_LR, start_from
 
     assert start_from(RunConfig(), micro_run).train.lr == CONTINUED_LR == 3e-4
     from_file = RunConfig()
@@ -309,8 +309,8 @@ def test_pretrain_flags_are_the_config_fields() -> None:
     import dataclasses
 
     from electra_detect.cli import build_parser
-    from electra_detect.training import config
     from electra_detect.training.cli import OWN_FLAGS, config_flags
+    from electra_detect.training.pretraining import config
 
     flags = config_flags()
     expected = [(section, f.name, f.type) for section, kind in (("model", config.ModelConfig),
@@ -351,7 +351,7 @@ def test_score_threshold_defaults_to_the_models_tuned_one(tmp_path: Path, micro_
 
 @pytest.mark.parametrize("fmt, content, fragment", [
     ("m2", "S Fine .\nX not an edit line\n", "bad.txt:2: expected an 'S ' or 'A ' line"),
-    ("tsv", "Fine\tc\nbroken line\n", "bad.txt:2: expected 'token<TAB>c|i'"),
+    ("tsv", "Fine\tc\nbroken line\n", "bad.txt:2: expected 'token<TAB>c|i|NA'"),
     ("bea", '{"text": "Fine.", "edits": []}\n{not json\n', "bad.txt:2: not a BEA-2019 JSON essay"),
     ("parallel", "one\ntwo\n", "has 1 lines but"),
     ("m2", "A 0 1|||R:DET|||a|||REQUIRED|||-NONE-|||0\n", "bad.txt:1: edit line before any sentence line")])

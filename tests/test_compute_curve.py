@@ -1,12 +1,11 @@
-"""benchmarks/compute_curve.py without models: compute summed over a chain of run dirs, paired bootstraps from the
-per-sentence counts a point's file keeps, re-runs that skip what is measured, and the report."""
+"""benchmarks/studies/compute_curve.py without models: compute summed over a chain of run dirs, paired bootstraps from
+the per-sentence counts a point's file keeps, re-runs that skip what is measured, and the report."""
 
 from __future__ import annotations
 
 import importlib
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,16 +13,14 @@ import pytest
 
 from electra_detect.tasks.ged.metrics import flatten, token_metrics
 from electra_detect.tasks.ged.readers import GedSentence
-from electra_detect.training.config import RunConfig
+from electra_detect.training.pretraining.config import RunConfig
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _load(name: str):
-    """A benchmark module by its own name, as the benchmarks import each other."""
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    return importlib.import_module(name)
+    """A benchmark module by its own name."""
+    return importlib.import_module(f"benchmarks.studies.{name}")
 
 
 def _config(objective: str, init_from: str = "", tokenizer: str = "") -> RunConfig:
@@ -264,7 +261,8 @@ def test_report_sorts_points_into_curve_seed_repeats_and_levers(tmp_path: Path) 
     table = (tmp_path / "table.md").read_text()
     assert "## Recipe levers" in table and "corpus runs/corpus + 2× a.txt" in table
     assert "| electra-250-s1 | electra | seed of electra-250 |" in table
-    assert f"python benchmarks/compute_curve.py --report --out-dir {tmp_path}" in table  # regenerates this folder
+    # the table names the command that regenerates this folder
+    assert f"python -m benchmarks.studies.compute_curve --report --out-dir {tmp_path}" in table
 
 
 def test_the_plan_reproduces_every_measured_point_chain():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from electra_detect.training.config import ConfigError, RunConfig
+from electra_detect.training.pretraining.config import ConfigError, RunConfig
 
 
 @pytest.mark.parametrize("suffix,text", [
@@ -43,7 +43,7 @@ def test_config_errors(tmp_path: Path) -> None:
 
 
 def test_presets_carry_their_own_sequence_length() -> None:
-    from electra_detect.training.config import PRESET_SEQ_LEN, PRESETS, RunConfig
+    from electra_detect.training.pretraining.config import PRESET_SEQ_LEN, PRESETS, RunConfig
 
     for preset in PRESETS:
         config = RunConfig()

@@ -36,7 +36,7 @@ from electra_detect.training.corpus.extract import (
 )
 from electra_detect.training.corpus.fetch import FetchError
 from electra_detect.training.corpus.sources import SOURCES, Source, UnknownSourceError, resolve_sources
-from electra_detect.training.data import CorpusError, iter_documents, resolve_corpus
+from electra_detect.training.pretraining.data import CorpusError, iter_documents, resolve_corpus
 
 PROSE = [
     "The committee met on a cold morning in the old town hall.",
@@ -158,7 +158,7 @@ def test_rdata_extractor_skips_held_out_novels(tmp_path: Path) -> None:
     assert list(extract_rdata(tmp_path, {"include": ("**/*.rdx",), "skip": ("persuasion",)})) == [PROSE[0]]
     from training.corpus.sources import SOURCES
 
-    make_lists = (Path(__file__).parents[1] / "benchmarks" / "asr" / "make_lists.py").read_text()
+    make_lists = (Path(__file__).parents[1] / "benchmarks" / "quality" / "asr" / "make_lists.py").read_text()
     novels = re.search(r"^NOVELS = (\(.*\))$", make_lists, re.M)
     assert novels is not None  # the ASR benchmark's text stays out of pre-training
     assert set(SOURCES["janeaustenr"].options["skip"]) == set(ast.literal_eval(novels.group(1)))

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from transformers import AutoTokenizer
 
-import electra_detect.training.data as data
-from electra_detect.training.data import (
+import electra_detect.training.pretraining.data as data
+from electra_detect.training.pretraining.data import (
     BlockSampler,
     CorpusError,
     PackedBlocks,

@@ -1,4 +1,4 @@
-"""Warm start from a published encoder (training/encoders.py): layouts, weights, tokenizer, errors."""
+"""Warm start from a published encoder (training/pretraining/encoders.py): layouts, weights, tokenizer, errors."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from electra_detect.training import encoders
-from electra_detect.training.config import ConfigError
+from electra_detect.training.pretraining import encoders
+from electra_detect.training.pretraining.config import ConfigError
 from tests.conftest import OBJECTS, SUBJECTS, VERBS
 from tests.test_cli import assert_clean_error, run_cli
 
@@ -130,7 +130,7 @@ def test_minilm_from_the_installed_wheel() -> None:
     assert config.gen_layers == 2 and config.vocab_size == 30522
     tensors = encoders.encoder_weights(folder)
     assert len([k for k in tensors if k.startswith("encoder.layer.5.")]) == 16
-    from electra_detect.training.model import ElectraPretrainingModel
+    from electra_detect.training.pretraining.model import ElectraPretrainingModel
 
     pair = ElectraPretrainingModel.from_config(config, config.vocab_size)
     pair.load_encoder_weights(tensors)

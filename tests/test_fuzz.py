@@ -1,6 +1,7 @@
 """Every input path fuzzed (hypothesis): a reader returns its records or raises its own error type with one line.
 
-``FUZZ_EXAMPLES`` examples per target here (bounded, for ``make test``); ``benchmarks/fuzz.py`` runs 10,000 each.
+``FUZZ_EXAMPLES`` examples per target here (bounded, for ``make test``); ``benchmarks/robustness/fuzz.py`` runs 10,000
+each.
 Each failure the fuzzers found is kept below as a regression example.
 """
 
@@ -15,7 +16,7 @@ import pytest
 pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
-from tests.fuzz_targets import check, context_for, targets  # noqa: E402
+from benchmarks.robustness.fuzz_targets import check, context_for, targets  # noqa: E402
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
 TARGETS = targets()
@@ -89,9 +90,9 @@ def test_nbest_string_pattern_admits_only_what_the_reader_parses() -> None:
     from hypothesis import strategies as st
 
     pytest.importorskip("fastapi")
+    from benchmarks.robustness.fuzz_targets import hypothesis_lines
     from electra_detect.app.schemas import NBEST_LINES
     from electra_detect.tasks.rerank.nbest import parse_hypothesis_lines
-    from tests.fuzz_targets import hypothesis_lines
 
     @settings(max_examples=EXAMPLES * 5, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))

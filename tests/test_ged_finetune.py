@@ -9,8 +9,8 @@ from pathlib import Path
 
 from electra_detect.detector import Detector
 from electra_detect.tasks.ged.readers import GedSentence
-from electra_detect.training.data import corpus_sentences
-from electra_detect.training.ged_finetune import FinetuneConfig, finetune, synthetic_examples
+from electra_detect.training.finetune.ged_finetune import FinetuneConfig, finetune, synthetic_examples
+from electra_detect.training.pretraining.data import corpus_sentences
 from tests.conftest import synthetic_text
 
 
@@ -50,7 +50,7 @@ def test_several_data_files_train_as_one_set_in_their_order(tmp_path: Path) -> N
     import pytest
 
     from electra_detect.errors import GedDataError
-    from electra_detect.training.ged_finetune import ged_training_data
+    from electra_detect.training.finetune.ged_finetune import ged_training_data
 
     first, second = tmp_path / "fce.tsv", tmp_path / "wi.tsv"
     first.write_text("He\tc\ngo\ti\n\nFine\tc\n")
@@ -68,7 +68,7 @@ def test_several_data_files_train_as_one_set_in_their_order(tmp_path: Path) -> N
 def test_packed_type_labels_round_trip() -> None:
     import torch
 
-    from electra_detect.training.ged_finetune import type_channels, type_targets, unpack_labels
+    from electra_detect.training.finetune.ged_finetune import type_channels, type_targets, unpack_labels
 
     sentence = GedSentence(["a", "b", "c", "d"], [0, 1, 1, 1], [[], ["U:DET"], ["R:VERB:SVA", "M:DET"], ["R:ODD"]])
     common = GedSentence(["a", "b"], [1, 1], [["U:DET"], ["R:VERB:SVA"]])
@@ -119,7 +119,7 @@ def test_typed_finetune_learns_operations(tmp_path: Path, micro_run: Path) -> No
 def test_an_interrupted_finetune_resumes_to_the_same_weights(tmp_path: Path, micro_run: Path, monkeypatch) -> None:
     from safetensors.torch import load_file
 
-    from electra_detect.training import ged_finetune
+    from electra_detect.training.finetune import ged_finetune
 
     sentences = [s.split() for s in synthetic_text(40, seed=2).replace(".", " .").split(" .") if s.strip()]
     train = [GedSentence(tokens, [int(t == "house") for t in tokens], [[] for _ in tokens]) for tokens in sentences]

@@ -4,7 +4,7 @@ Layers, lowest first: the core (``electra_detect`` without its layer sub-package
 ``electra_detect.training`` and ``electra_detect.calibration``, then ``electra_detect.app``.
 - The core imports no layer above it.
 - training and calibration never import app; training never imports calibration.
-- calibration imports from training only ``electra_detect.training.masking``: the RTD analyses replay
+- calibration imports from training only ``electra_detect.training.pretraining.masking``: the RTD analyses replay
   pre-training's corruption (mask, sample, replace) exactly, so they reuse its functions.
 """
 
@@ -29,7 +29,8 @@ FORBIDDEN = {  # importer layer -> layers it must not import
     "calibration": ("app",),
     "app": (),
 }
-ALLOWED = {("calibration", "electra_detect.training.masking")}  # (importer layer, module): see the docstring
+# (importer layer, module): see the docstring
+ALLOWED = {("calibration", "electra_detect.training.pretraining.masking")}
 
 
 def package_modules(root: Path = ROOT) -> dict[str, Path]:
@@ -195,3 +196,40 @@ def test_layers_install_under_one_namespace(tmp_path: Path) -> None:
     assert out["bare"] == {"training": False, "app": False, "calibration": False}
     assert out["layers"] == {n: f"electra_detect.{n}" for n in ("training", "app", "calibration")}
     assert {"pretrain", "corpus", "ged-train", "calibrate", "pos-bias", "serve", "demo"} <= set(out["verbs"])
+
+
+def benchmark_problems(root: Path = ROOT) -> list[str]:
+    """The benchmarks' house rules: a package (no script directly in benchmarks/ but its __init__), imported as
+    one (no sys.path edits), and nothing outside tests/ imports tests."""
+    problems = [f"{p.name}: a script directly in benchmarks/" for p in (root / "benchmarks").glob("*.py")
+                if p.name != "__init__.py"]
+    for path in sorted((root / "benchmarks").rglob("*.py")):
+        if "sys.path" in path.read_text(encoding="utf-8"):
+            problems.append(f"{path.relative_to(root)}: edits sys.path")
+    for folder in ("benchmarks", "scripts", *FOLDERS):
+        for path in sorted((root / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                if any(n == "tests" or n.startswith("tests.") for n in names):
+                    problems.append(f"{path.relative_to(root)}: imports tests")
+    return problems
+
+
+def test_benchmarks_are_a_package_that_needs_no_path_edits_and_no_tests() -> None:
+    assert benchmark_problems() == []
+
+
+def test_the_benchmark_check_catches_each_rule(tmp_path: Path) -> None:
+    (tmp_path / "benchmarks" / "quality").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "__init__.py").write_text("")
+    (tmp_path / "benchmarks" / "loose.py").write_text("")
+    (tmp_path / "benchmarks" / "quality" / "x.py").write_text("import sys\nsys.path.insert(0, '.')\n")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "y.py").write_text("from tests.conftest import synthetic_text\n")
+    for folder in FOLDERS:
+        (tmp_path / folder).mkdir()
+    assert sorted(benchmark_problems(tmp_path)) == ["benchmarks/quality/x.py: edits sys.path",
+                                                    "loose.py: a script directly in benchmarks/",
+                                                    "scripts/y.py: imports tests"]

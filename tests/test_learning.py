@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from electra_detect.detector import Detector
-from electra_detect.training.config import PAPER_MODEL, RunConfig
-from electra_detect.training.evaluation import corruption_auc, frequency_swaps
+from electra_detect.training.pretraining.config import PAPER_MODEL, RunConfig
+from electra_detect.training.pretraining.evaluation import corruption_auc, frequency_swaps
 
 ONSETS = "b d f g k l m n p r s t v"
 X_WORDS = [c + "a" + c for c in ONSETS.split()] + [c + "o" + c for c in ONSETS.split()]  # bab, dad, ... 26 words

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from electra_detect.training.masking import candidate_positions, gumbel_sample, mask_tokens, replace_with_samples
+from electra_detect.training.pretraining.masking import (
+    candidate_positions,
+    gumbel_sample,
+    mask_tokens,
+    replace_with_samples,
+)
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 SPECIALS = [PAD, UNK, CLS, SEP, MASK]

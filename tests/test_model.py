@@ -12,12 +12,12 @@ import pytest
 import torch
 from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
-from electra_detect.training.checkpoint import load_checkpoint, save_checkpoint
-from electra_detect.training.config import PAPER_MODEL, ConfigError, ModelConfig
-from electra_detect.training.masking import mask_tokens
-from electra_detect.training.model import ElectraPretrainingModel, token_table
-from electra_detect.training.objectives import compute_loss, electra_loss
 from electra_detect.training.optim import build_optimizer, warmup_linear_decay
+from electra_detect.training.pretraining.checkpoint import load_checkpoint, save_checkpoint
+from electra_detect.training.pretraining.config import PAPER_MODEL, ConfigError, ModelConfig
+from electra_detect.training.pretraining.masking import mask_tokens
+from electra_detect.training.pretraining.model import ElectraPretrainingModel, token_table
+from electra_detect.training.pretraining.objectives import compute_loss, electra_loss
 
 SPECIALS = [0, 1, 2, 3, 4]
 
@@ -153,7 +153,7 @@ def test_default_recipe_is_a_pre_ln_pair_with_a_half_depth_generator_and_local_l
 
 def test_gdes_keeps_the_discriminator_loss_off_the_generator_table(tmp_path: Path) -> None:
     from electra_detect.engines.torch_engine import load_discriminator
-    from electra_detect.training.model import token_table
+    from electra_detect.training.pretraining.model import token_table
 
     torch.manual_seed(0)
     config = ModelConfig(preset="micro", vocab_size=120, embedding_sharing="gdes")

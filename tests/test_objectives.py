@@ -1,4 +1,4 @@
-"""Pre-training objectives (training/objectives.py), two-stage training, CoLA fine-tuning and the
+"""Pre-training objectives (training/pretraining/objectives.py), two-stage training, CoLA fine-tuning and the
 ablation benchmark end to end on micro runs."""
 
 from __future__ import annotations
@@ -6,17 +6,16 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from electra_detect.training.config import PAPER_MODEL, ConfigError, RunConfig
-from electra_detect.training.masking import mask_tokens
-from electra_detect.training.model import ElectraPretrainingModel
-from electra_detect.training.objectives import OBJECTIVES, compute_loss, get
+from electra_detect.training.pretraining.config import PAPER_MODEL, ConfigError, RunConfig
+from electra_detect.training.pretraining.masking import mask_tokens
+from electra_detect.training.pretraining.model import ElectraPretrainingModel
+from electra_detect.training.pretraining.objectives import OBJECTIVES, compute_loss, get
 from tests.conftest import micro_config, synthetic_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,7 +68,7 @@ def test_fingerprint_unchanged_without_two_stage() -> None:
 
 
 def test_registry_flags_are_the_one_source_of_truth() -> None:
-    from electra_detect.training.objectives import REGISTRY
+    from electra_detect.training.pretraining.objectives import REGISTRY
 
     assert {n for n, o in REGISTRY.items() if o.rtd_head} == {"electra", "electra15", "all_tokens_mlm", "adversarial",
                                                               "electra_frozen_generator"}
@@ -83,7 +82,7 @@ def test_registry_flags_are_the_one_source_of_truth() -> None:
 @pytest.mark.parametrize("objective", ["electra", "bert_mlm", "replace_mlm", "all_tokens_mlm", "generator_mlm",
                                        "electra_frozen_generator"])
 def test_evaluation_reports_disc_metrics_exactly_for_objectives_with_a_replaced_token_head(objective: str) -> None:
-    from electra_detect.training.evaluation import evaluate
+    from electra_detect.training.pretraining.evaluation import evaluate
 
     model = _micro_model("replace_mlm" if get(objective).mlm_head else "electra")
     batches = [_batch(seed)[0].original for seed in range(2)]
@@ -94,7 +93,7 @@ def test_evaluation_reports_disc_metrics_exactly_for_objectives_with_a_replaced_
 
 
 def test_an_objective_is_one_decorated_function_and_can_read_the_generators_top_k() -> None:
-    from electra_detect.training.objectives import REGISTRY, ElectraOutput, register
+    from electra_detect.training.pretraining.objectives import REGISTRY, ElectraOutput, register
 
     @register("top2_probe", rtd_head=False)
     def top2_probe(out, batch, disc_weight):  # type: ignore[no-untyped-def]
@@ -117,7 +116,7 @@ def test_an_objective_is_one_decorated_function_and_can_read_the_generators_top_
 
 
 def test_two_stage_training_is_a_schedule_of_objectives() -> None:
-    from electra_detect.training.objectives import Phase, phase_at, schedule
+    from electra_detect.training.pretraining.objectives import Phase, phase_at, schedule
 
     config = RunConfig()
     config.train.max_steps = 10
@@ -182,7 +181,7 @@ def test_all_tokens_mlm_copy_mechanism() -> None:
     out = compute_loss(model, "all_tokens_mlm", masked, attention, rng, disc_weight=50.0)
     rng.set_state(state)
     gen_logits = model.generator_logits(masked.input_ids, attention, masked.masked)
-    from electra_detect.training.masking import gumbel_sample, replace_with_samples
+    from electra_detect.training.pretraining.masking import gumbel_sample, replace_with_samples
 
     corrupted, _labels = replace_with_samples(masked, gumbel_sample(gen_logits, rng))
     hidden = model.discriminator.electra(input_ids=corrupted, attention_mask=attention).last_hidden_state
@@ -212,7 +211,7 @@ def test_trainer_runs_objective_and_exports(objective: str, corpus_file: Path, c
                                             tmp_path: Path) -> None:
     from transformers import ElectraForMaskedLM, ElectraForPreTraining
 
-    from electra_detect.training.trainer import Trainer
+    from electra_detect.training.pretraining.trainer import Trainer
 
     out = tmp_path / objective
     result = Trainer(micro_config(corpus_file, cache_dir, paper=True, max_steps=6, objective=objective), out,
@@ -239,7 +238,7 @@ def test_trainer_runs_objective_and_exports(objective: str, corpus_file: Path, c
 
 
 def test_two_stage_freezes_generator_and_copies_encoder(corpus_file: Path, cache_dir: Path, tmp_path: Path) -> None:
-    from electra_detect.training.trainer import Trainer
+    from electra_detect.training.pretraining.trainer import Trainer
 
     config = micro_config(corpus_file, cache_dir, paper=True, max_steps=8, mlm_first_steps=4, lr=1e-2)
     config.model.preset = "tiny"  # FFN = 4 x width, so a gen_fraction-1 generator has the discriminator's shape
@@ -299,7 +298,7 @@ def _cola_file(path: Path, n: int, seed: int) -> Path:
 
 
 def test_cola_reader_and_finetune(micro_run: Path, tmp_path: Path) -> None:
-    from electra_detect.training.cola import ColaConfig, ColaDataError, finetune_cola, read_cola
+    from electra_detect.training.finetune.cola import ColaConfig, ColaDataError, finetune_cola, read_cola
 
     train = read_cola(_cola_file(tmp_path / "train.tsv", 120, 0))
     dev = read_cola(_cola_file(tmp_path / "dev.tsv", 40, 1))
@@ -313,11 +312,7 @@ def test_cola_reader_and_finetune(micro_run: Path, tmp_path: Path) -> None:
 
 
 def _load_ablation():
-    spec = importlib.util.spec_from_file_location("ablation", ROOT / "benchmarks" / "ablation.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["ablation"] = module
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("benchmarks.studies.ablation")
 
 
 def test_ablation_end_to_end_on_micro_runs(corpus_file: Path, cache_dir: Path, tmp_path: Path) -> None:
@@ -379,7 +374,7 @@ def test_analytic_flops_match_torch_counter(corpus_file: Path, cache_dir: Path, 
     for variant in ("electra", "bert_mlm"):
         config = ablation.build_config(args, variant, 0)
         counted = ablation.counted_flops_per_step(config, tmp_path)
-        from electra_detect.training.data import prepare_corpus, resolve_corpus
+        from electra_detect.training.pretraining.data import prepare_corpus, resolve_corpus
 
         corpus = prepare_corpus(resolve_corpus(args.corpus), cache_dir, 200, True, "blank", 32)
         vocab = len((corpus.tokenizer_dir / "vocab.txt").read_text().splitlines())
@@ -393,7 +388,7 @@ def test_mlm_token_log_probs_pll_matches_manual(tmp_path: Path, corpus_file: Pat
     """bert_mlm PLL: one [MASK] per subword, read at that position, for both encoder families."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-    from electra_detect.training.trainer import Trainer
+    from electra_detect.training.pretraining.trainer import Trainer
 
     ablation = _load_ablation()
     run = tmp_path / "bert"
@@ -418,7 +413,7 @@ def test_mlm_token_log_probs_one_pass_uses_copy_gate(tmp_path: Path, corpus_file
     encoder families (a ModernBERT run's mlm/ must not be read as an ELECTRA model)."""
     from transformers import AutoModelForMaskedLM, AutoModelForTokenClassification, AutoTokenizer, ElectraForPreTraining
 
-    from electra_detect.training.trainer import Trainer
+    from electra_detect.training.pretraining.trainer import Trainer
 
     ablation = _load_ablation()
     run = tmp_path / "all"
@@ -440,7 +435,7 @@ def test_mlm_token_log_probs_one_pass_uses_copy_gate(tmp_path: Path, corpus_file
 def test_two_stage_resume_past_the_switch_keeps_the_trained_discriminator(
         corpus_file: Path, cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A resume after step ``mlm_first_steps`` must not copy the generator over the stage-two discriminator."""
-    from electra_detect.training.trainer import Trainer
+    from electra_detect.training.pretraining.trainer import Trainer
 
     config = micro_config(corpus_file, cache_dir, max_steps=6, mlm_first_steps=2, lr=1e-2)
     config.model.preset, config.model.gen_fraction = "tiny", 1.0

@@ -8,15 +8,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from electra_detect.training import word_errors
-from electra_detect.training.realistic_errors import (
+from electra_detect.training.synthetic import word_errors
+from electra_detect.training.synthetic.realistic_errors import (
     EDITS_PER_SENTENCE,
     FAMILY_SHARES,
     Draft,
     RealisticErrorMaker,
     tag_tokens,
 )
-from electra_detect.training.word_errors import EmbeddingNeighbours
+from electra_detect.training.synthetic.word_errors import EmbeddingNeighbours
 
 TYPE = re.compile(r"^[MRU]:[A-Z]+(:[A-Z]+)?$")
 SENTENCES = ["She does not like it when people talk loudly in the library .",

@@ -14,7 +14,7 @@ from electra_detect.cli import main
 from electra_detect.detector import Detector
 from electra_detect.errors import RerankError
 from electra_detect.tasks.rerank.listwise import FEATURES, Reranker, pooled_features
-from electra_detect.training.rerank_train import (
+from electra_detect.training.finetune.rerank_train import (
     EncodedList,
     ListScorer,
     fit_weights,
@@ -132,7 +132,7 @@ def test_reranker_file_errors(tmp_path: Path) -> None:
 def test_an_interrupted_rerank_train_resumes_to_the_same_weights(micro_run: Path, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from electra_detect.tasks.rerank.nbest import read_nbest
-    from electra_detect.training import rerank_train
+    from electra_detect.training.finetune import rerank_train
 
     lists = tmp_path / "train.json"
     lists.write_text(json.dumps(LISTS), encoding="utf-8")
@@ -162,7 +162,7 @@ def test_an_interrupted_rerank_train_resumes_to_the_same_weights(micro_run: Path
 def test_make_lists_reuse_fills_the_cache_from_committed_lists(tmp_path):
     """--reuse: an earlier list fills the decode cache when id and reference match; nothing else is written."""
     import importlib.util
-    script = Path(__file__).parents[1] / "benchmarks" / "asr" / "make_lists.py"
+    script = Path(__file__).parents[1] / "benchmarks" / "quality" / "asr" / "make_lists.py"
     spec = importlib.util.spec_from_file_location("make_lists", script)
     make_lists = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make_lists)
@@ -187,7 +187,7 @@ def test_refit_on_in_domain_lists_fits_the_weights_again(micro_run: Path, tmp_pa
     """--refit-on: the weights are fitted again on other lists (here ones whose references want the longer
     hypothesis), so they move from the trained weights and choose better on those lists; no references: an error."""
     from electra_detect.tasks.rerank.nbest import read_nbest
-    from electra_detect.training import rerank_train
+    from electra_detect.training.finetune import rerank_train
 
     lists, refit = tmp_path / "train.json", tmp_path / "dev.json"
     lists.write_text(json.dumps(LISTS), encoding="utf-8")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from electra_detect.training.synthetic_errors import ErrorConfig, ErrorMaker, homophone_sets, sound_alikes
+from electra_detect.training.synthetic.synthetic_errors import ErrorConfig, ErrorMaker, homophone_sets, sound_alikes
 
 SENTENCE = "The committee has decided to meet at the office in the morning and walked home .".split()
 

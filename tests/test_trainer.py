@@ -10,8 +10,8 @@ import pytest
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from electra_detect.engines.torch_engine import load_discriminator
-from electra_detect.training.checkpoint import CheckpointError
-from electra_detect.training.trainer import Trainer
+from electra_detect.training.pretraining.checkpoint import CheckpointError
+from electra_detect.training.pretraining.trainer import Trainer
 from tests.conftest import micro_config, synthetic_text
 
 
@@ -99,7 +99,7 @@ def test_gradient_accumulation_counts_every_micro_batch(tmp_path: Path, corpus_f
 
 def test_orphaned_save_temps_are_removed_at_start_and_on_resume(tmp_path: Path, corpus_file: Path,
                                                                  cache_dir: Path) -> None:
-    from electra_detect.training.checkpoint import remove_orphans
+    from electra_detect.training.pretraining.checkpoint import remove_orphans
 
     def orphan(ckpt: Path, step: int) -> Path:  # what `kill -9` inside atomic_write_dir leaves behind
         tmp = ckpt / f".step_{step:08d}.k9x2ab.tmp"

@@ -15,7 +15,8 @@ from typing import Any
 
 from electra_detect.cli import DEFAULT_MODEL, verb
 
-# `pretrain` flags are the config dataclasses' fields (training/config.py ModelConfig, DataConfig, TrainConfig):
+# `pretrain` flags are the config dataclasses' fields (training/pretraining/config.py ModelConfig, DataConfig,
+# TrainConfig):
 # --field-name for every scalar field, None = not given (the config file's or the default value stays). Fields
 # with a flag of their own below: corpus (--corpus), init_from (--init-from), tie_all (--tie-all).
 OWN_FLAGS = {"corpus", "init_from", "tie_all"}
@@ -70,13 +71,13 @@ TYPES: dict[str, Any] = {"int": int, "float": float, "str": str, "bool": bool}
 def config_flags() -> list[tuple[str, str, Any, str]]:
     """(section, field, type, help) of every config field that is a flag, in the dataclasses' order.
 
-    Read from training/config.py's source (its dataclasses' annotated fields), not by importing it: that module
-    imports transformers (seconds), and every ``electra-detect`` call builds this parser. tests/test_cli.py
+    Read from training/pretraining/config.py's source (its dataclasses' annotated fields), not by importing it: that
+    module imports transformers (seconds), and every ``electra-detect`` call builds this parser. tests/test_cli.py
     checks that the fields read here are ``dataclasses.fields`` of the imported classes."""
     import ast
     import importlib.util
 
-    source = Path(importlib.util.find_spec("electra_detect.training.config").origin)
+    source = Path(importlib.util.find_spec("electra_detect.training.pretraining.config").origin)
     text = source.read_text(encoding="utf-8")
     lines = text.splitlines()
     classes = {node.name: node for node in ast.parse(text).body if isinstance(node, ast.ClassDef)}
@@ -148,9 +149,9 @@ def add_pretrain(sub: argparse._SubParsersAction) -> None:
 
 
 def run_pretrain(args: argparse.Namespace) -> int:
-    from electra_detect.training.config import PAPER_MODEL, ConfigError, RunConfig
-    from electra_detect.training.rundir import load_run_config, start_from
-    from electra_detect.training.trainer import Trainer
+    from electra_detect.training.pretraining.config import PAPER_MODEL, ConfigError, RunConfig
+    from electra_detect.training.pretraining.rundir import load_run_config, start_from
+    from electra_detect.training.pretraining.trainer import Trainer
 
     out = Path(args.out)
     if args.resume and (out / "run_config.json").exists():
@@ -186,17 +187,17 @@ def run_pretrain(args: argparse.Namespace) -> int:
 
 
 def _pretrain_errors() -> tuple[type[BaseException], ...]:
-    from electra_detect.training.checkpoint import CheckpointError
-    from electra_detect.training.config import ConfigError
-    from electra_detect.training.data import CorpusError
+    from electra_detect.training.pretraining.checkpoint import CheckpointError
+    from electra_detect.training.pretraining.config import ConfigError
+    from electra_detect.training.pretraining.data import CorpusError
 
     return CheckpointError, ConfigError, CorpusError
 
 
 def _ged_train_errors() -> tuple[type[BaseException], ...]:
     from electra_detect.errors import DetectorError, GedDataError
-    from electra_detect.training.config import ConfigError
-    from electra_detect.training.data import CorpusError
+    from electra_detect.training.pretraining.config import ConfigError
+    from electra_detect.training.pretraining.data import CorpusError
 
     return DetectorError, GedDataError, CorpusError, ConfigError
 
@@ -234,7 +235,7 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
                         "error shares) or acoustic (recogniser-like: sound-alike words, dropped and inserted short "
                         "words, on lower-case text without punctuation; for rerank --confidence) or realistic "
                         "(20 families typed with ERRANT's names at FCE's shares and density: word choice, inflection "
-                        "for any word, real misspellings, closed classes; training/realistic_errors.py)")
+                        "for any word, real misspellings, closed classes; training/synthetic/realistic_errors.py)")
     t.add_argument("--checkpoint-every", type=int, default=0,
                    help="save resumable state every N steps to OUT.partial/; re-running the command resumes")
     t.add_argument("--epochs", type=int, default=2)
@@ -246,7 +247,7 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
 
 
 def run_ged_train(args: argparse.Namespace) -> int:
-    from electra_detect.training.ged_finetune import (
+    from electra_detect.training.finetune.ged_finetune import (
         FinetuneConfig,
         finetune,
         ged_training_data,
@@ -254,7 +255,7 @@ def run_ged_train(args: argparse.Namespace) -> int:
         start_model,
         synthetic_examples,
     )
-    from electra_detect.training.synthetic_errors import ErrorConfig
+    from electra_detect.training.synthetic.synthetic_errors import ErrorConfig
 
     train, dev = ged_training_data(args.data, args.fmt, args.refs, args.combine, dev_file=args.dev,
                                    dev_split=args.dev_split, seed=args.seed)
@@ -320,7 +321,7 @@ def run_rerank_train(args: argparse.Namespace) -> int:
 
     from electra_detect.errors import RerankError
     from electra_detect.tasks.rerank.nbest import read_nbest
-    from electra_detect.training.rerank_train import RerankTrainConfig, train_reranker
+    from electra_detect.training.finetune.rerank_train import RerankTrainConfig, train_reranker
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -1,7 +1,7 @@
 """The optimizer, learning-rate schedule and gradient clipping, written once.
 
-Pre-training (``training/trainer.py``), CoLA fine-tuning (``training/cola.py``) and GED fine-tuning
-(``training/ged_finetune.py``) all train with BERT/ELECTRA's recipe: AdamW without decay on biases and
+Pre-training (``training/pretraining/trainer.py``), CoLA fine-tuning (``training/finetune/cola.py``) and GED fine-tuning
+(``training/finetune/ged_finetune.py``) all train with BERT/ELECTRA's recipe: AdamW without decay on biases and
 LayerNorm weights, eps 1e-6, a linear warm-up to the peak rate then a linear decay to zero.
 """
 

@@ -46,7 +46,7 @@ def load_discriminator(model_dir: str | Path) -> Any:
     """The stock ``transformers`` class of a discriminator directory: ``ElectraForPreTraining`` (ours with
     ``--paper-recipe``, and Google's released ELECTRA discriminators), or a one-label token classifier
     (``AutoModelForTokenClassification``: ``ModernBertForTokenClassification`` for our default recipe), or a typed
-    GED model: a token classifier whose channel 0 is named ``error`` (training/ged_finetune.py)."""
+    GED model: a token classifier whose channel 0 is named ``error`` (training/finetune/ged_finetune.py)."""
     from transformers import AutoConfig, AutoModelForTokenClassification, ElectraForPreTraining
 
     config = AutoConfig.from_pretrained(str(model_dir))

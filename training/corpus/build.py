@@ -177,7 +177,7 @@ def build_corpus(sources: list[Source], out: Path, cache: Path | None = None, ma
     log = log or (lambda message: print(message, file=sys.stderr))
     out.mkdir(parents=True, exist_ok=True)
     if cache is None:
-        from electra_detect.training.data import default_cache_dir
+        from electra_detect.training.pretraining.data import default_cache_dir
 
         cache = default_cache_dir() / "corpus-packages"
     manifest = load_manifest(out)

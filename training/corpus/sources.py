@@ -62,7 +62,7 @@ SOURCES: dict[str, Source] = {s.name: s for s in [
            {"include": ("usr/share/doc/cfi-en/html/*.htm",), "exclude": ()},
            note="'Free as in Freedom'-style essays (Computers and Freedom of Information)"),
     # public-domain literature
-    # three of the six novels are the ASR benchmark's held-out text (benchmarks/asr/make_lists.py NOVELS)
+    # three of the six novels are the ASR benchmark's held-out text (benchmarks/quality/asr/make_lists.py NOVELS)
     Source("janeaustenr", "deb", "r-cran-janeaustenr", None, "MIT / public domain", "literature", "rdata",
            {"include": ("usr/lib/R/site-library/janeaustenr/data/Rdata.rdx",),
             "skip": ("persuasion", "northangerabbey", "mansfieldpark")},

@@ -15,7 +15,8 @@ new weights: for a flagged word it proposes
 
 puts each candidate into the word's sentence and scores the edited sentences through the ``Detector`` (one batch
 for all), keeps the candidates that lower the model's error score around the edit and offers at most ``k`` of them,
-best first (:class:`RankSetting`, its defaults chosen on FCE dev's tuning half by ``benchmarks/suggestions.py``).
+best first (:class:`RankSetting`, its defaults chosen on FCE dev's tuning half by
+``benchmarks/quality/suggestions.py``).
 
 A suggestion replaces its flagged word's *target*: the written word the flagged piece belongs to (the Detector
 splits *don't* into don / ' / t; the target is *don't*), so that contractions get whole-word replacements.

@@ -376,7 +376,7 @@ def _lines(handle: Any, path: Path | StdinLines) -> Iterator[str]:
 
 
 def write_mlm_json_obj(utterances: Iterable[Utterance]) -> dict[str, Any]:
-    """Utterances as an mlm-scoring JSON object (what benchmarks/asr writes)."""
+    """Utterances as an mlm-scoring JSON object (what benchmarks/quality/asr writes)."""
     out: dict[str, Any] = {}
     for utt in utterances:
         entry: dict[str, Any] = {f"hyp_{i + 1}": {"score": h.asr_score, "text": h.text} for i, h in enumerate(utt.hyps)}

@@ -1,0 +1,1 @@
+"""Benchmarks as a package: run each as ``python -m benchmarks.<kind>.<name>`` from the repository root."""

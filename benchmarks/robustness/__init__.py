@@ -1,0 +1,1 @@
+"""What bad input and bad luck do: fuzzing, server abuse, the API contract, a kill during a save."""

@@ -1,0 +1,1 @@
+"""How fast and how lean: pre-training, inference engines, the CLI, the server under load, a GPU."""

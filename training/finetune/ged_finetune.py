@@ -1,0 +1,313 @@
+"""Fine-tune a discriminator as a grammatical error detector.
+
+The model keeps its discriminator class (``load_discriminator``): its replaced-token head already
+answers "is this token wrong here?", so it *is* the initial error head, and the fine-tuned directory is still a
+discriminator that ``Detector`` loads unchanged (p_replaced becomes p(error)). Every subword of
+a labelled whitespace token takes that token's label; the loss is BCE over real subwords.
+
+With ``types`` the model is the encoder's stock token classifier (``ElectraForTokenClassification``, ...) with
+named channels: ``error`` (the binary logit the Detector reads), ``op:M|R|U`` (ERRANT's operation) and
+``type:<main>`` (ERRANT's main types seen often enough in the training data). One encoder pass serves both heads;
+the type channels are trained with cross-entropy on the error tokens only.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from electra_detect.detector import Detector
+from electra_detect.engines import typed_channels
+from electra_detect.engines.torch_engine import load_discriminator, replaced_logits
+from electra_detect.fileio import atomic_write_dir, atomic_write_json
+from electra_detect.model_dir import resolve_model_dir
+from electra_detect.tasks.ged.alignment import score_tokens
+from electra_detect.tasks.ged.edit_types import split_type
+from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold
+from electra_detect.tasks.ged.readers import GedSentence
+from electra_detect.training.optim import build_optimizer, fine_tune_step, save_resumable, warmup_linear_decay
+from electra_detect.training.pretraining.data import corpus_sentences
+from electra_detect.training.synthetic.synthetic_errors import ErrorConfig, ErrorMaker
+from electra_detect.windows import pad_ids
+
+
+@dataclass
+class FinetuneConfig:
+    epochs: int = 2
+    batch_size: int = 16
+    lr: float = 5e-5
+    warmup_fraction: float = 0.1
+    max_length: int = 128
+    seed: int = 0
+    max_steps: int = 0  # 0 = epochs decide
+    types: bool = False  # add ERRANT operation and main-type channels (a token classifier)
+    channels: tuple[str, ...] = ()  # the typed channels to use (default: the start model's, else the data's)
+    type_weight: float = 0.1  # of the type losses beside detection: at 1 they cost 0.065 FCE dev F0.5, at 0.1 nothing
+    checkpoint_every: int = 0  # steps between resumable checkpoints in OUT.partial/ (0: none); a re-run resumes
+
+
+OPERATIONS = ("M", "R", "U")
+MIN_TYPE_TOKENS = 20  # a rarer main type trains as OTHER: too few tokens to learn a class of its own
+
+
+def type_channels(sentences: Sequence[GedSentence]) -> list[str]:
+    """The typed model's channel names: ``error``, ``op:M``, ``op:R``, ``op:U``, then ``type:<main>`` for each
+    main type with at least MIN_TYPE_TOKENS training tokens, and ``type:OTHER`` last."""
+    counts = Counter(split_type(types[0])[1] for s in sentences for types in s.types if types)
+    mains = sorted(m for m, n in counts.items() if n >= MIN_TYPE_TOKENS and m != "OTHER")
+    return ["error", *(f"op:{op}" for op in OPERATIONS), *(f"type:{m}" for m in mains), "type:OTHER"]
+
+
+def model_channels(model_dir: Path) -> list[str]:
+    """The named channels of a typed GED model directory (a second typed stage keeps its head), else []."""
+    rest = typed_channels(json.loads((Path(model_dir) / "config.json").read_text()))
+    return ["error", *rest] if rest else []
+
+
+def type_targets(sentence: GedSentence, channels: Sequence[str]) -> list[tuple[int, int]]:
+    """Per token: (operation index, main-type index) of its first edit, (-100, -100) where it has none."""
+    mains = {name[5:]: i for i, name in enumerate(c for c in channels if c.startswith("type:"))}
+    out = []
+    for types in sentence.types or [[] for _ in sentence.tokens]:
+        if not types:
+            out.append((-100, -100))
+            continue
+        op, main = split_type(types[0])
+        out.append((OPERATIONS.index(op), mains.get(main, mains["OTHER"])))
+    return out
+
+
+def synthetic_examples(corpus: Sequence[str], count: int, seed: int = 0, config: ErrorConfig | None = None,
+                       neighbours_from: str | Path | None = None) -> list[GedSentence]:
+    """``count`` corpus sentences, ``config.error_rate`` of them with errors (training/synthetic/synthetic_errors.py);
+    the acoustic mix works on recogniser-form text (``rerank.normalise``: lower case, no punctuation); the realistic
+    mix (training/synthetic/realistic_errors.py) draws its sentences at random from the whole corpus, its word-choice
+    errors from the input embeddings of the model in ``neighbours_from``."""
+    if config is not None and config.mix == "realistic":
+        from electra_detect.training.synthetic.realistic_errors import realistic_examples
+
+        return realistic_examples(list(corpus), count, seed, str(neighbours_from) if neighbours_from else None,
+                                  config.judge_threshold)
+    clean = corpus_sentences(corpus, count)
+    if config is not None and config.mix == "acoustic":
+        from electra_detect.tasks.rerank.wer import normalise
+
+        clean = [words for words in (normalise(" ".join(tokens)).split() for tokens in clean) if words]
+    maker = ErrorMaker.for_corpus(clean, config, seed)
+    return [maker.corrupt(tokens) for tokens in clean]
+
+
+def encode(tokenizer: Any, sentences: Sequence[GedSentence], max_length: int,
+           channels: Sequence[str] = ()) -> list[tuple[list[int], list[int]]]:
+    """Subword ids with [CLS]/[SEP] and per-subword labels (-1 on specials). With type ``channels`` each label
+    is packed as ``label + 2 * (1 + op + 3 * (1 + main))`` (-1 on specials): one int per subword, so the batching
+    stays the binary one; :func:`unpack_labels` reverses it."""
+    encoded = tokenizer([s.tokens for s in sentences], is_split_into_words=True, truncation=True,
+                        max_length=max_length)
+    out = []
+    for index, sentence in enumerate(sentences):
+        word_ids = encoded.word_ids(index)
+        targets = type_targets(sentence, channels) if channels else None
+        labels = []
+        for w in word_ids:
+            if w is None:
+                labels.append(-1)
+            elif targets is None or targets[w][0] < 0 or not sentence.labels[w]:  # types only on errors
+                labels.append(sentence.labels[w])
+            else:
+                op, main = targets[w]
+                labels.append(sentence.labels[w] + 2 * (1 + op + 3 * (1 + main)))
+        out.append((encoded["input_ids"][index], labels))
+    return out
+
+
+def unpack_labels(packed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(binary label (-1 on specials), operation (-100: none), main type (-100: none)) from :func:`encode`'s ints."""
+    real = packed >= 0
+    label = torch.where(real, packed % 2, -1)
+    rest = torch.where(real, packed // 2, 0)  # 0: no type; else 1 + op + 3 * (1 + main)
+    typed = real & (rest > 0)
+    op = torch.where(typed, (rest - 1) % 3, -100)
+    main = torch.where(typed, (rest - 1) // 3 - 1, -100)
+    return label, op, main
+
+
+def typed_model(source: Path, channels: Sequence[str]) -> Any:
+    """The source encoder under its stock token-classification class with the named channels (a fresh head)."""
+    from transformers import AutoModelForTokenClassification
+
+    return AutoModelForTokenClassification.from_pretrained(
+        str(source), num_labels=len(channels), id2label=dict(enumerate(channels)),
+        label2id={c: i for i, c in enumerate(channels)}, ignore_mismatched_sizes=True, use_safetensors=True)
+
+
+# Batches are formed inside shuffled pools of this many batches, sorted by length (HF's group_by_length): padding
+# falls from ~half of every batch to a few tokens, while the batch order stays random.
+LENGTH_POOL = 50
+
+
+def _batches(examples: list[tuple[list[int], list[int]]], batch_size: int, pad_id: int, rng: random.Random):
+    order = list(range(len(examples)))
+    rng.shuffle(order)
+    pool = batch_size * LENGTH_POOL
+    groups = []
+    for start in range(0, len(order), pool):
+        chunk = sorted(order[start:start + pool], key=lambda i: len(examples[i][0]))
+        groups += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    rng.shuffle(groups)
+    for group in groups:
+        chunk = [examples[i] for i in group]
+        ids, attention = pad_ids([token_ids for token_ids, _ in chunk], pad_id)
+        labels, _ = pad_ids([token_labels for _, token_labels in chunk], -1)  # -1: not a real token
+        yield torch.from_numpy(ids), torch.from_numpy(attention), torch.from_numpy(labels)
+
+
+def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentence],
+             dev: list[GedSentence] | None = None, config: FinetuneConfig | None = None,
+             show_progress: bool = True) -> dict[str, Any]:
+    """Train, tune the threshold on ``dev`` (max F0.5), and write an HF directory + ``ged.json``."""
+    from transformers import AutoTokenizer
+
+    config = config or FinetuneConfig()
+    if not train:
+        raise ValueError("no training sentences")
+    source = resolve_model_dir(model_path)
+    torch.manual_seed(config.seed)
+    tokenizer = AutoTokenizer.from_pretrained(str(source))
+    channels = list(config.channels) or (model_channels(source) or type_channels(train) if config.types else [])
+    model = typed_model(source, channels) if channels else load_discriminator(source)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # a GPU makes this minutes -> seconds
+    model.to(device)
+    limit = min(config.max_length, model.config.max_position_embeddings)
+    examples = encode(tokenizer, train, limit, channels)
+    steps_per_epoch = -(-len(examples) // config.batch_size)
+    total = config.max_steps or steps_per_epoch * config.epochs
+    optimizer = build_optimizer(model, config.lr, 0.01)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, warmup_linear_decay(max(1, round(total * config.warmup_fraction)), total))
+    rng = random.Random(config.seed)
+    model.train()
+    step, losses, started = 0, [], time.monotonic()
+    partial = Path(str(out_dir) + ".partial") / "checkpoint.pt"  # resumable state of an unfinished run
+    if config.checkpoint_every and partial.exists():
+        state = torch.load(partial, map_location=device, weights_only=True)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["torch_rng"])
+        step, losses = state["step"], state["losses"]
+    skip = step  # the batch order is replayed from the seed, and the batches already trained on are skipped
+    bar = tqdm(total=total, initial=step, desc="ged train", unit="step", disable=not show_progress)
+    while step < total:
+        for ids, attention, labels in _batches(examples, config.batch_size, tokenizer.pad_token_id, rng):
+            if skip:
+                skip -= 1
+                continue
+            ids, attention, labels = ids.to(device), attention.to(device), labels.to(device)
+            output = model(input_ids=ids, attention_mask=attention).logits
+            logits = replaced_logits(output)
+            labels, ops, mains = unpack_labels(labels)
+            real = labels >= 0
+            loss = F.binary_cross_entropy_with_logits(logits[real], labels[real].float())
+            if channels and (ops >= 0).any():  # the type channels learn on error tokens only
+                loss = loss + config.type_weight * (F.cross_entropy(output[..., 1:4][ops >= 0], ops[ops >= 0])
+                                                    + F.cross_entropy(output[..., 4:][mains >= 0], mains[mains >= 0]))
+            losses.append(fine_tune_step(loss, model, optimizer, scheduler))
+            step += 1
+            bar.update(1)
+            bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
+            if config.checkpoint_every and step % config.checkpoint_every == 0 and step < total:
+                save_resumable(partial, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                                           "scheduler": scheduler.state_dict(), "torch_rng": torch.get_rng_state(),
+                                           "step": step, "losses": losses})
+            if step >= total:
+                break
+    bar.close()
+    model.eval().cpu()
+
+    def fill(tmp: Path) -> None:
+        model.save_pretrained(str(tmp), safe_serialization=True)
+        tokenizer.save_pretrained(str(tmp))
+
+    atomic_write_dir(Path(out_dir), fill)
+    if partial.exists():  # finished: the resumable state is no longer needed
+        partial.unlink()
+        partial.parent.rmdir()
+    summary: dict[str, Any] = {"base_model": str(source), "train_sentences": len(train), "steps": step,
+                               "minutes": round((time.monotonic() - started) / 60, 3),
+                               "first_loss": losses[0], "last_loss": float(np.mean(losses[-20:])),
+                               "threshold": 0.5, "space": "raw"}  # tuned on this model's raw probabilities
+    if channels:
+        summary["types"] = channels
+    if dev:
+        detector = Detector.load(out_dir)
+        labels, scores = flatten(dev, score_tokens(detector, dev))
+        summary["threshold"] = tune_threshold(labels, scores)
+        summary["dev"] = token_metrics(labels, scores, summary["threshold"])
+    atomic_write_json(Path(out_dir) / "ged.json", summary)
+    return summary
+
+
+def ged_training_data(files: Sequence[str | Path], fmt: str, refs: Sequence[str | Path] = (), combine: str = "first",
+                      dev_file: str | Path | None = None, dev_split: float = 0.0,
+                      seed: int = 0) -> tuple[list[GedSentence], list[GedSentence]]:
+    """(train, dev) labelled sentences for ``ged train``: every file in ``fmt`` (e.g. FCE train and W&I A/B/C, in
+    order), dev from ``dev_file`` (same format) or a fixed-seed ``dev_split`` share held out of them."""
+    from electra_detect.errors import GedDataError
+    from electra_detect.tasks.ged.readers import read_labelled, split_sentences
+
+    if fmt == "parallel" and len(files) > 1:  # --refs are the corrections of one source file
+        raise GedDataError("--format parallel takes one --data file (its --refs are that file's corrections)")
+    if fmt == "parallel" and dev_file:
+        raise GedDataError("--dev does not take parallel data (its --refs are the training file's): use --dev-split")
+    labelled = {"fmt": fmt, "refs": refs, "combine": combine}
+    train = [sentence for path in files for sentence in read_labelled(path, **labelled)]
+    dev: list[GedSentence] = []
+    if train and dev_split:
+        dev, train = split_sentences(train, dev_split, seed)
+    if dev_file:
+        dev = read_labelled(dev_file, **labelled)
+    return train, dev
+
+
+def model_dir_of(start: str | Path) -> Path:
+    """The folder holding a start model's weights and vocab: a run dir's discriminator/, else the folder itself."""
+    path = Path(start)
+    return path / "discriminator" if (path / "discriminator").is_dir() else path
+
+
+@contextmanager
+def start_model(model: str) -> Iterator[str]:
+    """A GED fine-tune's start: a discriminator as it is, or an encoder (training/pretraining/encoders.py) written as
+    one to a temporary folder first."""
+    from electra_detect.training.pretraining import encoders
+
+    path = Path(model)
+    if (path / "discriminator").is_dir() or _model_type(path) == "electra":
+        yield model
+        return
+    discriminator, tokenizer = encoders.discriminator_from_encoder(model)
+    with tempfile.TemporaryDirectory(prefix="electra-detect-encoder-") as tmp:
+        discriminator.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        yield tmp
+
+
+def _model_type(path: Path) -> str | None:
+    try:
+        return json.loads((path / "config.json").read_text()).get("model_type")
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,2 @@
+"""ELECTRA pre-training: config, data, masking, the generator-discriminator model, objectives, the trainer and
+its run directories."""

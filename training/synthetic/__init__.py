@@ -1,0 +1,1 @@
+"""Synthetic errors: the families, the realistic typed mix and the word lists they draw on."""
