@@ -26,8 +26,8 @@ class ServerSettings:
     max_chars: int = field(default=10_000, metadata=_flag("--max-chars", "characters per text"))
     max_body_bytes: int = field(default=1 << 20, metadata=_flag("--max-body-bytes", "request body size limit"))
     max_tokens: int = field(default=32_768, metadata=_flag(
-        "--max-tokens", "model tokens per request: every text's windows with [CLS]/[SEP], overlap counted (about 3 s "
-                        "of ELECTRA-Small on 2 CPU cores; 413 too_many_tokens above it)"))
+        "--max-tokens", "model tokens per request: every text's windows with [CLS]/[SEP], overlap counted (413 "
+                        "too_many_tokens above it; docs/serving.md says what it costs)"))
     timeout_s: float = field(default=30.0, metadata=_flag(
         "--timeout", "seconds a request may take, queueing included (504; the model stops working on it)"))
     step_tokens: int = field(default=1024, metadata=_flag(

@@ -18,7 +18,7 @@ class TorchEngine:
         import torch
 
         self._torch = torch
-        if threads:  # process-wide: on the shared 2-core CPU one thread per call ran 3x faster than two (cli_speed)
+        if threads:  # process-wide: one thread per call beat two on a small CPU (docs/inference.md#speed)
             torch.set_num_threads(threads)
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.model = load_discriminator(model_dir).to(self.device)
