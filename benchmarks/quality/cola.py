@@ -21,6 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks.common.run import command_line
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.model_dir import resolve_model_dir
 from electra_detect.training.finetune.cola import ColaConfig, finetune_cola, read_cola
@@ -75,7 +76,7 @@ def main() -> int:
     summary = {"benchmark": "cola", "model": args.model, "train": len(train[0]), "dev": len(dev[0]),
                "epochs": args.epochs, "seeds": args.seeds, "runs": rows,
                "summary": {name: summarise(runs) for name, runs in rows.items()},
-               "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": " ".join(sys.argv)}
+               "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": command_line()}
     out = Path(args.out_dir)
     atomic_write_json(out / "result.json", summary)
     lines = ["# CoLA in-domain dev, after fine-tuning", "",

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common.run import command_line
 from electra_detect.detector import Detector
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.tasks.ged.alignment import flags_to_token_labels, score_tokens, to_token_scores
@@ -126,7 +127,7 @@ def main() -> int:
     summary = {"benchmark": "ged", "data": "JFLEG dev", "combine": args.combine, "report_sentences": len(report),
                "report_error_rate": float(flatten(report, [np.zeros(len(s.tokens)) for s in report])[0].mean()),
                "model": args.model, "rows": rows, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-               "command": " ".join(sys.argv)}
+               "command": command_line()}
     out = Path(args.out_dir)
     atomic_write_json(out / "result.json", summary)
     lines = ["# GED on JFLEG dev (report half)", "",

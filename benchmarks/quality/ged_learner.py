@@ -32,6 +32,7 @@ import numpy as np
 
 from benchmarks.common import peers
 from benchmarks.common.ged_halves import BOOTSTRAP, f05_of_counts, load_sets, sentence_counts
+from benchmarks.common.run import command_line
 from electra_detect.detector import Detector
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.tasks.ged.alignment import flags_to_token_labels, score_tokens, score_typed_tokens
@@ -246,7 +247,7 @@ def write(args: argparse.Namespace, starts: dict[str, str], rows: list[dict[str,
     summary = {"benchmark": "ged_learner", "starts": starts, "seeds": args.seeds, "rows": rows,
                "harper": {"version": harper.version, **harper_rows}, "comparisons": comparisons,
                "sets": {name: {half: len(sets[name][half]) for half in ("tune", "report")} for name in SETS},
-               "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": " ".join(sys.argv)}
+               "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": command_line()}
     out = Path(args.out_dir)
     atomic_write_json(out / "result.json", summary)
     atomic_write_text(out / "table.md", table(summary))

@@ -23,6 +23,7 @@ import numpy as np
 
 from benchmarks.common import peers
 from benchmarks.common.ged_halves import f05_per_resample, load_sets
+from benchmarks.common.run import command_line
 from electra_detect.detector import Detector
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.rules import lift, tune_rules
@@ -70,7 +71,7 @@ def main() -> int:
             rows.append({"set": set_name, "system": system, **row, "minus_model_ci95": [low, high],
                          **({"weight": setting.weight} if system == "model with rules" else {})})
     summary = {"benchmark": "ged_rules", "model": args.model, "settings": settings, "rows": rows,
-               "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": " ".join(sys.argv)}
+               "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": command_line()}
     out = Path(args.out_dir)
     atomic_write_json(out / "result.json", summary)
     lines = ["# Rules beside the model", "", f"Command: `{summary['command']}` ({summary['date']}). Weight and "

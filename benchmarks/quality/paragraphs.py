@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common.run import command_line
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 
 GOAL = 1.10  # a paragraph's flags at most 10% above its sentences'
@@ -84,11 +85,11 @@ def main() -> int:
     summary = {"benchmark": "paragraphs", "model": args.model, "sentences": len(sentences),
                "paragraphs": len(paragraphs), "per_paragraph": size, "source": args.refs, "goal_ratio": GOAL,
                "fronts": fronts, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-               "command": " ".join(sys.argv)}
+               "command": command_line()}
     out = Path(args.out_dir)
     atomic_write_json(out / "result.json", summary)
     lines = ["# Paragraphs against their sentences (fluent text)", "",
-             f"Command: `python {summary['command']}` ({summary['date']}). {len(sentences)} fluent sentences "
+             f"Command: `{summary['command']}` ({summary['date']}). {len(sentences)} fluent sentences "
              f"(`{args.refs}`), one per text and as {len(paragraphs)} paragraphs of {size}; the model's shipped "
              "threshold. Goal: a paragraph's flags ≤ 1.10 × its sentences'.", "",
              "| front | flags, sentence by sentence | flags, as paragraphs | ratio | on sentence-final stops | goal |",

@@ -35,6 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common.run import command_line
 from electra_detect.calibrators import weights_sha256
 from electra_detect.detector import Detector, TextScores
 from electra_detect.fileio import atomic_write_json, atomic_write_text
@@ -410,7 +411,7 @@ def main() -> int:
                "grid_size": len(grid), "tune_topk": tune_topk,
                "tune_unranked_top1": tune_unranked,
                "scoring_comparison": comparison, "cpu_count": os.cpu_count(), "load_average_1min": round(load, 2),
-               "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": " ".join(sys.argv)}
+               "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": command_line()}
     out = Path(args.out_dir)
     atomic_write_json(out / "result.json", summary)
     write_table(summary, out)

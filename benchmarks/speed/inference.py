@@ -21,7 +21,6 @@ import datetime as dt
 import json
 import os
 import platform
-import shlex
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from benchmarks.common.run import command_line
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT_DIR = ROOT / "benchmarks" / "results" / "inference"
@@ -215,7 +216,7 @@ def main() -> int:
               "host": {"cpu": cpu_name(), "cores": os.cpu_count(),
                        "python": platform.python_version(), "torch": torch.__version__,
                        "onnxruntime": onnxruntime.__version__},
-              "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
+              "command": command_line(),
               "load_average_1_5_15": os.getloadavg(),  # a shared host: read the figures against this
               "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     args.out_dir.mkdir(parents=True, exist_ok=True)

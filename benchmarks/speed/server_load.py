@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common.run import command_line
 from benchmarks.common.servers import free_port, sentences, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -203,7 +204,7 @@ def main() -> int:
               "warmup_s": args.warmup, "host_cores": os.cpu_count(), "cells": cells,
               "zero_errors": all(c["errors"] == 0 for c in cells),
               "memory_flat": all(c["memory_flat"] for c in cells),
-              "command": "python " + " ".join(shlex.quote(a) for a in sys.argv),
+              "command": command_line(),
               "load_average_1_5_15": os.getloadavg(),  # a shared host: read the figures against this
               "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     atomic_write_json(args.out_dir / "result.json", result)

@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common.run import command_line
 from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -684,7 +685,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     done = {r["key"] for r in rows}
     todo = [t for t in tasks_of(args) if t.key not in done]
     summary: dict[str, Any] = {"benchmark": "ablation", "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                               "command": " ".join(["python", *sys.argv]), "setup": setup, "plan": plan,
+                               "command": command_line(), "setup": setup, "plan": plan,
                                "rows": rows, "pending": [t.key for t in todo]}
     if args.check_flops:  # the analytic count against torch's counter, on real updates of two objectives
         summary["flops_check"] = {v: {"analytic": plan["flops_per_step"][v]["step"],

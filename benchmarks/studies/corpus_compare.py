@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.common.run import command_line
 from electra_detect.detector import Detector
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.training.pretraining.evaluation import corruption_auc
@@ -55,7 +56,7 @@ def main() -> int:
                      round((time.perf_counter() - started) / 60, 2), "val_disc_auc": summary["val_disc_auc"],
                      "val_gen_acc": summary["val_gen_acc"], "corruption_auc": auc["corruption_auc"]})
         print(json.dumps(rows[-1]), file=sys.stderr)
-    report = {"benchmark": "corpus_compare", "rows": rows, "command": " ".join(sys.argv),
+    report = {"benchmark": "corpus_compare", "rows": rows, "command": command_line(),
               "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
     out_dir = Path(args.out_dir)
     atomic_write_json(out_dir / "result.json", report)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common.ged_halves import load_sets, metrics, token_scores
+from benchmarks.common.run import command_line
 from electra_detect.detector import Detector
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.tasks.ged.alignment import score_typed_tokens
@@ -129,7 +130,7 @@ def main() -> int:
                                                                           for i, a in enumerate(arms)},
                "seeds": args.seeds, "types": list(channels), "fce_train_sentences": len(fce_train), "rows": rows,
                "published": PUBLISHED, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-               "command": " ".join(sys.argv)}
+               "command": command_line()}
     atomic_write_json(out / "result.json", summary)
     atomic_write_text(out / "table.md", table(summary))
     print(json.dumps({"benchmark": "ged_supervised", "rows": len(rows)}))

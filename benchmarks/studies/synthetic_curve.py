@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common.ged_halves import f05_per_resample, load_sets
+from benchmarks.common.run import command_line
 from electra_detect.detector import Detector
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.tasks.ged import alignment, metrics, readers
@@ -148,7 +149,7 @@ def report(points: dict[str, dict], evals: dict[str, dict], harper: dict, sets: 
                         "finetune_minutes": evals[n]["finetune"].get("minutes"),
                         "steps": evals[n]["finetune"].get("steps")} for n in evals],
             "harper-py": {s: strip(harper[s]) for s in sets}, "bootstrap": BOOTSTRAP,
-            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": " ".join(sys.argv)}
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": command_line()}
 
 
 def table(summary: dict[str, Any]) -> str:

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common.ged_halves import BOOTSTRAP, f05_per_resample, load_sets, metrics, token_scores
+from benchmarks.common.run import command_line
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.tasks.ged.alignment import flags_to_token_labels
 from electra_detect.tasks.ged.metrics import flatten, token_metrics
@@ -212,7 +213,7 @@ def main() -> int:
 
     summary = {"benchmark": "warmstart", "arms": arms, "recipes": recipes, "seeds": args.seeds, "rows": rows,
                "pairs": pairs, "bootstrap": BOOTSTRAP, "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-               "command": " ".join(sys.argv)}
+               "command": command_line()}
     atomic_write_json(out / "result.json", summary)
     atomic_write_text(out / "table.md", table(summary))
     plot(summary, out / "f05_vs_compute.png")

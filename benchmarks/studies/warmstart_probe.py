@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks.common.run import command_line
 from electra_detect.detector import Detector
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.tasks.ged.alignment import score_tokens
@@ -68,7 +69,7 @@ def main() -> int:
     for row in rows:
         print(json.dumps(row), file=sys.stderr)
     result = {"benchmark": "warmstart_probe", "encoder": args.encoder, "steps": args.steps, "rows": rows,
-              "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": " ".join(sys.argv)}
+              "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": command_line()}
     out = Path(args.out_dir)
     atomic_write_json(out / "result.json", result)
     keys = list(BASE)

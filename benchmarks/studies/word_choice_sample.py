@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common.run import command_line
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.training.synthetic.realistic_errors import (
     Draft,
@@ -75,7 +76,7 @@ def main() -> int:
     rows = [{"threshold": t, "kept": int((p >= t).sum()), "error_share": float(errors[p >= t].mean())}
             for t in (0.0, 0.1, 0.2, 0.3, 0.4) if (p >= t).any()]
     summary = {"benchmark": "word_choice_sample", "edits": edits, "judged": len(judged), "rows": rows,
-               "judge_auc": float(roc_auc_score(errors, p)), "command": " ".join(sys.argv)}
+               "judge_auc": float(roc_auc_score(errors, p)), "command": command_line()}
     atomic_write_json(out / "result.json", summary)
     lines = ["# Synthetic word choices: errors or paraphrases?", "", f"Command: `{summary['command']}`. "
              f"{len(judged)} edits judged by hand; the judge is the start discriminator's p(replaced) of the new "
