@@ -306,6 +306,7 @@ def plot(summary: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    colours = {start: f"C{i}" for i, start in enumerate(summary["starts"])}
     for ax, name in zip(axes, SETS, strict=True):
         for start in summary["starts"]:
             rows = [r for r in summary["rows"] if r["start"] == start and not r["levers"]
@@ -316,11 +317,11 @@ def plot(summary: dict[str, Any], path: Path) -> None:
             if points:
                 xs = sorted(points)
                 ax.errorbar(xs, [np.mean(points[x]) for x in xs], yerr=[np.std(points[x]) for x in xs], marker="o",
-                            capsize=3, label=f"start: {start}")
+                            capsize=3, label=f"start: {start}", color=colours[start])
         fce_only = [r for r in summary["rows"] if r["data"] == "fce" and not r["levers"]]
         for r in fce_only:
             ax.scatter([r["train_sentences"]], [r["sets"][name]["travelling"]["f05"]], marker="s",
-                       label=f"{r['start']}, FCE only" if r["seed"] == 0 else None)
+                       color=colours[r["start"]], label=f"{r['start']}, FCE only" if r["seed"] == 0 else None)
         ax.axhline(summary["harper"][name]["f05"], color="grey", linestyle="--", label="harper-py")
         ax.set_xscale("log")
         ax.set_title(f"{name} report half")
