@@ -19,8 +19,7 @@ from electra_detect.engines import ENGINES, Engine
 from electra_detect.engines.torch_engine import TorchEngine
 from electra_detect.errors import DetectorError
 from electra_detect.model_dir import resolve_model_dir, task_model_path, tuned_threshold
-from electra_detect.sentences import sentence_spans
-from electra_detect.windows import pad_ids, split_windows
+from electra_detect.windows import TextEncoding, encode_texts, pad_ids, text_windows
 
 __all__ = ["Detector", "ScoringJob", "TextEncoding", "TextScores", "TokenScore", "WordScore"]
 
@@ -73,44 +72,6 @@ class TextScores:
         return [{"word": w.word, "start": w.start, "end": w.end,
                  "score": w.score if digits is None else round(w.score, digits), **w.typed(digits)}
                 for w in self.words if w.score >= threshold]
-
-
-@dataclass
-class TextEncoding:
-    """A text's tokens: its sentences' tokenizer encodings joined, offsets into the text, word ids unique across
-    sentences; ``segments`` are the sentences' token ranges, and no model window crosses one."""
-
-    ids: list[int]
-    tokens: list[str]
-    offsets: list[tuple[int, int]]
-    word_ids: list[int | None]
-    segments: list[tuple[int, int]]
-
-    @classmethod
-    def join(cls, parts: Sequence[Any], starts: Sequence[int]) -> TextEncoding:
-        """One encoding of tokenizer encodings of pieces of a text that begin at character ``starts``."""
-        if len(parts) == 1 and not starts[0]:  # one sentence at the text's start: nothing to shift
-            enc = parts[0]
-            return cls(enc.ids, enc.tokens, enc.offsets, enc.word_ids, [(0, len(enc.ids))])
-        joined = cls([], [], [], [], [])
-        next_word = 0
-        for enc, shift in zip(parts, starts, strict=True):
-            first, word_ids = len(joined.ids), enc.word_ids
-            joined.ids += enc.ids
-            joined.tokens += enc.tokens
-            joined.offsets += [(s + shift, e + shift) for s, e in enc.offsets]
-            joined.word_ids += [None if w is None else w + next_word for w in word_ids]
-            next_word += 1 + max((w for w in word_ids if w is not None), default=-1)
-            joined.segments.append((first, len(joined.ids)))
-        return joined
-
-    def windows(self, body: int) -> list[tuple[int, list[int]]]:
-        """(first token, ids) of every model window of at most ``body`` tokens, sentence by sentence; a text with
-        no tokens is one empty window (it is still run, as [CLS] [SEP])."""
-        if not self.ids:
-            return [(0, [])]
-        return [(first + start, chunk) for first, last in self.segments if last > first
-                for start, chunk in split_windows(self.ids[first:last], body)]
 
 
 class Detector:
@@ -278,17 +239,9 @@ class Detector:
         return ScoringJob(self, texts, self.encode(texts), batch_size, calibrated)
 
     def encode(self, texts: Sequence[str]) -> list[TextEncoding]:
-        """Each text's tokens as the model sees them: its sentences (``electra_detect.sentences``) tokenised apart
-        and joined, offsets into the text; a paragraph is scored as the sentences the GED model was trained on."""
-        spans = [sentence_spans(text) for text in texts]
-        pieces = [text[start:end] for text, text_spans in zip(texts, spans, strict=True) for start, end in text_spans]
-        encoded = self.tokenizer(pieces, add_special_tokens=False, return_offsets_mapping=True) if pieces else []
-        encodings, first = [], 0
-        for text_spans in spans:
-            parts = [encoded[first + i] for i in range(len(text_spans))]
-            encodings.append(TextEncoding.join(parts, [start for start, _ in text_spans]))
-            first += len(text_spans)
-        return encodings
+        """Each text's tokens as the model sees them (``windows.encode_texts``): its sentences tokenised apart and
+        joined, offsets into the text; a paragraph is scored as the sentences the GED model was trained on."""
+        return encode_texts(self.tokenizer, texts)
 
     def raw_logits(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         """Uncalibrated logits for already-tokenised ids (calibration fitting needs them)."""
@@ -297,7 +250,7 @@ class Detector:
     def window_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Every model window (ids without [CLS]/[SEP]) of the texts, as ``score`` runs them; export
         parity checks and benchmarks feed the engines exactly these."""
-        return [chunk for encoding in self.encode(texts) for _, chunk in encoding.windows(self.max_length - 2)]
+        return text_windows(self.tokenizer, texts, self.max_length - 2)
 
     def pad_batch(self, chunks: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         """[CLS] chunk [SEP], right-padded: (input_ids, attention_mask), both int64 [batch, width]."""

@@ -7,6 +7,7 @@ the same windows.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,13 +22,64 @@ def split_windows(ids: list[int], body: int) -> list[tuple[int, list[int]]]:
     return [(s, ids[s:s + body]) for s in starts]
 
 
-def text_windows(tokenizer: Any, texts: Sequence[str], body: int) -> list[list[int]]:
-    """Every window (ids without [CLS]/[SEP], at most ``body`` long) of the texts' sentences, in text order."""
+@dataclass
+class TextEncoding:
+    """A text's tokens: its sentences' tokenizer encodings joined, offsets into the text, word ids unique across
+    sentences; ``segments`` are the sentences' token ranges, and no model window crosses one."""
+
+    ids: list[int]
+    tokens: list[str]
+    offsets: list[tuple[int, int]]
+    word_ids: list[int | None]
+    segments: list[tuple[int, int]]
+
+    @classmethod
+    def join(cls, parts: Sequence[Any], starts: Sequence[int]) -> TextEncoding:
+        """One encoding of tokenizer encodings of pieces of a text that begin at character ``starts``."""
+        if len(parts) == 1 and not starts[0]:  # one sentence at the text's start: nothing to shift
+            enc = parts[0]
+            return cls(enc.ids, enc.tokens, enc.offsets, enc.word_ids, [(0, len(enc.ids))])
+        joined = cls([], [], [], [], [])
+        next_word = 0
+        for enc, shift in zip(parts, starts, strict=True):
+            first, word_ids = len(joined.ids), enc.word_ids
+            joined.ids += enc.ids
+            joined.tokens += enc.tokens
+            joined.offsets += [(s + shift, e + shift) for s, e in enc.offsets]
+            joined.word_ids += [None if w is None else w + next_word for w in word_ids]
+            next_word += 1 + max((w for w in word_ids if w is not None), default=-1)
+            joined.segments.append((first, len(joined.ids)))
+        return joined
+
+    def windows(self, body: int) -> list[tuple[int, list[int]]]:
+        """(first token, ids) of every model window of at most ``body`` tokens, sentence by sentence; a text with
+        no tokens is one empty window (it is still run, as [CLS] [SEP])."""
+        if not self.ids:
+            return [(0, [])]
+        return [(first + start, chunk) for first, last in self.segments if last > first
+                for start, chunk in split_windows(self.ids[first:last], body)]
+
+
+def encode_texts(tokenizer: Any, texts: Sequence[str]) -> list[TextEncoding]:
+    """Each text's tokens as the model sees them: its sentences (``electra_detect.sentences``) tokenised apart and
+    joined (:class:`TextEncoding`), offsets into the text. The one place a text is cut before the model."""
     from electra_detect.sentences import sentence_spans
 
-    pieces = [text[start:end] for text in texts for start, end in sentence_spans(text)]
-    encodings = tokenizer(pieces, add_special_tokens=False)
-    return [chunk for ids in encodings["input_ids"] for _, chunk in split_windows(ids, body)]
+    spans = [sentence_spans(text) for text in texts]
+    pieces = [text[start:end] for text, text_spans in zip(texts, spans, strict=True) for start, end in text_spans]
+    encoded = tokenizer(pieces, add_special_tokens=False, return_offsets_mapping=True) if pieces else []
+    encodings, first = [], 0
+    for text_spans in spans:
+        parts = [encoded[first + i] for i in range(len(text_spans))]
+        encodings.append(TextEncoding.join(parts, [start for start, _ in text_spans]))
+        first += len(text_spans)
+    return encodings
+
+
+def text_windows(tokenizer: Any, texts: Sequence[str], body: int) -> list[list[int]]:
+    """Every window (ids without [CLS]/[SEP], at most ``body`` long) of the texts, in text order, as ``Detector``
+    runs them."""
+    return [chunk for encoding in encode_texts(tokenizer, texts) for _, chunk in encoding.windows(body)]
 
 
 def pad_ids(rows: Sequence[Sequence[int]], pad_id: int, cls_id: int | None = None,
