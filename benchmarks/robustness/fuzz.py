@@ -23,6 +23,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 
+from benchmarks.common.run import command_line
 from benchmarks.robustness.fuzz_targets import check, context_for, targets
 from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text
 
@@ -116,7 +117,7 @@ def main() -> int:
               file=sys.stderr, flush=True)
     summary = {"benchmark": "fuzz", "examples": args.examples, "hypothesis": hypothesis.__version__, "rows": rows,
                "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-               "command": "python -m benchmarks.robustness.fuzz " + " ".join(sys.argv[1:])}
+               "command": command_line()}
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "result.json", summary)

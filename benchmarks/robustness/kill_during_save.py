@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common.run import command_line
+
 ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = ROOT / "benchmarks" / "results" / "kill_during_save"
 DRIVER = r"""
@@ -144,7 +146,7 @@ def main() -> int:
           and checks["weights bit-identical"] and len(kills) == args.kills)
     result = {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "steps": args.steps,
               "kills": kills, "checks": checks, "passed": ok, "seconds": round(time.perf_counter() - started, 1),
-              "command": "python -m benchmarks.robustness.kill_during_save " + " ".join(sys.argv[1:]),
+              "command": command_line(),
               "final_stderr_tail": err[-500:]}
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / "result.json").write_text(json.dumps(result, indent=2) + "\n")

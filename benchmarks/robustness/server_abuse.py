@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common.run import command_line
 from benchmarks.common.servers import free_port, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -516,7 +517,7 @@ def main() -> int:
     result: dict[str, Any] = {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                               "host": f"{platform.machine()}, {os.cpu_count()} cores", "model": args.model,
                               "limits": limits,
-                              "command": "python -m benchmarks.robustness.server_abuse " + " ".join(sys.argv[1:])}
+                              "command": command_line()}
     try:
         started = time.perf_counter()
         result["battery"] = run_battery(url, port, limits)

@@ -25,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common.run import command_line
 from benchmarks.common.servers import free_port, start_server
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 
@@ -119,7 +120,7 @@ def main() -> int:
     result.update({"benchmark": "server_contract", "model": str(shown), "max_time": args.max_time,
                    "seed": args.seed, "schemathesis": getattr(schemathesis, "__version__", "?"),
                    "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                   "command": "python -m benchmarks.robustness.server_contract " + " ".join(sys.argv[1:])})
+                   "command": command_line()})
     out = Path(args.out_dir)
     atomic_write_json(out / "result.json", result)
     atomic_write_text(out / "table.md", table(result))

@@ -32,6 +32,8 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks.common.run import command_line
+
 ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = ROOT / "benchmarks" / "results" / "cli_speed"
 CLI = [sys.executable, "-m", "electra_detect.cli"]
@@ -183,7 +185,7 @@ def main() -> int:
                   "host": f"{platform.machine()}, {os.cpu_count()} cores", "load_average": load,
                   "sentences": args.sentences, "small": args.small, "distinct": distinct,
                   "mean_words": sum(words) / len(words), "max_seconds": args.max_seconds, "models": {},
-                  "command": "python -m benchmarks.speed.cli_speed " + " ".join(sys.argv[1:])}
+                  "command": command_line()}
         for label, model in (("tiny (models/electra-tiny)", args.tiny_model), ("warm-start shape (6×384)", warm)):
             # the first use exports into the fresh cache: timed once, then every timed run starts from the cache
             cold = run_cli(["ged", "--model", str(model), "The cat sat on the mat ."], 600, env)

@@ -38,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common.run import command_line
 from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text
 from electra_detect.training.pretraining.config import PAPER_MODEL
 
@@ -246,7 +247,7 @@ def main() -> None:
     def save() -> dict[str, Any]:
         summary = summarize(rows)
         payload = {"benchmark": "learning", "steps": args.steps, "seeds": args.seeds, "arms": summary, "runs": rows,
-                   "command": "python -m benchmarks.studies.learning " + " ".join(sys.argv[1:])}
+                   "command": command_line()}
         atomic_write_json(result_path, payload)
         atomic_write_text(args.out_dir / "table.md", table(summary, args.steps))
         plot(rows, args.out_dir / "plot.png")

@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common.run import command_line
 from electra_detect.fileio import atomic_save_figure, atomic_write_json, atomic_write_text
 from electra_detect.tasks.rerank.fusion import pll_scorer, word_confidence, word_count
 from electra_detect.tasks.rerank.listwise import FEATURES, Reranker, pooled_features
@@ -404,7 +405,7 @@ def main() -> int:
               "systems": report, "by_condition": by_condition, "confidence": confidence,
               "seconds_per_utterance": seconds, "timed_in_an_earlier_run": sorted(from_cache),
               "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-              "command": "python -m benchmarks.quality.asr.rescore " + " ".join(sys.argv[1:])}
+              "command": command_line()}
     out = Path(args.out_dir)
     atomic_write_json(out / "result.json", result)
     atomic_write_text(out / "table.md", markdown(result))

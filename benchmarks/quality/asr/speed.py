@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.common.run import command_line
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.tasks.rerank.nbest import read_nbest
 
@@ -77,7 +78,7 @@ def main() -> int:
               "utterances": len(utts), "hypotheses": len(texts), "torch_threads": torch.get_num_threads(),
               "seconds_per_utterance": seconds, "pll_over_reranker": ratio,
               "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-              "command": "python -m benchmarks.quality.asr.speed " + " ".join(sys.argv[1:])}
+              "command": command_line()}
     out = Path(args.out_dir)
     atomic_write_json(out / "result.json", result)
     atomic_write_text(out / "table.md", "\n".join([
