@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from electra_detect.sentences import sentence_spans
+
 
 def split_windows(ids: list[int], body: int) -> list[tuple[int, list[int]]]:
     """``ids`` cut into windows of at most ``body`` tokens, half-overlapping when it is longer: [(start, chunk)]."""
@@ -63,8 +65,6 @@ class TextEncoding:
 def encode_texts(tokenizer: Any, texts: Sequence[str]) -> list[TextEncoding]:
     """Each text's tokens as the model sees them: its sentences (``electra_detect.sentences``) tokenised apart and
     joined (:class:`TextEncoding`), offsets into the text. The one place a text is cut before the model."""
-    from electra_detect.sentences import sentence_spans
-
     spans = [sentence_spans(text) for text in texts]
     pieces = [text[start:end] for text, text_spans in zip(texts, spans, strict=True) for start, end in text_spans]
     encoded = tokenizer(pieces, add_special_tokens=False, return_offsets_mapping=True) if pieces else []
