@@ -95,7 +95,8 @@ async def load(url: str, texts: list[str], concurrency: int, seconds: float, pid
             "seconds": elapsed, "requests_per_s": len(latencies) / elapsed, "p50_ms": pct(0.50), "p99_ms": pct(0.99),
             "mean_ms": statistics.fmean(latencies) * 1000 if latencies else float("nan"),
             "rss_mib_start": rss[0][1] if rss else float("nan"), "rss_mib_end": rss[-1][1] if rss else float("nan"),
-            "rss_mib_max": max(r for _, r in rss) if rss else float("nan"), "rss_samples": len(rss)}
+            "rss_mib_max": max(r for _, r in rss) if rss else float("nan"), "rss_samples": len(rss),
+            "rss_trace": [(round(t, 1), round(r, 1)) for t, r in rss[::max(1, len(rss) // 600)]]}  # for the plot
 
 
 def render_markdown(result: dict[str, Any]) -> str:
@@ -124,13 +125,18 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
     from electra_detect.fileio import atomic_save_figure
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
+    fig, (left, right, memory) = plt.subplots(1, 3, figsize=(13, 3.4))
     for mode, color in zip(dict.fromkeys(r["mode"] for r in result["cells"]), ("#4c72b0", "#dd8452"), strict=False):
         rows = [r for r in result["cells"] if r["mode"] == mode]
         xs = [r["concurrency"] for r in rows]
         left.plot(xs, [r["requests_per_s"] for r in rows], marker="o", color=color, label=mode)
         right.plot(xs, [r["p50_ms"] for r in rows], marker="o", color=color, label=f"{mode} p50")
         right.plot(xs, [r["p99_ms"] for r in rows], marker="x", linestyle="--", color=color, label=f"{mode} p99")
+    for row in result["cells"]:  # a soak is read here: memory over the whole cell, one line per mode and level
+        seconds, mib = zip(*row["rss_trace"], strict=True) if row.get("rss_trace") else ((), ())
+        memory.plot(seconds, mib, label=f"{row['mode']} c={row['concurrency']}", linewidth=1)
+    memory.set(xlabel="seconds into the cell", ylabel="server RSS MiB", title="memory")
+    memory.legend(fontsize=7)
     left.set(xlabel="concurrent clients", ylabel="requests / s", xscale="log", title="throughput")
     right.set(xlabel="concurrent clients", ylabel="latency ms", xscale="log", yscale="log", title="latency")
     left.legend(fontsize=8)
