@@ -59,6 +59,14 @@ def test_pretrain_rejects_bad_input(case: str, tmp_path: Path) -> None:
     assert not (tmp_path / "run" / "discriminator").exists()
 
 
+def test_a_bad_pretrain_flag_is_reported_before_torch_loads(tmp_path: Path) -> None:
+    probe = ("import sys\nfrom electra_detect.cli import main\ncode = main(['pretrain', '--preset', 'huge', '--out', "
+             f"{str(tmp_path / 'run')!r}])\nprint(code, 'torch' in sys.modules, 'transformers' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert "unknown preset" in result.stderr
+    assert result.stdout.split() == ["2", "False", "False"]
+
+
 def test_score_rejects_bad_input(tmp_path: Path, micro_run: Path) -> None:
     assert_clean_error(run_cli("score", "--model", str(tmp_path / "nope"), "hello"), "model path not found")
     import pty

@@ -167,7 +167,7 @@ def threshold_for(words: list[Any]) -> tuple[Any, float]:
 # ----------------------------------------------------------------------------------------------- tests
 
 MISSING = browser_missing()
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(MISSING is not None, reason=MISSING or "")]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.skipif(MISSING is not None, reason=MISSING or "")]
 
 
 @pytest.fixture(scope="module")

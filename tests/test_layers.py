@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -233,3 +234,35 @@ def test_the_benchmark_check_catches_each_rule(tmp_path: Path) -> None:
     assert sorted(benchmark_problems(tmp_path)) == ["benchmarks/quality/x.py: edits sys.path",
                                                     "loose.py: a script directly in benchmarks/",
                                                     "scripts/y.py: imports tests"]
+
+
+DOCUMENTED_MODULE = re.compile(r"python3? -m (benchmarks(?:\.\w+)+)")
+SCRIPT_FORM = re.compile(r"python3? benchmarks/\S+\.py")  # the old form: it no longer runs without sys.path edits
+
+
+def documented_benchmark_problems(root: Path = ROOT) -> list[str]:
+    """Each ``python -m benchmarks...`` in the README, docs/ and the benchmarks' READMEs and tables that names no
+    module, and each ``python benchmarks/x.py`` left there."""
+    pages = [root / "README.md", *(root / "docs").rglob("*.md"), *(root / "benchmarks").rglob("*.md")]
+    problems = []
+    for page in pages:
+        text, where = page.read_text(encoding="utf-8"), page.relative_to(root).as_posix()
+        problems += [f"{where}: {m} is no module" for m in sorted(set(DOCUMENTED_MODULE.findall(text)))
+                     if not (root / Path(*m.split("."))).with_suffix(".py").exists()
+                     and not (root / Path(*m.split(".")) / "__init__.py").exists()]
+        problems += [f"{where}: {m}" for m in sorted(set(SCRIPT_FORM.findall(text)))]
+    return problems
+
+
+def test_every_documented_benchmark_command_names_a_module() -> None:
+    assert documented_benchmark_problems() == []
+
+
+def test_the_documented_command_check_catches_a_moved_benchmark(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "benchmarks" / "speed").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "speed" / "inference.py").write_text("")
+    (tmp_path / "README.md").write_text("python -m benchmarks.speed.inference --model m\n")
+    (tmp_path / "docs" / "a.md").write_text("python -m benchmarks.inference\npython benchmarks/ged.py --x\n")
+    assert documented_benchmark_problems(tmp_path) == ["docs/a.md: benchmarks.inference is no module",
+                                                       "docs/a.md: python benchmarks/ged.py"]

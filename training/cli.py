@@ -71,9 +71,9 @@ TYPES: dict[str, Any] = {"int": int, "float": float, "str": str, "bool": bool}
 def config_flags() -> list[tuple[str, str, Any, str]]:
     """(section, field, type, help) of every config field that is a flag, in the dataclasses' order.
 
-    Read from training/pretraining/config.py's source (its dataclasses' annotated fields), not by importing it: that
-    module imports transformers (seconds), and every ``electra-detect`` call builds this parser. tests/test_cli.py
-    checks that the fields read here are ``dataclasses.fields`` of the imported classes."""
+    Read from training/pretraining/config.py's source (its dataclasses' annotated fields), since a field's help is
+    often its trailing comment there. tests/test_cli.py checks that the fields read here are ``dataclasses.fields``
+    of the imported classes."""
     import ast
     import importlib.util
 
@@ -150,17 +150,19 @@ def add_pretrain(sub: argparse._SubParsersAction) -> None:
 
 def run_pretrain(args: argparse.Namespace) -> int:
     from electra_detect.training.pretraining.config import PAPER_MODEL, ConfigError, RunConfig
-    from electra_detect.training.pretraining.rundir import load_run_config, start_from
-    from electra_detect.training.pretraining.trainer import Trainer
 
     out = Path(args.out)
     if args.resume and (out / "run_config.json").exists():
+        from electra_detect.training.pretraining.rundir import load_run_config
+
         config = load_run_config(out)
     elif args.config:
         config = RunConfig.from_file(args.config)
     else:
         config = RunConfig()
     if args.init_from and not args.resume:
+        from electra_detect.training.pretraining.rundir import start_from
+
         config = start_from(config, args.init_from, gen_layers=args.gen_layers or 0)
     if args.paper_recipe:
         config.override("model", **PAPER_MODEL)
@@ -173,6 +175,10 @@ def run_pretrain(args: argparse.Namespace) -> int:
         config.data.corpus = list(args.corpus)
     if args.overwrite and args.resume:
         raise ConfigError("--overwrite and --resume contradict each other")
+    config.validate()  # a bad flag is one line in a second, before torch and the trainer load
+
+    from electra_detect.training.pretraining.trainer import Trainer
+
     result = Trainer(config, out, resume=args.resume, show_progress=not args.no_progress,
                      overwrite=args.overwrite).run()
     if int(os.environ.get("RANK", "0")) == 0:
@@ -187,9 +193,8 @@ def run_pretrain(args: argparse.Namespace) -> int:
 
 
 def _pretrain_errors() -> tuple[type[BaseException], ...]:
-    from electra_detect.training.pretraining.checkpoint import CheckpointError
     from electra_detect.training.pretraining.config import ConfigError
-    from electra_detect.training.pretraining.data import CorpusError
+    from electra_detect.training.pretraining.errors import CheckpointError, CorpusError
 
     return CheckpointError, ConfigError, CorpusError
 
@@ -197,7 +202,7 @@ def _pretrain_errors() -> tuple[type[BaseException], ...]:
 def _ged_train_errors() -> tuple[type[BaseException], ...]:
     from electra_detect.errors import DetectorError, GedDataError
     from electra_detect.training.pretraining.config import ConfigError
-    from electra_detect.training.pretraining.data import CorpusError
+    from electra_detect.training.pretraining.errors import CorpusError
 
     return DetectorError, GedDataError, CorpusError, ConfigError
 

@@ -18,12 +18,9 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, load_model, save_file, save_model
 
 from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text, sha256_file
+from electra_detect.training.pretraining.errors import CheckpointError
 
 STATE_FILE = "trainer_state.json"
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint is missing, corrupt, or does not match the run."""
 
 
 def remove_orphans(root: Path, outputs: tuple[str, ...] = ()) -> list[str]:

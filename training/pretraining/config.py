@@ -14,10 +14,12 @@ import tomllib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from transformers import ElectraConfig, ModernBertConfig
+
+if TYPE_CHECKING:  # transformers costs seconds to import; a bad flag is reported before it loads
+    from transformers import ElectraConfig, ModernBertConfig
 
 
 class ConfigError(ValueError):
@@ -137,6 +139,8 @@ class ModelConfig:
         return self._config(self.generator_shape(), vocab_size or self.vocab_size)
 
     def _config(self, shape: dict[str, int], vocab_size: int) -> ElectraConfig | ModernBertConfig:
+        from transformers import ElectraConfig, ModernBertConfig
+
         if self.architecture == "electra":
             return ElectraConfig(vocab_size=vocab_size, hidden_dropout_prob=self.dropout,
                                  attention_probs_dropout_prob=self.dropout, pad_token_id=PAD_ID, **shape)

@@ -27,16 +27,13 @@ import torch
 from tqdm.auto import tqdm
 
 from electra_detect.fileio import atomic_write_json
+from electra_detect.training.pretraining.errors import CorpusError
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 _GLOB_CHARS = set("*?[")
 TABLE_SUFFIXES = (".jsonl", ".parquet")  # read through `datasets`, one row per document
 TEXT_COLUMN = "text"
 BUILT_MANIFEST = "manifest.json"  # written by `electra-detect corpus build`
-
-
-class CorpusError(ValueError):
-    """The corpus cannot be read or holds too little text."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,14 @@
+"""Pre-training's error types, in a module that imports nothing: the CLI names them before torch loads.
+
+Each is a failure a user can fix; ``electra-detect pretrain`` prints it as one ``error:`` line (exit 2).
+"""
+
+from __future__ import annotations
+
+
+class CorpusError(ValueError):
+    """The corpus cannot be read or holds too little text."""
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint is missing, corrupt, or does not match the run."""
