@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from typing import Any
 
 SUBJECTS = ["the farmer", "a teacher", "my sister", "the old man", "our neighbour", "the children", "a doctor",
             "the committee", "his brother", "the young woman", "every student", "the government"]
@@ -26,3 +28,10 @@ def synthetic_text(num_paragraphs: int, seed: int = 0) -> str:
             sentences.append(sentence[0].upper() + sentence[1:])
         paragraphs.append(" ".join(sentences))
     return "\n\n".join(paragraphs) + "\n"
+
+
+def running_windows(tokenizer: Any, texts: Sequence[str], body: int) -> list[list[int]]:
+    """Consecutive full windows of ``body`` tokens of each text, not cut at sentences: the fixed-shape real input a
+    throughput benchmark feeds an engine (``Detector.window_ids`` cuts at sentences, as ``score`` runs them)."""
+    rows = tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
+    return [row[start:start + body] for row in rows for start in range(0, len(row) - body + 1, body)]

