@@ -38,7 +38,7 @@ quickstart: install
 browser: install
 	bash scripts/install_browser.sh $(BIN)/python
 
-# Two workers share the cores (6.4 -> 3.9 min here); the browser tests then run alone, on an idle CPU.
+# Two workers share the cores; the browser tests then run alone, since their waits assume an idle CPU.
 test: install browser
 	$(BIN)/python -m pytest -q -n auto -m "not serial"
 	$(BIN)/python -m pytest -q -m serial
