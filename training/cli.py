@@ -175,7 +175,7 @@ def run_pretrain(args: argparse.Namespace) -> int:
         config.data.corpus = list(args.corpus)
     if args.overwrite and args.resume:
         raise ConfigError("--overwrite and --resume contradict each other")
-    config.validate()  # a bad flag is one line in a second, before torch and the trainer load
+    config.validate()  # a bad flag is reported before torch and the trainer load
 
     from electra_detect.training.pretraining.trainer import Trainer
 
