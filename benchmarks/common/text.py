@@ -1,10 +1,13 @@
-"""Grammatical sentences from a small grammar: a corpus any test or benchmark can write for itself."""
+"""Text for tests and benchmarks: grammatical sentences from a small grammar (a corpus any test or benchmark can
+write for itself), and the long windows of real text that throughput benchmarks feed an engine."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
 from typing import Any
+
+from electra_detect.windows import split_windows
 
 SUBJECTS = ["the farmer", "a teacher", "my sister", "the old man", "our neighbour", "the children", "a doctor",
             "the committee", "his brother", "the young woman", "every student", "the government"]
@@ -31,7 +34,8 @@ def synthetic_text(num_paragraphs: int, seed: int = 0) -> str:
 
 
 def running_windows(tokenizer: Any, texts: Sequence[str], body: int) -> list[list[int]]:
-    """Consecutive full windows of ``body`` tokens of each text, not cut at sentences: the fixed-shape real input a
-    throughput benchmark feeds an engine (``Detector.window_ids`` cuts at sentences, as ``score`` runs them)."""
+    """Every model window of each text read as one token stream, not cut at sentences (``split_windows``, as the
+    Detector cut texts before it scored sentence by sentence): the long real windows a throughput benchmark feeds an
+    engine, where ``Detector.window_ids`` gives the sentence windows ``score`` runs."""
     rows = tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
-    return [row[start:start + body] for row in rows for start in range(0, len(row) - body + 1, body)]
+    return [chunk for row in rows for _, chunk in split_windows(row, body)]

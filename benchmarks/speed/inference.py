@@ -65,7 +65,8 @@ def build_inputs(model: str, path: Path, batches: int, batch_size: int, seq_len:
     chunks: list[list[int]] = []
     addresses = 2
     while len(chunks) < batches * batch_size and addresses < 64:
-        chunks = running_windows(detector.tokenizer, corpus_texts(addresses), seq_len - 2)
+        chunks = [c for c in running_windows(detector.tokenizer, corpus_texts(addresses), seq_len - 2)
+                  if len(c) >= seq_len // 2]
         addresses *= 2
     need = batches * batch_size
     if len(chunks) < need:
