@@ -295,7 +295,7 @@ class Detector:
                     continue
                 start, end = offsets[first][0], offsets[last][1]
                 words.append(WordScore(text[start:end], start, end, score, list(range(first, last + 1))))
-            if "'" in text or "’" in text:
+            if any(mark in text for mark in _APOSTROPHES):
                 words = join_contractions(text, words)
         channels = self.channels
         if types is not None and channels:

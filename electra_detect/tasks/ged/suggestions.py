@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from electra_detect.detector import TextScores
+from electra_detect.sentences import sentence_spans
 from electra_detect.word_classes import (
     AGREEMENT,
     CONJUNCTIONS,
@@ -47,7 +48,6 @@ from electra_detect.word_classes import (
 
 SOURCES = ("confusion", "inflection", "spelling", "real_word", "case", "delete")
 TARGET = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")  # a written word, apostrophes inside it, or one mark
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 ScoreTexts = Callable[[list[str]], list[TextScores]]
 
 
@@ -228,11 +228,12 @@ class Suggester:
         its sentence (``context_words`` words each side at most), unedited and with each candidate in place."""
         plan = SuggestionPlan(text)
         index: dict[tuple[int, int], int] = {}
+        sentences = sentence_spans(text)
         for start, end in spans:
             target = target_span(text, start, end)
             if target not in index:
                 index[target] = len(plan.targets)
-                lo, hi = context_span(text, *target, self.setting.context_words)
+                lo, hi = context_span(text, *target, self.setting.context_words, sentences)
                 sentence = text[lo:hi]
                 span = (target[0] - lo, target[1] - lo)
                 edits = [(value, source, *replace_span(sentence, *span, value))
@@ -345,11 +346,12 @@ def target_span(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def context_span(text: str, start: int, end: int, words: int) -> tuple[int, int]:
-    """The sentence of ``text`` around [start, end), cut to ``words`` whitespace-separated words on each side."""
-    lo = max((m.end() for m in SENTENCE_END.finditer(text, 0, start)), default=0)
-    after = SENTENCE_END.search(text, end)
-    hi = after.start() if after else len(text)
+def context_span(text: str, start: int, end: int, words: int,
+                 sentences: Sequence[tuple[int, int]] | None = None) -> tuple[int, int]:
+    """The sentence of ``text`` around [start, end) (``sentences``: the text's ``sentence_spans``, the sentence the
+    Detector scored the word in), cut to ``words`` whitespace-separated words on each side."""
+    lo, hi = next(((lo, hi) for lo, hi in sentences or sentence_spans(text) if lo <= start and end <= hi),
+                  (0, len(text)))
     left = [m.start() for m in re.finditer(r"\S+", text[lo:start])]
     right = [m.end() for m in re.finditer(r"\S+", text[end:hi])]
     if len(left) > words:
