@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import os
 import sys
@@ -36,9 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common.run import command_line
+from electra_detect import sentences as sentence_module
 from electra_detect.calibrators import weights_sha256
 from electra_detect.detector import Detector, TextScores
 from electra_detect.fileio import atomic_write_json, atomic_write_text
+from electra_detect.tasks.ged import suggestions as suggester_module
 from electra_detect.tasks.ged.alignment import to_token_scores, token_spans
 from electra_detect.tasks.ged.edit_types import split_type
 from electra_detect.tasks.ged.readers import GedSentence, read_bea_json, split_sentences
@@ -345,10 +348,13 @@ def main() -> int:
     threshold = detector.threshold()
     print(detector.describe(), file=sys.stderr)
     wide = Suggester(WIDE)
-    weights = weights_sha256(detector.model_dir)[:12]  # the cache's key: a new model's candidates are scored anew
+    # the cache's key: a new model, or a change to how candidates and their sentences are made, is scored anew
+    weights = weights_sha256(detector.model_dir)[:12]
+    sources = b"".join(Path(module.__file__).read_bytes() for module in (suggester_module, sentence_module))
+    planner = hashlib.sha256(sources).hexdigest()[:8]
 
     def records(half: str, sentences: list[GedSentence], engine: str, scoring: str, scorer: Detector) -> list:
-        path = Path(args.cache) / f"{engine}-{scoring}-{half}-{args.seed}-{args.limit}-{weights}.json"
+        path = Path(args.cache) / f"{engine}-{scoring}-{half}-{args.seed}-{args.limit}-{weights}-{planner}.json"
         if path.exists():
             return json.loads(path.read_text())
         print(f"{half}: {len(sentences)} sentences, {engine} {scoring}", file=sys.stderr)
