@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from electra_detect.sentences import sentence_spans
+from electra_detect.sentences import sentence_around, sentence_spans
 
 SOFTWARE = {"name": "electra-detect", "buildDate": "", "apiVersion": 1, "premium": False, "status": ""}
 LANGUAGES = [{"name": "English", "code": "en", "longCode": "en"},
@@ -147,12 +147,6 @@ def utf16_offsets(text: str) -> list[int]:
     return offsets
 
 
-def _sentence(text: str, start: int, end: int) -> str:
-    """The sentence of ``text`` around [start, end), as the Detector split it to score it."""
-    spans = [(s, e) for s, e in sentence_spans(text) if s < end and start < e] or [(start, end)]
-    return text[spans[0][0]:spans[-1][1]]
-
-
 def _rule(word: dict[str, Any]) -> dict[str, Any]:
     main, operation = word.get("type"), word.get("operation")
     if main is None:
@@ -183,6 +177,7 @@ def matches(document: Document, flagged: list[dict[str, Any]]) -> list[dict[str,
     its match covers what they replace (the whole written word: *don't* for a flagged *don*); words whose
     matches would cover the same text give one match, the first's."""
     original, units = document.original, utf16_offsets(document.original)
+    sentences = sentence_spans(original)  # each match's sentence, as the Detector split the text to score it
     found, seen = [], set()
     for word in flagged:
         suggestions = word.get("suggestions") or []
@@ -206,7 +201,8 @@ def matches(document: Document, flagged: list[dict[str, Any]]) -> list[dict[str,
             "offset": units[start], "length": units[end] - units[start],
             "context": {"text": original[left:right], "offset": units[start] - units[left],
                         "length": units[end] - units[start]},
-            "sentence": _sentence(original, start, end), "type": {"typeName": "Other"}, "rule": _rule(word),
+            "sentence": original[slice(*sentence_around(sentences, start, end))],
+            "type": {"typeName": "Other"}, "rule": _rule(word),
             "ignoreForIncompleteSentence": False, "contextForSureMatch": 0})
     return found
 

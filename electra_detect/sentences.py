@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["sentence_spans"]
+__all__ = ["sentence_around", "sentence_spans"]
 
 # a run of sentence-final punctuation, its closing quotes/brackets, then the whitespace after it
 _END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)")
@@ -52,3 +52,10 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
             lead = len(piece) - len(piece.lstrip())
             trimmed.append((start + lead, start + len(piece.rstrip())))
     return trimmed or [(0, len(text))]
+
+
+def sentence_around(spans: list[tuple[int, int]], start: int, end: int) -> tuple[int, int]:
+    """The character span of the sentence (of a text's ``sentence_spans``) that holds [start, end), or of the
+    sentences it runs across; [start, end) itself when it touches none (it is whitespace)."""
+    inside = [(lo, hi) for lo, hi in spans if lo < end and start < hi] or [(start, end)]
+    return inside[0][0], inside[-1][1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from electra_detect.sentences import sentence_spans
+from electra_detect.sentences import sentence_around, sentence_spans
 
 
 def pieces(text: str) -> list[str]:
@@ -28,3 +28,12 @@ def test_sentences(text: str, expected: list[str]) -> None:
 def test_a_text_without_words_is_one_span() -> None:
     assert sentence_spans("") == [(0, 0)]
     assert sentence_spans(" \n ") == [(0, 3)]
+
+
+def test_sentence_around_finds_the_sentence_that_holds_a_span() -> None:
+    text = "Mr. Smith came. He go home.\nThen sleep"
+    spans = sentence_spans(text)
+    assert sentence_around(spans, 19, 21) == (16, 27)  # "go" in "He go home."
+    assert sentence_around(spans, 4, 9) == (0, 15)  # not cut after "Mr."
+    assert sentence_around(spans, 10, 18) == (0, 27)  # across two sentences: both
+    assert sentence_around(spans, 15, 16) == (15, 16)  # whitespace: itself

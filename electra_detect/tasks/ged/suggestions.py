@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from electra_detect.detector import TextScores
-from electra_detect.sentences import sentence_spans
+from electra_detect.sentences import sentence_around, sentence_spans
 from electra_detect.word_classes import (
     AGREEMENT,
     CONJUNCTIONS,
@@ -350,8 +350,7 @@ def context_span(text: str, start: int, end: int, words: int,
                  sentences: Sequence[tuple[int, int]] | None = None) -> tuple[int, int]:
     """The sentence of ``text`` around [start, end) (``sentences``: the text's ``sentence_spans``, the sentence the
     Detector scored the word in), cut to ``words`` whitespace-separated words on each side."""
-    lo, hi = next(((lo, hi) for lo, hi in sentences or sentence_spans(text) if lo <= start and end <= hi),
-                  (0, len(text)))
+    lo, hi = sentence_around(list(sentences or sentence_spans(text)), start, end)
     left = [m.start() for m in re.finditer(r"\S+", text[lo:start])]
     right = [m.end() for m in re.finditer(r"\S+", text[end:hi])]
     if len(left) > words:
