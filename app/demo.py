@@ -122,8 +122,8 @@ def check_threshold(threshold: Any) -> float:
 
 def find_export(model: str | Path) -> Path | None:
     """The ONNX export dir ``electra-detect export`` wrote for this model (or the model is one), else None."""
-    from electra_detect.engines.onnx_engine import find_export_dir
     from electra_detect.errors import DetectorError
+    from electra_detect.onnx.manifest import find_export_dir
 
     try:
         return find_export_dir(model)

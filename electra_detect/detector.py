@@ -95,10 +95,11 @@ class Detector:
         """What the scores are: 'raw' or the calibration method (shown by the demo and server)."""
         return self.calibrator.to_dict()["method"] if self.calibrator else "raw"
 
-    def threshold(self, calibrated: bool = True) -> float:
+    def threshold(self, calibrated: bool = True, level: str = "default") -> float:
         """The flag threshold for ``score(..., calibrated=calibrated)``: the one ``ged train`` tuned for these
-        weights (``ged.json``), carried into the space the scores are in, else 0.5."""
-        return tuned_threshold(self.model_dir, self.calibrator, calibrated)
+        weights (``ged.json``; ``level="picky"``: its lower one, when it has one), carried into the space the
+        scores are in, else 0.5."""
+        return tuned_threshold(self.model_dir, self.calibrator, calibrated, level)
 
     @classmethod
     def load(cls, path: str | Path, device: str | None = None, max_length: int | None = None,
@@ -112,7 +113,7 @@ class Detector:
 
         ``engine="onnx"`` runs onnxruntime over an ONNX export: the one shipped with the model (``path`` is an
         export dir, or holds one in ``onnx/``), else the one cached for its weights, else (``export``) one made
-        now and cached (``electra_detect.inference``); ``variant`` picks fp32 / optimized / fp16 / int8 (default:
+        now and cached (``electra_detect.onnx.locate``); ``variant`` picks fp32 / optimized / fp16 / int8 (default:
         int8 on CPU when it passed the parity gate), ``device`` "cpu" or "cuda" (default: CUDA when onnxruntime
         has it, else CPU, with a warning when CUDA was there but could not be used); ``require_gpu`` turns that
         fallback into an error. ``threads`` caps onnxruntime's intra-op pool (torch's: process-wide).
@@ -127,7 +128,7 @@ class Detector:
             if variant is not None:
                 raise DetectorError("--variant picks an ONNX export variant; it applies to engine 'onnx' only")
             return cls._load_torch(path, **options)
-        from electra_detect.inference import locate
+        from electra_detect.onnx.locate import locate
 
         resolve_model_dir(path)  # a bad path fails here, before onnxruntime (or torch) is imported
         try:
@@ -144,7 +145,8 @@ class Detector:
                    variant: str | None = None, require_gpu: bool = False, threads: int | None = None) -> Detector:
         """A Detector over an ``inference.ExportSource``; a cached export takes calibration.json and ged.json from
         the weights it was made from (``calibrate`` after the export writes there), checked by their hash."""
-        from electra_detect.engines.onnx_engine import OnnxEngine, load_export_calibration, load_tokenizer
+        from electra_detect.onnx.engine import OnnxEngine
+        from electra_detect.onnx.manifest import load_export_calibration, load_tokenizer
 
         export_dir = source.export_dir
         if source.weights_dir is None:

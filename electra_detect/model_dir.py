@@ -37,6 +37,7 @@ GED_FILE = "ged.json"
 GED_DIR = "ged"  # a model directory's fine-tuned GED discriminator (`ged train --out MODEL/ged`)
 TASKS = ("score", "ged")
 SPACES = ("raw", "calibrated")  # the probability space a ged.json threshold was tuned in
+LEVELS = ("default", "picky")  # LanguageTool's levels; picky flags more (its threshold: ged.json "levels")
 
 
 def task_model_path(path: str | Path, task: str = "score") -> Path:
@@ -57,17 +58,24 @@ def check_threshold(value: float, name: str = "threshold") -> float:
     return float(value)
 
 
-def tuned_threshold(model_dir: str | Path, calibrator: Any = None, calibrated: bool = True) -> float:
+def tuned_threshold(model_dir: str | Path, calibrator: Any = None, calibrated: bool = True,
+                    level: str = "default") -> float:
     """The flag threshold for scores of ``model_dir`` (its ``ged.json``, written by ``ged train``, else 0.5),
+    at ``level``: ``picky`` takes ged.json's ``"levels": {"picky": t}`` (tuned to flag more), the default
+    threshold where the file names none;
     in the probability space the scores are in: calibrated when ``calibrated`` and there is a ``calibrator``,
     else raw. ``ged.json`` says which space its threshold was tuned in (``"space"``; files without it: raw);
     the threshold is carried across by the calibrator's monotone map, so a word is flagged alike in both."""
+    if level not in LEVELS:
+        raise DetectorError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
     path = Path(model_dir) / GED_FILE
     if not path.exists():
         return 0.5
     try:
         spec = json.loads(path.read_text())
         threshold, space = float(spec["threshold"]), spec.get("space", "raw")
+        if level != "default":
+            threshold = float((spec.get("levels") or {}).get(level, threshold))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise DetectorError(f"{path} is unreadable: {exc}") from exc
     if space not in SPACES:

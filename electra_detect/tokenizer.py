@@ -1,7 +1,7 @@
 """The inference tokenizer without transformers: the exact backend HF builds, through ``tokenizers`` (Rust).
 
 Why: importing transformers pulls in torch (seconds of start-up, and a deployment without PyTorch is the point
-of the ONNX engine). An export carries the backend as ``backend_tokenizer.json`` (``electra_detect.export``);
+of the ONNX engine). An export carries the backend as ``backend_tokenizer.json`` (``electra_detect.onnx.export``);
 ``LightTokenizer`` puts the slice of the HF tokenizer API that ``Detector`` uses in front of it. Anything else
 is delegated to the HF tokenizer, loaded on first use, so callers that need more of the API still get it.
 """

@@ -162,8 +162,8 @@ def test_model_info_names_model_engine_and_provider(app: DemoApp, micro_run: Pat
 
 
 def test_engine_choice_without_an_onnx_export(micro_run: Path, tmp_path: Path, monkeypatch) -> None:
-    from electra_detect import inference
     from electra_detect.errors import DetectorError
+    from electra_detect.onnx import locate as inference
 
     assert find_export(micro_run) is None
     detector, note = load_detector(micro_run, engine="auto")  # exported once into the (test session's) cache
@@ -179,7 +179,7 @@ def test_engine_choice_without_an_onnx_export(micro_run: Path, tmp_path: Path, m
 
 
 def test_auto_engine_uses_the_onnx_export_and_shows_it(tmp_path: Path, micro_run: Path) -> None:
-    from electra_detect.export import export_model
+    from electra_detect.onnx.export import export_model
 
     run = tmp_path / "run"
     shutil.copytree(micro_run / "discriminator", run / "discriminator")

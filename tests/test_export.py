@@ -13,9 +13,9 @@ import pytest
 
 from electra_detect.cli import main
 from electra_detect.detector import Detector
-from electra_detect.engines.onnx_engine import VARIANT_FILES
-from electra_detect.export import VARIANTS, ExportError, export_model
-from electra_detect.triton import write_triton_repo
+from electra_detect.onnx.export import VARIANTS, ExportError, export_model
+from electra_detect.onnx.manifest import VARIANT_FILES
+from electra_detect.onnx.triton import write_triton_repo
 
 
 @pytest.fixture(scope="module", params=["default", "paper"])
@@ -166,7 +166,7 @@ def test_default_out_dir_is_the_cache_and_the_model_dir_stays_untouched(
 def test_int8_candidates_name_the_ffn_outputs_and_the_end_layers(exported) -> None:
     import onnx
 
-    from electra_detect.export import ffn_output_projections, first_and_last_layers, int8_candidates
+    from electra_detect.onnx.export import ffn_output_projections, first_and_last_layers, int8_candidates
 
     out = exported.out_dir
     config = json.loads((out / "config.json").read_text())
@@ -262,15 +262,15 @@ def test_cli_export_and_triton(source: Path, tmp_path: Path, capsys: pytest.Capt
 
 def test_cli_drops_a_failing_variant_with_a_warning_and_strict_refuses(
         source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from electra_detect import export
+    from electra_detect.onnx import export
 
-    real_gate = export._gate
+    real_gate = export.apply_gate
 
     def int8_fails(variant, row, tolerance, min_agreement):  # whatever the micro model's numbers
         real_gate(variant, row, tolerance, min_agreement)
         row["passed"] = row["passed"] and variant != "int8"
 
-    monkeypatch.setattr(export, "_gate", int8_fails)
+    monkeypatch.setattr(export, "apply_gate", int8_fails)  # export.py calls the name it imported
     argv = ["export", "--model", str(source), "--variants", "fp32,int8", "--no-progress"]
     assert main([*argv, "--out", str(tmp_path / "onnx")]) == 0
     captured = capsys.readouterr()

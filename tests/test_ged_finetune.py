@@ -97,7 +97,7 @@ def test_typed_finetune_learns_operations(tmp_path: Path, micro_run: Path) -> No
     assert words["house"].error_type == "NOUN:NUM" and 0 < words["house"].type_score <= 1
     assert words["house"].score > words["sister"].score
 
-    from electra_detect.export import export_model
+    from electra_detect.onnx.export import export_model
 
     export_model(tmp_path / "ged", variants=["fp32"], progress=False)
     onnx_words = {w.word: w for w in Detector.load(tmp_path / "ged", engine="onnx").score(

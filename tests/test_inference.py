@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from electra_detect import inference
 from electra_detect.calibrators import TemperatureScaling, save_calibration, weights_sha256
 from electra_detect.detector import Detector
 from electra_detect.errors import CliError, DetectorError
+from electra_detect.onnx import locate as inference
 
 TEXTS = ["The farmer saw a red house yesterday.", "A doctor", "Every student painted the river again and again.",
          " ".join(["The children visited the quiet village before the storm."] * 12)]  # several windows
@@ -72,7 +72,7 @@ def test_calibration_of_a_cached_export_is_read_beside_the_weights(run_copy: Pat
 
 def test_int8_failing_the_parity_gate_is_left_out_of_the_cache_by_the_export_rule(
         run_copy: Path, empty_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from electra_detect import export
+    from electra_detect.onnx import export
 
     calls: list[list[str]] = []
     real = export.export_model

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from electra_detect.detector import Detector
-from electra_detect.engines import onnx_engine
 from electra_detect.errors import DetectorError
-from electra_detect.export import export_model
+from electra_detect.onnx import engine as onnx_engine
+from electra_detect.onnx.export import export_model
 
 TEXTS = ["The farmer saw a red house yesterday.", "A doctor", "Every student painted the river again and again.",
          " ".join(["The children visited the quiet village before the storm."] * 12)]  # several windows

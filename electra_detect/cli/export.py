@@ -14,7 +14,7 @@ from electra_detect.cli import DEFAULT_MODEL, verb
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from electra_detect.errors import DetectorError, ExportError
-    from electra_detect.export import VARIANTS  # light: numpy and the detector module, no torch
+    from electra_detect.onnx.export import VARIANTS  # light: numpy and the detector module, no torch
 
     p = verb(sub, "export", run, errors=(ExportError, DetectorError),
              help="export the discriminator to ONNX (fp32, optimized, fp16, int8) with parity",
@@ -48,7 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _read_texts(path: str) -> list[str]:
-    from electra_detect.export import ExportError
+    from electra_detect.onnx.export import ExportError
 
     try:
         with open(path, encoding="utf-8") as handle:
@@ -66,10 +66,10 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from electra_detect.cli.texts import check_unit_interval
-    from electra_detect.engines.onnx_engine import MANIFEST
-    from electra_detect.export import ExportError, export_model
     from electra_detect.model_dir import resolve_model_dir
-    from electra_detect.triton import write_triton_repo
+    from electra_detect.onnx.export import ExportError, export_model
+    from electra_detect.onnx.manifest import MANIFEST
+    from electra_detect.onnx.triton import write_triton_repo
 
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if args.tolerance <= 0 or not 0 < args.min_agreement <= 1:

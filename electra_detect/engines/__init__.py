@@ -1,6 +1,6 @@
 """Engines: interchangeable runners that map padded input ids to discriminator logits.
 
-``TorchEngine`` (``torch_engine``) runs the safetensors weights; ``OnnxEngine`` (``onnx_engine``) runs an
+``TorchEngine`` (``torch_engine``) runs the safetensors weights; ``OnnxEngine`` (``electra_detect.onnx.engine``) runs an
 export under onnxruntime (CUDA first, loud CPU fallback). Which one runs is decided in ``Detector.load``
 (``engine="auto"``: the export when the model dir holds a usable one, else torch).
 """

@@ -1,6 +1,6 @@
 """onnxruntime engine: the exported discriminator without PyTorch, CUDA first with a loud CPU fallback.
 
-The engine reads an export dir written by ``electra_detect.export`` (``export.json`` lists the
+The engine reads an export dir written by ``electra_detect.onnx.export`` (``export.json`` lists the
 variants; tokenizer, config and calibration files sit beside them). It maps the same padded ids to
 the same logits as ``TorchEngine``, so ``Detector`` is unchanged above it.
 """
@@ -16,10 +16,8 @@ import numpy as np
 
 from electra_detect.engines import typed_channels
 from electra_detect.errors import DetectorError
+from electra_detect.onnx.manifest import VARIANT_FILES, read_manifest
 
-MANIFEST = "export.json"
-VARIANT_FILES = {"fp32": "model.onnx", "optimized": "model_optimized.onnx", "fp16": "model_fp16.onnx",
-                 "int8": "model_int8.onnx"}
 # int8 first on CPU: an export holds it only when it passed the parity gate (>= 99% of tokens flagged alike),
 # and it ran fastest here (benchmarks/results/cli_speed); then exact fp32, whose plain graph under onnxruntime's
 # online optimisations beat the offline-fused one (benchmarks/results/inference).
@@ -33,58 +31,6 @@ def _warn_once(key: str, message: str) -> None:
     if key not in _warned:
         _warned.add(key)
         warnings.warn(message, RuntimeWarning, stacklevel=3)
-
-
-def find_export_dir(path: str | Path) -> Path:
-    """The export dir for ``path``: the dir itself, or ``onnx/`` in it or in its ``discriminator/``."""
-    path = Path(path)
-    if not path.exists():
-        raise DetectorError(f"model path not found: {path}")
-    for candidate in (path, path / "onnx", path / "discriminator" / "onnx"):
-        if (candidate / MANIFEST).exists():
-            return candidate
-    raise DetectorError(f"no ONNX export in {path} (no {MANIFEST}); create one with "
-                        f"`electra-detect export --model {path}`")
-
-
-def read_manifest(export_dir: Path) -> dict[str, Any]:
-    try:
-        return json.loads((Path(export_dir) / MANIFEST).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DetectorError(f"{export_dir}/{MANIFEST} is unreadable: {exc}") from exc
-
-
-def load_export_calibration(export_dir: Path):
-    """The calibration for the exported weights, checked against the source-weights hash the manifest
-    recorded (there are no safetensors here).
-
-    An export inside its model dir (``<model>/onnx``) prefers the model dir's ``calibration.json`` when that
-    one is for the same weights: a ``calibrate`` run after ``export`` writes there, and the torch and ONNX
-    engines must then still agree. Otherwise the copy that travelled with the export is used."""
-    from electra_detect.calibrators import CALIBRATION_FILE, read_calibration
-
-    expected = read_manifest(export_dir).get("source_weights_sha256", "")
-    path = Path(export_dir) / CALIBRATION_FILE
-    beside_weights = Path(export_dir).parent / CALIBRATION_FILE
-    if beside_weights.exists():
-        try:
-            if json.loads(beside_weights.read_text()).get("weights_sha256") == expected:
-                path = beside_weights
-        except json.JSONDecodeError:
-            pass  # a broken file beside the weights is the torch engine's error to report; keep the export's copy
-    if not path.exists():
-        return None
-    try:
-        return read_calibration(path, expected, "re-export after calibrating")
-    except ValueError as exc:
-        raise DetectorError(str(exc)) from exc
-
-
-def load_tokenizer(export_dir: Path) -> Any:
-    """The export's tokenizer, without transformers when the export carries its backend."""
-    from electra_detect.tokenizer import load_tokenizer as load
-
-    return load(export_dir, read_manifest(export_dir).get("tokenizer"))
 
 
 def _wants_cuda(device: str | None) -> tuple[bool, int, bool]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from electra_detect.errors import DetectorError, ExportError
-from electra_detect.onnx_cache import cache_root, weights_key
+from electra_detect.onnx.cache import cache_root, weights_key
 
 CACHE_VARIANTS = ("fp32", "optimized", "int8")  # CPU variants; fp16 is added where onnxruntime has CUDA
 
@@ -33,8 +33,8 @@ class ExportSource:
 def locate(path: Path, make: bool = True, log: Callable[[str], None] | None = None) -> ExportSource:
     """The export for model ``path``: shipped (``path`` is one, or holds ``onnx/``), else the cached one for its
     weights, else (``make``) one exported into the cache now. ``DetectorError`` when there is none to be had."""
-    from electra_detect.engines.onnx_engine import MANIFEST, find_export_dir
     from electra_detect.model_dir import resolve_model_dir
+    from electra_detect.onnx.manifest import MANIFEST, find_export_dir
 
     try:
         return ExportSource(find_export_dir(path), "shipped")
@@ -60,7 +60,7 @@ def export_to_cache(model_dir: Path, target: Path, log: Callable[[str], None]) -
     try:
         import onnxruntime
 
-        from electra_detect.export import export_model  # torch and the exporters: only on this first use
+        from electra_detect.onnx.export import export_model  # torch and the exporters: only on this first use
     except ImportError as exc:
         raise DetectorError(f"cannot export {model_dir} to ONNX here ({exc})") from exc
     variants = list(CACHE_VARIANTS)

@@ -18,7 +18,7 @@ PyTorch logits. fp32 variants must agree to ``max|Δlogit| <= 1e-4``; fp16 and i
 same tokens at the default threshold (>= 99%). A reduced-precision variant (fp16, int8) that fails is
 dropped, and the report says why (``parity.json``: ``dropped``); an fp32 variant that fails, or any
 failure under ``strict``, exports nothing, and the report is written beside the target as
-``<name>.parity_failed.json``. The default target is the first-use cache (``onnx_cache.cache_root``), so
+``<name>.parity_failed.json``. The default target is the first-use cache (``onnx.cache.cache_root``), so
 an export never writes inside a model directory unless ``out_dir`` says so.
 """
 
@@ -34,21 +34,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from electra_detect.engines import typed_channels
-from electra_detect.engines.onnx_engine import MANIFEST, VARIANT_FILES, OnnxEngine
 from electra_detect.engines.torch_engine import TorchEngine, load_discriminator, replaced_logits
 from electra_detect.errors import DetectorError, ExportError
 from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text, sha256_file
 from electra_detect.model_dir import GED_FILE, resolve_model_dir, tuned_threshold
-from electra_detect.windows import pad_ids, text_windows
+from electra_detect.onnx.engine import OnnxEngine
+from electra_detect.onnx.manifest import MANIFEST, VARIANT_FILES
+from electra_detect.onnx.parity import (
+    FP32_TOLERANCE,
+    MIN_FLAG_AGREEMENT,
+    apply_gate,
+    compare,
+    gate_failure,
+    parity_batches,
+    parity_markdown,
+    raise_parity_failure,
+)
 
 VARIANTS = ("fp32", "optimized", "fp16", "int8")
 REDUCED_PRECISION = ("fp16", "int8")  # may be dropped when they fail the gate; the fp32 graphs may not
 PARITY_FILE = "parity.json"
-FP32_TOLERANCE = 1e-4
-MIN_FLAG_AGREEMENT = 0.99
 TRAVELLING_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                     "vocab.txt", "calibration.json", "ged.json")
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
@@ -239,82 +245,22 @@ def quantise_int8(source: Path, target: Path, config: dict[str, Any], check: Cal
     return {**chosen, "flag_agreement_by_int8_candidate": agreement}
 
 
-def parity_batches(tokenizer: Any, max_positions: int, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The windows ``Detector.score`` would run (``windows.text_windows``), in batches of 1, 4 and 32 (dynamic
-    axes and padding)."""
-    chunks = text_windows(tokenizer, texts, max_positions - 2)
-    if not chunks:
-        raise ExportError("the parity text holds no tokens")
-    sizes, start, batches = [1, 4], 0, []
-    while start < len(chunks):
-        size = sizes.pop(0) if sizes else 32
-        batches.append(pad_ids(chunks[start:start + size], tokenizer.pad_token_id, tokenizer.cls_token_id,
-                               tokenizer.sep_token_id))
-        start += size
-    return batches
 
 
-def compare(reference: list[np.ndarray], candidate: list[np.ndarray], masks: list[np.ndarray],
-            to_prob: Any, threshold: float) -> dict[str, Any]:
-    """max |Δlogit| over real tokens, and agreement of flagged tokens at ``threshold`` (and at the
-    reference's 90th percentile, a stricter look when few tokens reach the default threshold)."""
-    ref = np.concatenate([r[m.astype(bool)] for r, m in zip(reference, masks, strict=True)])
-    new = np.concatenate([c[m.astype(bool)] for c, m in zip(candidate, masks, strict=True)])
-    p_ref, p_new = to_prob(ref), to_prob(new)
-    p90 = float(np.quantile(p_ref, 0.9))
-    return {"tokens": int(ref.size), "max_abs_logit_diff": float(np.max(np.abs(ref - new))),
-            "mean_abs_logit_diff": float(np.mean(np.abs(ref - new))),
-            "threshold": threshold, "flagged_reference": int((p_ref >= threshold).sum()),
-            "flag_agreement": float(np.mean((p_ref >= threshold) == (p_new >= threshold))),
-            "flag_agreement_p90": float(np.mean((p_ref >= p90) == (p_new >= p90))), "p90_threshold": p90}
 
 
-def _gate(variant: str, row: dict[str, Any], tolerance: float, min_agreement: float) -> None:
-    if variant in ("fp32", "optimized"):
-        row["gate"] = f"max_abs_logit_diff <= {tolerance:g}"
-        row["passed"] = row["max_abs_logit_diff"] <= tolerance
-    else:
-        row["gate"] = f"flag_agreement >= {min_agreement:g}"
-        row["passed"] = row["flag_agreement"] >= min_agreement
 
 
-def gate_failure(variant: str, row: dict[str, Any]) -> str:
-    """One line on why ``variant`` failed its gate."""
-    return (f"{variant}: max|Δlogit| {row['max_abs_logit_diff']:.3g}, flag agreement {row['flag_agreement']:.4f} "
-            f"(gate {row['gate']})")
 
 
-def raise_parity_failure(report: dict[str, Any], failed: Sequence[str], out: Path) -> None:
-    """Write the report beside ``out`` (``<name>.parity_failed.json``) and raise: nothing is exported."""
-    failed_report = out.with_name(f"{out.name}.parity_failed.json")
-    atomic_write_json(failed_report, report)
-    details = "; ".join(gate_failure(v, report["variants"][v]) for v in failed)
-    raise ExportError(f"parity check failed, nothing exported: {details} (report: {failed_report})")
 
 
-def parity_markdown(parity: dict[str, Any]) -> str:
-    lines = [f"# ONNX parity: {parity['source']}", "",
-             f"{parity['texts']} held-out texts, {parity['windows']} windows; threshold {parity['threshold']:g} "
-             f"({parity['threshold_source']}).", "",
-             "| variant | tokens | max abs Δlogit | mean abs Δlogit | flagged (ref) | flag agreement | "
-             "agreement @p90 | gate | passed |", "|---|---:|---:|---:|---:|---:|---:|---|---|"]
-    for name, row in parity["variants"].items():
-        lines.append(f"| {name} | {row['tokens']} | {row['max_abs_logit_diff']:.2e} | {row['mean_abs_logit_diff']:.2e}"
-                     f" | {row['flagged_reference']} | {row['flag_agreement']:.4f} | {row['flag_agreement_p90']:.4f}"
-                     f" | {row['gate']} | {'yes' if row['passed'] else '**NO**'} |")
-    if "int8" in parity["variants"]:
-        int8 = parity["variants"]["int8"]
-        tried = ", ".join(f"{name} {value:.4f}" for name, value in int8["flag_agreement_by_int8_candidate"].items())
-        lines += ["", f"int8 candidates (flag agreement): {tried}; kept: {int8['int8_choice']}."]
-    if parity.get("dropped"):
-        lines += ["", "Dropped (failed the gate): " + "; ".join(parity["dropped"].values()) + "."]
-    return "\n".join(lines) + "\n"
 
 
 def default_out_dir(model_path: str | Path) -> Path:
     """The first-use cache dir for the model's weights: ``Detector.load`` finds the export there, and the
     model directory (a checkout's shipped model, say) stays as it was."""
-    from electra_detect.onnx_cache import cache_root, weights_key
+    from electra_detect.onnx.cache import cache_root, weights_key
 
     return cache_root() / weights_key(resolve_model_dir(model_path))
 
@@ -396,7 +342,7 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
             started = time.perf_counter()
             row = make_variant(variant, tmp, made)
             seconds = time.perf_counter() - started  # for int8: every candidate tried, with its parity run
-            _gate(variant, row, tolerance, min_agreement)
+            apply_gate(variant, row, tolerance, min_agreement)
             report["variants"][variant] = row
             made.setdefault("variants", {})[variant] = {"file": target.name, "bytes": target.stat().st_size,
                                                         "sha256": sha256_file(target), "seconds": round(seconds, 2)}

@@ -6,10 +6,10 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from electra_detect.engines.onnx_engine import MANIFEST, VARIANT_FILES
 from electra_detect.errors import ExportError
-from electra_detect.export import INPUT_NAMES, PARITY_FILE, TRAVELLING_FILES
 from electra_detect.fileio import atomic_write_dir, atomic_write_text
+from electra_detect.onnx.export import INPUT_NAMES, PARITY_FILE, TRAVELLING_FILES
+from electra_detect.onnx.manifest import MANIFEST, VARIANT_FILES
 
 
 def triton_config(name: str, max_batch_size: int = 64, preferred: Sequence[int] = (8, 16, 32),
@@ -31,7 +31,7 @@ def write_triton_repo(export_dir: str | Path, repo: str | Path, variant: str = "
     """A Triton model repository: ``repo/name/config.pbtxt``, ``repo/name/1/model.onnx``, and the
     tokenizer, config and calibration under ``repo/name/tokenizer/`` (clients tokenize; Triton skips
     non-numeric folders). Written atomically as a whole model folder."""
-    from electra_detect.engines.onnx_engine import read_manifest
+    from electra_detect.onnx.manifest import read_manifest
 
     export_dir = Path(export_dir)
     manifest = read_manifest(export_dir)
