@@ -12,18 +12,26 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     413: {"description": "too_many_texts, text_too_long, too_many_tokens or body_too_large"},
     415: {"description": "unsupported_media_type: send Content-Type: application/json"},
     422: {"description": "invalid_request: a field is missing, of the wrong type or out of range"},
+    429: {"description": "too_many_requests: past the client's (or the server's) share of requests or model "
+                         "tokens in flight; Retry-After says when to retry"},
     503: {"description": "overloaded: a long request that could not finish before its deadline"},
     504: {"description": "timeout: not scored within the server's timeout"}}
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, kind: str, message: str) -> None:
+    def __init__(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
-        self.status, self.kind, self.message = status, kind, message
+        self.status, self.kind, self.message, self.headers = status, kind, message, headers or {}
 
 
 def error_response(status: int, kind: str, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": {"type": kind, "message": message, **extra}}, status_code=status)
+
+
+def internal_error(error_id: str) -> JSONResponse:
+    """A 500 that says nothing of the failure but its id: the server log has the rest under the same id."""
+    return error_response(500, "internal_error", f"internal error {error_id}: the server log has the details",
+                          id=error_id)
 
 
 def json_error(exc: BaseException | None) -> tuple[str, str]:

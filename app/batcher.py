@@ -1,10 +1,11 @@
-"""The model worker: one thread runs the model a step at a time, merging small requests when batching."""
+"""The model worker: one thread runs the model a step at a time, merging small requests when batching, and
+serving clients in turn so that one client's flood cannot starve another's requests."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
+from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -13,12 +14,58 @@ from electra_detect.app.settings import ServerSettings
 from electra_detect.detector import Detector, ScoringJob, TextScores
 
 LONG_SLOTS = 2  # long requests (more than one step) that take turns at a time; the others wait in arrival order
+ANONYMOUS = "-"  # the client of a request submitted without one
 
 
 @dataclass
 class _Pending:
     job: ScoringJob
     future: asyncio.Future  # set to (batch job, first text index); the handler cancels it to abandon the request
+    client: str = ANONYMOUS
+
+
+class RoundRobin:
+    """Queues per client, popped a client at a time in turn (each client's own items first come first served):
+    a client with a thousand items waiting delays another's next one by one item, not a thousand."""
+
+    def __init__(self) -> None:
+        self.queues: dict[str, deque] = {}  # in turn order: the next client to serve first
+
+    def __bool__(self) -> bool:
+        return bool(self.queues)
+
+    def __len__(self) -> int:
+        return sum(len(queue) for queue in self.queues.values())
+
+    def push(self, client: str, item: object) -> None:
+        self.queues.setdefault(client, deque()).append(item)
+
+    def pop(self) -> object:
+        client = next(iter(self.queues))
+        queue = self.queues.pop(client)
+        item = queue.popleft()
+        if queue:
+            self.queues[client] = queue  # back of the turn order
+        return item
+
+
+def interleave(arrivals: list[_Pending]) -> list[_Pending]:
+    """Requests one from each client in turn (each client's in arrival order): what merging and the queues see."""
+    turns = RoundRobin()
+    for pending in arrivals:
+        turns.push(pending.client, pending)
+    return [turns.pop() for _ in range(len(arrivals))]
+
+
+def long_slots(batches: list[_Batch], slots: int) -> list[_Batch]:
+    """The long batches that take turns now: each client's first before any client's second, then arrival order;
+    at most ``slots`` of them."""
+    seen: Counter[str] = Counter()
+    ranked = []
+    for index, batch in enumerate(batches):
+        ranked.append((seen[batch.client], index))
+        seen[batch.client] += 1
+    return [batches[index] for _, index in sorted(ranked)[:slots]]
 
 
 class _Batch:
@@ -27,6 +74,8 @@ class _Batch:
     def __init__(self, requests: list[_Pending]) -> None:
         self.requests = requests
         self.job = requests[0].job if len(requests) == 1 else ScoringJob.merge([r.job for r in requests])
+        self.client = requests[0].client  # a merged batch (short requests only) counts as its first one's
+        self.merged = len(requests) > 1
         self.seconds = 0.0
 
     @property
@@ -39,10 +88,12 @@ class MicroBatcher:
 
     Between two steps the worker takes new requests, drops requests whose client has gone (timed
     out or disconnected: their handler cancelled them), and picks the next step: short requests (one
-    step or less; first come, first served) and long ones (in arrival order, the first ``LONG_SLOTS``
-    a step each in turn) share the model by tokens, a step's worth each in turn. So a heavy request
+    step or less; client by client in turn, each client's first come, first served) and long ones (the
+    first ``LONG_SLOTS`` a step each in turn, chosen each client's first before any client's second, then
+    in arrival order) share the model by tokens, a step's worth each in turn. So a heavy request
     delays a small one by about one step, not by its whole run, a flood of small requests cannot
-    starve it either, and it stops using the model once its deadline has passed.
+    starve it either, one client's queue of requests does not hold up another client's, and a request
+    stops using the model once its deadline has passed.
 
     With batching on, requests waiting together whose cost is at most one step are merged into one
     job (up to ``max_batch`` texts); a heavier request is never merged, so it cannot hold small ones.
@@ -57,28 +108,37 @@ class MicroBatcher:
         self.worker: asyncio.Task | None = None
         self.backlog = 0  # model tokens submitted and not yet run (or dropped)
         self.long_backlog = 0  # the part of it that belongs to long requests (more than one step)
+        self.long_by_client: Counter[str] = Counter()  # the same, per client
         self.rate = 0.0  # model tokens per second while the model runs, a moving average over full steps
         self.long_log: deque[tuple[float, int]] = deque()  # (time, tokens) of long requests' steps, last 10 s
 
     def _is_long(self, job: ScoringJob) -> bool:
         return job.cost > self.settings.step_tokens
 
-    def _spent(self, job: ScoringJob, tokens: int) -> None:
+    def _spent(self, job: ScoringJob, tokens: int, client: str, merged: bool = False) -> None:
+        """``tokens`` of ``job`` run or dropped; a merged job holds short requests only, however long it is."""
         self.backlog -= tokens
-        if self._is_long(job):
+        if self._is_long(job) and not merged:
             self.long_backlog -= tokens
+            self.long_by_client[client] -= tokens
+            if self.long_by_client[client] <= 0:
+                del self.long_by_client[client]
 
-    def wait_estimate(self, cost: int) -> float:
-        """Seconds until a long request of ``cost`` tokens, queued now, would be done: the long work queued
-        before it and its own, at the rate long work actually got over the last 10 s (short requests take
-        their share first); at half the model's rate when there was no long work lately; 0 before any step."""
+    def wait_estimate(self, cost: int, client: str = ANONYMOUS) -> float:
+        """Seconds until a long request of ``cost`` tokens from ``client``, queued now, would be done: the
+        client's own long work queued before it and its own, plus as much of each other client's as runs in
+        turn with it (at most the same amount), at the rate long work actually got over the last 10 s (short
+        requests take their share first); at half the model's rate when there was no long work lately; 0 before
+        any step."""
         now = time.monotonic()
         while self.long_log and now - self.long_log[0][0] > 10:
             self.long_log.popleft()
         span = now - self.long_log[0][0] if self.long_log else 0.0
         # Without recent long work: half the model's rate, what long work gets when short requests keep coming.
         rate = sum(tokens for _, tokens in self.long_log) / span if span >= 2 else self.rate / 2
-        return (self.long_backlog + cost) / rate if rate else 0.0
+        own = self.long_by_client.get(client, 0) + cost
+        ahead = own + sum(min(tokens, own) for other, tokens in self.long_by_client.items() if other != client)
+        return ahead / rate if rate else 0.0
 
     async def start(self) -> None:
         self.worker = asyncio.create_task(self._run())
@@ -90,13 +150,15 @@ class MicroBatcher:
             await self.worker
         self.executor.shutdown(wait=True)
 
-    def submit(self, job: ScoringJob) -> asyncio.Future:
+    def submit(self, job: ScoringJob, client: str = ANONYMOUS) -> asyncio.Future:
+        """Queue ``job`` for ``client`` (the fairness unit: an API key's name or an address)."""
         future = asyncio.get_running_loop().create_future()
         self.metrics.queue.inc()
         self.backlog += job.cost
         if self._is_long(job):
             self.long_backlog += job.cost
-        self.queue.put_nowait(_Pending(job, future))
+            self.long_by_client[client] += job.cost
+        self.queue.put_nowait(_Pending(job, future, client))
         return future
 
     async def score(self, texts: list[str]) -> list[TextScores]:
@@ -118,9 +180,9 @@ class MicroBatcher:
 
     def _group(self, arrivals: list[_Pending]) -> list[_Batch]:
         batches, merged, count = [], [], 0
-        for pending in arrivals:
+        for pending in interleave(arrivals):  # merged batches take each client's requests in turn
             if pending.future.done():  # abandoned while queued: never scored
-                self._spent(pending.job, pending.job.cost)
+                self._spent(pending.job, pending.job.cost, pending.client)
                 continue
             if not self._mergeable(pending):
                 batches.append(_Batch([pending]))
@@ -172,7 +234,7 @@ class MicroBatcher:
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
-        fresh: deque[_Batch] = deque()  # requests of one step or less, first come first served
+        fresh = RoundRobin()  # requests of one step or less: client by client, each client's first come first served
         # Longer requests in arrival order; the first LONG_SLOTS take a step each in turn. Round-robin over all of
         # them would have every one finish late (25 long requests together all hit their deadline); in order,
         # they finish one or two at a time, and the 503 estimate of when a new one would finish holds.
@@ -197,31 +259,35 @@ class MicroBatcher:
             stopping = stopping or seen_stop
             self.metrics.queue.dec(len(arrivals))
             for batch in self._group(arrivals):  # a request of more than one step goes to the long queue at once
-                (fresh if batch.job.cost <= self.settings.step_tokens else started).append(batch)
+                if batch.job.cost <= self.settings.step_tokens or batch.merged:
+                    fresh.push(batch.client, batch)
+                else:
+                    started.append(batch)
             for batch in [b for b in started if not b.live]:  # every client gave up: stop spending the model on it
                 started.remove(batch)
                 self.metrics.dropped.inc(len(batch.requests))
-                self._spent(batch.job, batch.job.remaining)
+                self._spent(batch.job, batch.job.remaining, batch.client, batch.merged)
             if not (fresh or started):
                 continue
             use_fresh = bool(fresh) and (fresh_credit > 0 or not started)
             if use_fresh:
-                batch = fresh.popleft()
+                batch = fresh.pop()
                 if not batch.live:
                     self.metrics.dropped.inc(len(batch.requests))
-                    self._spent(batch.job, batch.job.remaining)
+                    self._spent(batch.job, batch.job.remaining, batch.client, batch.merged)
                     continue
             else:
-                batch = started[long_turn % min(len(started), LONG_SLOTS)]
+                turns = long_slots(started, LONG_SLOTS)
+                batch = turns[long_turn % len(turns)]
                 long_turn += 1
             try:
                 ran = await loop.run_in_executor(self.executor, self._step, batch)
                 fresh_credit = fresh_credit - ran if use_fresh else self.settings.step_tokens
-                self._spent(batch.job, ran)
-                if self._is_long(batch.job):
+                self._spent(batch.job, ran, batch.client, batch.merged)
+                if self._is_long(batch.job) and not batch.merged:
                     self.long_log.append((time.monotonic(), ran))
             except Exception as exc:  # an engine failure fails these requests, not the server
-                self._spent(batch.job, batch.job.remaining)
+                self._spent(batch.job, batch.job.remaining, batch.client, batch.merged)
                 if batch in started:
                     started.remove(batch)
                 for pending in batch.requests:

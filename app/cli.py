@@ -11,7 +11,7 @@ import os
 import sys
 from dataclasses import replace
 
-from electra_detect.app.settings import ServerSettings, serve_flags
+from electra_detect.app.settings import ServerSettings, read_keys_file, serve_flags
 from electra_detect.cli import DEFAULT_MODEL, verb
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -50,6 +50,18 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--api-key-env", default="ELECTRA_DETECT_API_KEY",
                    help="environment variable holding the API key clients send in X-API-Key (unset: no key)")
+    p.add_argument("--api-keys-file", metavar="FILE",
+                   help="API keys, one a line, each optionally followed by a client name (fairness and 429s count "
+                        "per key); with --api-key-env's key too when both are set")
+    p.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS",
+                   help="a reverse proxy (IP address or network) whose X-Forwarded-For names the client, for "
+                        "per-address fairness without keys; repeat for several (default: none, the peer address)")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
+                   help="a Host header value served (e.g. localhost, api.example.com, *.example.com); repeat for "
+                        "several; others get 400 (against DNS rebinding; default: any)")
+    p.add_argument("--docs", action="store_true",
+                   help="serve the Swagger UI at /docs (its scripts load from a public CDN; /openapi.json is always "
+                        "served)")
     p.add_argument("--batching", choices=("auto", "on", "off"), default="auto",
                    help="micro-batching; auto = on when the engine runs on CUDA, off on CPU, where one call per "
                         "request served more requests/s in benchmarks/speed/server_load.py")
@@ -64,11 +76,16 @@ def run_serve(args: argparse.Namespace) -> int:
 
     if not 0 < args.port < 65536:
         raise ServeError(f"--port {args.port} is not a TCP port")
-    settings = ServerSettings(**{name: getattr(args, name) for name, *_ in serve_flags()})  # checks every value
+    if args.threads is not None and args.threads < 1:
+        raise ServeError(f"--threads must be >= 1, got {args.threads}")
     api_key = os.environ.get(args.api_key_env) or None
-    if args.host not in LOOPBACK and api_key is None:
+    settings = ServerSettings(**{name: getattr(args, name) for name, *_ in serve_flags()},  # checks every value
+                              api_key=api_key, api_keys=read_keys_file(args.api_keys_file) if args.api_keys_file
+                              else {}, trusted_proxies=tuple(args.trusted_proxy),
+                              allowed_hosts=tuple(args.allowed_host), docs=args.docs)
+    if args.host not in LOOPBACK and not settings.api_keys:
         print(f"warning: serving on {args.host} without an API key; anyone who can reach the port can use it "
-              f"(set ${args.api_key_env})", file=sys.stderr)
+              f"(set ${args.api_key_env} or --api-keys-file)", file=sys.stderr)
     from electra_detect.app.server import serve
 
     detector = Detector.load(args.model, task="ged", device=args.device, calibrated=not args.no_calibration,
@@ -77,12 +94,12 @@ def run_serve(args: argparse.Namespace) -> int:
     print(detector.describe(), file=sys.stderr, flush=True)
     on_gpu = "cuda" in str(detector.engine.provider).lower()
     batching = False if args.no_batching else on_gpu if args.batching == "auto" else args.batching == "on"
-    settings = replace(settings, batching=batching, api_key=api_key)
+    settings = replace(settings, batching=batching)
     engine = detector.engine
     print(f"serving {detector.model_dir} on http://{args.host}:{args.port} (engine {engine.name}, "
           f"provider {engine.provider}, variant {getattr(engine, 'variant', '-')}, "
           f"batching {f'{args.max_batch} texts / {args.max_wait_ms:g} ms' if batching else 'off'}); "
-          f"docs at /docs", file=sys.stderr, flush=True)
+          f"{'docs at /docs' if args.docs else 'schema at /openapi.json'}", file=sys.stderr, flush=True)
     serve(detector, settings, args.host, args.port, args.log_level)
     return 0
 
@@ -103,6 +120,16 @@ def add_demo(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, default=None,
                    help="the slider's starting value (default: the model's ged.json threshold, else 0.5)")
     p.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
+    p.add_argument("--auth", action="append", default=[], metavar="USER:PASSWORD",
+                   help="ask for this login (repeat for several; note that a command line is visible to other "
+                        "users of the machine, --auth-file is not)")
+    p.add_argument("--auth-file", metavar="FILE", help="logins, one username:password a line")
+    p.add_argument("--max-file-size", default="1mb",
+                   help="largest upload Gradio's server takes (default 1mb; the page itself uploads nothing)")
+    p.add_argument("--queue-size", type=int, default=16,
+                   help="jobs that may wait; more are told the queue is full at once (default 16)")
+    p.add_argument("--concurrency", type=int, default=1,
+                   help="jobs run at a time (default 1: the model scores one request at a time anyway)")
 
 
 def _demo_errors() -> tuple[type[BaseException], ...]:
@@ -117,15 +144,20 @@ def run_demo(args: argparse.Namespace) -> int:
     import time
 
     started = time.perf_counter()
-    from electra_detect.app.demo import DemoError, build_app, launch
+    from electra_detect.app.demo import DemoError, DemoLimits, build_app, launch, parse_auth
 
     if not 0 <= args.port <= 65535:
         raise DemoError(f"--port must be between 0 and 65535, got {args.port}")
+    limits = DemoLimits(max_file_size=args.max_file_size, queue_size=args.queue_size, concurrency=args.concurrency,
+                        auth=parse_auth(args.auth, args.auth_file))
+    if args.host not in LOOPBACK and not limits.auth:
+        print(f"warning: serving the demo on {args.host} without a login; anyone who can reach the port can use it "
+              f"(--auth or --auth-file)", file=sys.stderr)
     port = args.port or _free_port(args.host)
     app = build_app(args.model, engine=args.engine, device=args.device, variant=args.variant,
                     threshold=args.threshold)
     print(app.detector.describe(), file=sys.stderr, flush=True)
-    launch(app, host=args.host, port=port, block=True, started=started)
+    launch(app, host=args.host, port=port, block=True, started=started, limits=limits)
     return 0
 
 

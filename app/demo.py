@@ -7,7 +7,9 @@ on user input: an empty, huge or malformed input becomes a message in the page's
 
 Offline by construction: Gradio's default theme ships its fonts, analytics are switched off before
 Gradio is imported, server-side rendering (which needs Node) is off, and nothing is fetched from a
-hub. The server binds 127.0.0.1 unless told otherwise.
+hub. The server binds 127.0.0.1 unless told otherwise; bound beyond it, ``DemoLimits`` caps uploads (Gradio's
+upload route takes files whatever the page shows), bounds the queue and can ask for a password, and the files
+Gradio keeps live in a folder of this process, removed at shutdown.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
+import shutil
+import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +32,8 @@ MAX_CHARS = 5_000  # one page of text; longer input is refused with a message (t
 MAX_HYPOTHESES = 200
 MAX_NBEST_CHARS = 50_000
 DEFAULT_PORT = 7860
+FILE_SIZE = r"(?i)[0-9]+(\.[0-9]+)?\s*(b|kb|mb|gb|tb)"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 # Probability bands, low to high: the legend reads left to right as a colour scale. Only words at or
 # above the threshold are coloured, each by the band its probability falls in.
@@ -53,6 +60,45 @@ NBEST_EXAMPLES = [  # (label shown on the button, list): a multi-line value woul
 ]
 
 CSS = "#model-info p { margin: 0; } #status-highlight, #status-ged, #status-rerank { min-height: 1.5em; }"
+
+
+@dataclass
+class DemoLimits:
+    """What the demo's server takes: ``max_file_size`` per upload (Gradio's size string, e.g. "1mb"), at most
+    ``queue_size`` jobs waiting (more get "queue full" at once), ``concurrency`` jobs run at a time, and the
+    (username, password) pairs that may log in (empty: no login)."""
+
+    max_file_size: str = "1mb"
+    queue_size: int = 16
+    concurrency: int = 1
+    auth: list[tuple[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.queue_size < 1 or self.concurrency < 1:
+            raise DemoError("--queue-size and --concurrency must be >= 1")
+        if not re.fullmatch(FILE_SIZE, str(self.max_file_size).strip()):  # the sizes Gradio's launch() reads
+            raise DemoError(f"--max-file-size {self.max_file_size!r} is not a size (e.g. 500kb, 1mb)")
+
+
+def parse_auth(pairs: list[str] | None = None, auth_file: str | Path | None = None) -> list[tuple[str, str]]:
+    """(username, password) pairs from ``user:password`` strings and a file of such lines (blank lines and lines
+    starting with # skipped); the password is what follows the first colon."""
+    lines = list(pairs or [])
+    if auth_file is not None:
+        try:
+            text = Path(auth_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DemoError(f"--auth-file {auth_file}: cannot read it ({exc})") from None
+        lines += [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        if not lines:
+            raise DemoError(f"--auth-file {auth_file} holds no username:password line")
+    found = []
+    for line in lines:
+        user, sep, password = line.partition(":")
+        if not sep or not user or not password:
+            raise DemoError("an auth entry must be username:password, both non-empty")
+        found.append((user, password))
+    return found
 
 
 class DemoError(ValueError):
@@ -418,19 +464,33 @@ def build_app(model: str | Path, engine: str = "auto", device: str | None = None
 
 
 def launch(app: DemoApp, host: str = "127.0.0.1", port: int = DEFAULT_PORT, block: bool = True,
-           started: float | None = None) -> tuple[Any, str]:
-    """Serve the page (no share link, no SSR, no analytics); returns (blocks, local URL)."""
+           started: float | None = None, limits: DemoLimits | None = None) -> tuple[Any, str]:
+    """Serve the page (no share link, no SSR, no analytics) within ``limits``; returns (blocks, local URL). With
+    ``block=False`` the caller ends it with :func:`shutdown`."""
     import gradio as gr
 
-    page = app.build()
+    limits = limits or DemoLimits()
+    uploads = tempfile.mkdtemp(prefix="electra-detect-demo-")  # Gradio's files of this process, gone at shutdown
+    previous = os.environ.get("GRADIO_TEMP_DIR")
+    os.environ["GRADIO_TEMP_DIR"] = uploads  # read when the page and its server are made, just below
     try:
+        page = app.build()
+        page.electra_uploads = uploads
+        page.queue(max_size=limits.queue_size, default_concurrency_limit=limits.concurrency)
         _app, url, _share = page.launch(server_name=host, server_port=port, share=False, ssr_mode=False,
                                         prevent_thread_lock=True, quiet=True, show_error=False,
-                                        footer_links=["settings"], theme=gr.themes.Default(), css=CSS)
+                                        footer_links=["settings"], theme=gr.themes.Default(), css=CSS,
+                                        max_file_size=limits.max_file_size, auth=limits.auth or None)
     except OSError as exc:
+        shutil.rmtree(uploads, ignore_errors=True)
         if "empty port" in str(exc):
             raise DemoError(f"port {port} on {host} is in use; choose another with --port (0 = any free port)") from exc
         raise DemoError(f"cannot serve on {host}:{port}: {exc}") from exc
+    finally:
+        if previous is None:
+            os.environ.pop("GRADIO_TEMP_DIR", None)
+        else:
+            os.environ["GRADIO_TEMP_DIR"] = previous
     message = f"electra-detect demo: {app.info.name}, engine {app.info.engine} ({app.info.provider}), " \
               f"calibration {app.info.calibration}; serving at {url}"
     if started is not None:
@@ -442,5 +502,15 @@ def launch(app: DemoApp, host: str = "127.0.0.1", port: int = DEFAULT_PORT, bloc
         except KeyboardInterrupt:
             pass
         finally:
-            page.close()
+            shutdown(page)
     return page, url
+
+
+def shutdown(page: Any) -> None:
+    """Stop the page's server and remove the files Gradio kept for it (uploads included)."""
+    try:
+        page.close()
+    finally:
+        uploads = getattr(page, "electra_uploads", None)
+        if uploads:
+            shutil.rmtree(uploads, ignore_errors=True)

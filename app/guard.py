@@ -1,41 +1,60 @@
-"""What stands between a socket and the app: the ASGI guard (API key, media type, body size and read time,
-request metrics, last-resort 500) and uvicorn's HTTP protocol with the server's socket timeouts."""
+"""What stands between a socket and the app: the ASGI guard (Host header, API keys, each client's share of
+requests, media type, body size and read time, request metrics, last-resort 500) and uvicorn's HTTP protocol with
+the server's socket timeouts."""
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import select
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi.responses import JSONResponse
 
-from electra_detect.app.api_errors import error_response
+from electra_detect.app.api_errors import error_response, internal_error
+from electra_detect.app.clients import API_KEY_HEADER, Refused, Shares, client_of, key_name
 from electra_detect.app.metrics import Metrics
 from electra_detect.app.settings import ServerSettings
 
 log = logging.getLogger("electra_detect.server")
 
-API_KEY_HEADER = "x-api-key"
+# The routes that run the model: each request holds one of its client's requests in flight (Shares.enter).
+SCORED_PATHS = frozenset({"/v1/score", "/v1/ged", "/v1/rerank", "/v2/check"})
+CLIENT_SCOPE_KEY = "electra_detect.client"  # where the Guard leaves the request's client for the routes
+ERROR_ID_KEY = "electra_detect.error_id"  # the id a 500 answer names and the log line carries
 # LanguageTool's routes read forms, as its clients send them; every other route reads JSON.
 FORM_PATHS = frozenset({"/v2/check"})
 FORM_MEDIA = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
+def host_allowed(host_header: str, allowed: tuple[str, ...]) -> bool:
+    """Whether a Host header names one of ``allowed`` (starlette's TrustedHostMiddleware rule: an exact name, or
+    ``*.example.com`` for its subdomains, ``*`` for any; the port is ignored). Here, not the middleware itself, so
+    that the refusal is a JSON 400 like every other error."""
+    if not allowed or "*" in allowed:
+        return True
+    host = host_header.strip().lower()
+    if host.startswith("[") and "]" in host:  # [IPv6 address]:port
+        host = host[1:host.find("]")]
+    elif host.count(":") == 1:  # name:port
+        host = host.split(":")[0]
+    return any(host == pattern or (pattern.startswith("*.") and host.endswith(pattern[1:])) for pattern in allowed)
+
+
 class Guard:
-    """ASGI middleware: API key, Content-Type, body-size limit on received bytes, body read timeout,
-    request metrics, and the last word on an unexpected exception (a JSON 500 on a connection that stays
-    usable, one log line with its traceback).
+    """ASGI middleware: Host header, API keys, the client's share of requests in flight (429), Content-Type,
+    body-size limit on received bytes, body read timeout, request metrics, and the last word on an unexpected
+    exception (a JSON 500 with an error id on a connection that stays usable; the log has the traceback).
 
     Pure ASGI (not BaseHTTPMiddleware) so the body can be counted as it arrives and a 413 sent
     before the app sees an oversized payload.
     """
 
-    def __init__(self, app: Any, settings: ServerSettings, metrics: Metrics) -> None:
-        self.app, self.settings, self.metrics = app, settings, metrics
+    def __init__(self, app: Any, settings: ServerSettings, metrics: Metrics, shares: Shares) -> None:
+        self.app, self.settings, self.metrics, self.shares = app, settings, metrics, shares
 
     async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]], send: Callable) -> None:
         if scope["type"] != "http":
@@ -54,8 +73,19 @@ class Guard:
             await send(message)
 
         self.metrics.inflight.inc()
+        client = None
         try:
             rejection = self._reject(scope)
+            if rejection is None and path in SCORED_PATHS:
+                client = scope[CLIENT_SCOPE_KEY] = client_of(scope, self.settings)
+                try:
+                    self.shares.enter(client)
+                except Refused as refused:
+                    client = None
+                    self.metrics.refused.labels(refused.reason).inc()
+                    rejection = too_many_requests(refused)
+                    if scope["method"] in ("POST", "PUT", "PATCH"):
+                        await self._read_body(scope, receive)  # read, not left on the socket: the answer arrives
             if rejection is None and scope["method"] in ("POST", "PUT", "PATCH"):
                 rejection = self._content_type(scope, form=path in FORM_PATHS)
             if rejection is None and scope["method"] in ("POST", "PUT", "PATCH"):
@@ -69,21 +99,26 @@ class Guard:
                 await rejection(scope, receive, send_counted)
             else:
                 await self.app(scope, receive, send_counted)
-        except Exception as exc:  # a bug, not the client's fault: answer it, keep the connection and the process
-            log.exception("internal error on %s %s", scope["method"], path)
+        except Exception:  # a bug, not the client's fault: answer it, keep the connection and the process
+            if ERROR_ID_KEY in scope:  # the app's handler answered and logged it (starlette re-raises after that)
+                return
+            error_id = scope[ERROR_ID_KEY] = uuid.uuid4().hex[:12]
+            log.exception("internal error %s on %s %s", error_id, scope["method"], path)
             if not status_box["started"]:
-                await error_response(500, "internal_error", f"{type(exc).__name__}: {exc}")(scope, receive,
-                                                                                            send_counted)
+                await internal_error(error_id)(scope, receive, send_counted)
         finally:
+            if client is not None:
+                self.shares.leave(client)
             self.metrics.inflight.dec()
             self.metrics.requests.labels(label, str(status_box["status"])).inc()
             self.metrics.latency.labels(label).observe(time.perf_counter() - started)
 
     def _reject(self, scope: dict) -> JSONResponse | None:
-        if self.settings.api_key and scope["path"] != "/healthz":
-            headers = dict(scope.get("headers") or [])
-            given = headers.get(API_KEY_HEADER.encode(), b"")
-            if not hmac.compare_digest(given, self.settings.api_key.encode()):
+        headers = dict(scope.get("headers") or [])
+        if not host_allowed(headers.get(b"host", b"").decode("latin-1"), self.settings.allowed_hosts):
+            return error_response(400, "invalid_host", "the Host header names a host this server does not serve")
+        if self.settings.api_keys and scope["path"] != "/healthz":
+            if key_name(headers, self.settings.api_keys) is None:
                 return error_response(401, "unauthorized", f"missing or wrong {API_KEY_HEADER} header")
         return None
 
@@ -132,6 +167,13 @@ class Guard:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks), None
+
+
+def too_many_requests(refused: Refused) -> JSONResponse:
+    """The 429 past a share, with the seconds to wait."""
+    response = error_response(429, "too_many_requests", refused.message)
+    response.headers["retry-after"] = str(refused.retry_after)
+    return response
 
 
 def _replay(body: bytes, original: Callable[[], Awaitable[dict]]) -> Callable[[], Awaitable[dict]]:

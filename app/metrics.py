@@ -25,6 +25,8 @@ class Metrics:
                                  ["reason"], registry=self.registry)
         self.dropped = Counter("electra_dropped_requests", "abandoned requests the model stopped working on",
                                registry=self.registry)
+        self.refused = Counter("electra_refused_requests", "requests refused past a share or budget (429, 413 "
+                               "over_budget) before any work", ["reason"], registry=self.registry)
         self.info = Info("electra_engine", "engine the server runs", registry=self.registry)
 
     def render(self) -> bytes:

@@ -156,7 +156,10 @@ LIMITS_DOC = (
     "not sent within read_timeout: 408 request_timeout (and a request head not sent within it: the connection is "
     "closed); not scored within timeout, queueing included: 504 timeout (the model stops working on it); a "
     "request of more than step_tokens that could not finish before its deadline at the present load: 503 "
-    "overloaded (Retry-After); a body "
+    "overloaded (Retry-After); past the client's share of requests or model tokens in flight (client_requests, "
+    "client_tokens; a client is its API key, else its address) or the server's max_requests: 429 "
+    "too_many_requests (Retry-After); a /v2/check whose cost (model tokens, times 1 + the suggestion factor with "
+    "suggestions) is over check_budget: 413 over_budget before any scoring; a body "
     "without Content-Type: application/json: 415 unsupported_media_type; malformed JSON: 400 malformed_json, "
     "bad_request (not UTF-8), json_too_deep, number_too_long; a field of the wrong type or out of range (numbers "
     "must be finite and in range, booleans true/false): 422 invalid_request. See docs/serving.md.")
@@ -183,29 +186,35 @@ def declare_limits(schema: dict[str, Any], settings: ServerSettings) -> dict[str
     _declare_check_form(schema, settings)
     schema.setdefault("info", {})["x-limits"] = {"max_texts": settings.max_texts, "max_chars": settings.max_chars,
                                                 "max_tokens": settings.max_tokens,
-                                                "max_body_bytes": settings.max_body_bytes}
+                                                "max_body_bytes": settings.max_body_bytes,
+                                                "client_requests": settings.client_requests,
+                                                "client_tokens": settings.client_tokens,
+                                                "max_requests": settings.max_requests,
+                                                "check_budget": settings.check_budget}
     return schema
+
+
+# /v2/check's body as the OpenAPI operation declares it (the route reads the form itself, app/forms.py); the
+# CheckForm schema it names is added by declare_limits, with this server's max_chars.
+CHECK_FORM_BODY = {"required": True,  # text or data: a request without a form is a 422
+                   "content": {media: {"schema": {"$ref": "#/components/schemas/CheckForm"}}
+                               for media in ("application/x-www-form-urlencoded", "multipart/form-data")}}
 
 
 def _declare_check_form(schema: dict[str, Any], settings: ServerSettings) -> None:
     """/v2/check's form, as the route checks it: text or data (not both; a form field is a string, never null),
     text up to max_chars characters, data LanguageTool's annotation JSON (its grammar as a pattern), an English
-    language code (or auto)."""
+    language code (or auto); other fields are accepted and ignored."""
     from electra_detect.app.languagetool import DATA_PATTERN, LANGUAGE_PATTERN
 
-    body = schema.get("paths", {}).get("/v2/check", {}).get("post", {}).get("requestBody", {})
-    body["required"] = True  # text or data: a request without a form is a 422
-    content = body.get("content", {})
-    declared = {"text": {"maxLength": settings.max_chars}, "data": {"pattern": DATA_PATTERN},
-                "language": {"pattern": LANGUAGE_PATTERN}}
-    for media in content.values():
-        ref = media.get("schema", {}).get("$ref", "")
-        form = schema.get("components", {}).get("schemas", {}).get(ref.rsplit("/", 1)[-1], {})
-        properties = form.get("properties", {})
-        for name, limits in declared.items():
-            field = properties.get(name)
-            if field is not None:
-                string = next((o for o in field.pop("anyOf", []) if o.get("type") == "string"), {"type": "string"})
-                field.update(string, **limits)
-        form["anyOf"] = [{"required": ["text"]}, {"required": ["data"]}]
-        form["not"] = {"required": ["text", "data"]}
+    schema.setdefault("components", {}).setdefault("schemas", {})["CheckForm"] = {
+        "title": "CheckForm", "type": "object",
+        "properties": {
+            "text": {"type": "string", "maxLength": settings.max_chars, "title": "Text",
+                     "description": "the text to check (or data)"},
+            "data": {"type": "string", "pattern": DATA_PATTERN, "title": "Data",
+                     "description": 'LanguageTool annotation JSON: {"annotation": [{"text": ...}, {"markup": ..., '
+                                    '"interpretAs": ...}]}'},
+            "language": {"type": "string", "pattern": LANGUAGE_PATTERN, "title": "Language",
+                         "description": "en, en-US, ... or auto (English only)"}},
+        "anyOf": [{"required": ["text"]}, {"required": ["data"]}], "not": {"required": ["text", "data"]}}

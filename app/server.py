@@ -19,6 +19,8 @@ Why it is shaped this way:
 
 from __future__ import annotations
 
+import logging
+import uuid
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -27,13 +29,15 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from electra_detect.app.api_errors import ApiError, error_response, json_error
-from electra_detect.app.guard import Guard, http_protocol
+from electra_detect.app.api_errors import ApiError, error_response, internal_error, json_error
+from electra_detect.app.guard import ERROR_ID_KEY, Guard, http_protocol
 from electra_detect.app.routes import ged, health, languagetool, rerank, score
 from electra_detect.app.schemas import LIMITS_DOC, declare_limits
 from electra_detect.app.service import Service
 from electra_detect.app.settings import ServerSettings
 from electra_detect.detector import Detector
+
+log = logging.getLogger("electra_detect.server")
 
 
 def create_app(detector: Detector, settings: ServerSettings | None = None) -> FastAPI:
@@ -52,8 +56,13 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
 
     limits = (f"This server: max_texts {settings.max_texts}, max_chars {settings.max_chars}, max_tokens "
               f"{settings.max_tokens}, max_body_bytes {settings.max_body_bytes}, timeout {settings.timeout_s:g} s, "
-              f"read_timeout {settings.read_timeout_s:g} s.")
+              f"read_timeout {settings.read_timeout_s:g} s, client_requests {settings.client_requests}, "
+              f"client_tokens {settings.client_tokens}, max_requests {settings.max_requests}, check_budget "
+              f"{settings.check_budget}.")
+    # The Swagger UI loads its scripts from a public CDN: served only when asked for (`serve --docs`);
+    # /openapi.json, the contract, is always there.
     app = FastAPI(title="electra-detect", version="0.1.0", lifespan=lifespan,
+                  docs_url="/docs" if settings.docs else None, redoc_url=None,
                   description="Per-token replaced probabilities from an ELECTRA discriminator: scores, "
                               "grammatical error flags and n-best reranking. Errors are JSON: "
                               '{"error": {"type", "message"}}. ' + LIMITS_DOC + " " + limits)
@@ -61,7 +70,7 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
     for routes in (health, score, ged, rerank, languagetool):
         app.include_router(routes.router)
     add_error_handlers(app)
-    app.add_middleware(Guard, settings=settings, metrics=service.metrics)
+    app.add_middleware(Guard, settings=settings, metrics=service.metrics, shares=service.shares)
     generate = app.openapi
     app.openapi = lambda: app.openapi_schema or declare_limits(generate(), settings)  # cached by FastAPI
     return app
@@ -75,6 +84,7 @@ def add_error_handlers(app: FastAPI) -> None:
         response = error_response(exc.status, exc.kind, exc.message)
         if exc.status == 503:
             response.headers["retry-after"] = "2"  # well below keep_alive_s: a client that waits keeps its connection
+        response.headers.update(exc.headers)
         return response
 
     @app.exception_handler(RequestValidationError)
@@ -98,8 +108,10 @@ def add_error_handlers(app: FastAPI) -> None:
         return response
 
     @app.exception_handler(Exception)
-    async def _crash(_, exc: Exception) -> JSONResponse:
-        return error_response(500, "internal_error", f"{type(exc).__name__}: {exc}")
+    async def _crash(request, exc: Exception) -> JSONResponse:
+        error_id = request.scope[ERROR_ID_KEY] = uuid.uuid4().hex[:12]  # the answer names it, the log the rest
+        log.error("internal error %s on %s %s", error_id, request.method, request.url.path, exc_info=exc)
+        return internal_error(error_id)
 
 
 def serve(detector: Detector, settings: ServerSettings, host: str = "127.0.0.1", port: int = 8000,

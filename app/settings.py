@@ -7,9 +7,18 @@ refused the same way from the command line and from code.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
+
+# What a /v2/check with suggestions costs beyond its own scoring: the candidates' sentences scored per token of the
+# checked text. Measured on four learner-style paragraphs with the shipped MiniLM model (docs/serving.md): 10-19
+# model tokens of candidates per token checked; the suggestion job is cut to this many (``Service.suggested``), so
+# the estimate ``tokens x (1 + SUGGESTION_FACTOR)`` is a bound on the model work a check can cause, not a guess.
+SUGGESTION_FACTOR = 16
+MIN_KEY_CHARS = 8  # an API key shorter than this is refused (guessable)
 
 
 class SettingsError(ValueError):
@@ -48,6 +57,26 @@ class ServerSettings:
         "--max-wait-ms", "how long a batch waits to fill (default 0: merge what queued while the model was busy; "
                          "a wait only added latency on the 2-core CPU measured, it may pay on a GPU)", low=0.0))
     api_key: str | None = None  # required in the X-API-Key header when set (`serve` reads it from --api-key-env)
+    # Every key a client may send in X-API-Key, with the name its requests are counted under (fairness, logs);
+    # `serve --api-keys-file`. ``api_key`` joins it as "default". Empty and no api_key: no key needed.
+    api_keys: dict[str, str] = field(default_factory=dict)
+    client_requests: int = field(default=64, metadata=_flag(
+        "--client-requests", "requests one client (an API key, else an address) may have in flight; past it 429 "
+                             "with Retry-After"))
+    client_tokens: int = field(default=32_768, metadata=_flag(
+        "--client-tokens", "model tokens one client may have queued or in progress (a /v2/check counts its "
+                           "suggestions' bound too); past it 429 with Retry-After (a client with nothing in flight "
+                           "is always let in)"))
+    max_requests: int = field(default=512, metadata=_flag(
+        "--max-requests", "requests in flight over all clients; past it 429 with Retry-After"))
+    check_budget: int = field(default=32_768, metadata=_flag(
+        "--check-budget", f"model tokens one /v2/check may cause: its tokens x (1 + {SUGGESTION_FACTOR}) with "
+                          f"suggestions, else its tokens (413 over_budget before any scoring)"))
+    # Addresses (or networks) of reverse proxies whose X-Forwarded-For names the client; `serve --trusted-proxy`.
+    trusted_proxies: tuple[str, ...] = ()
+    # Host header values served (DNS-rebinding defence; "*.example.com" matches subdomains); empty: any.
+    allowed_hosts: tuple[str, ...] = ()
+    docs: bool = False  # the Swagger UI at /docs (`serve --docs`; it loads from a CDN); /openapi.json is always on
     ged_threshold: float | None = field(default=None, metadata=_flag(
         "--ged-threshold", "default /v1/ged threshold (default: ged.json, else 0.5)"))
     suggest: bool = field(default=True, metadata=_flag(
@@ -56,14 +85,64 @@ class ServerSettings:
     def __post_init__(self) -> None:
         for item in fields(self):
             flag, value = item.metadata.get("flag", item.name), getattr(self, item.name)
-            if item.type == "int" and value < 1:
-                raise SettingsError(f"{flag} must be >= 1")
-            if item.type == "float" and not (math.isfinite(value) and value >= 0 and
-                                             (value > 0 or "low" in item.metadata)):
+            if item.type == "int" and (type(value) is not int or value < 1):
+                raise SettingsError(f"{flag} must be a whole number >= 1")
+            if item.type == "float" and not (type(value) in (int, float) and math.isfinite(value) and value >= 0
+                                             and (value > 0 or "low" in item.metadata)):
                 bound = ">= 0" if "low" in item.metadata else "> 0"
                 raise SettingsError(f"{flag} must be a finite number {bound}")
-        if self.ged_threshold is not None and not 0 <= self.ged_threshold <= 1:  # NaN fails too
+            if item.type == "bool" and not isinstance(value, bool):
+                raise SettingsError(f"{flag} must be true or false")
+        if self.ged_threshold is not None and (type(self.ged_threshold) not in (int, float) or
+                                               not 0 <= self.ged_threshold <= 1):  # NaN fails too
             raise SettingsError("--ged-threshold must be a number in [0, 1]")
+        if not isinstance(self.api_keys, dict) or not all(isinstance(k, str) and isinstance(n, str) and n.strip()
+                                                          for k, n in self.api_keys.items()):
+            raise SettingsError("api_keys must map each key to a client name")
+        if self.api_key is not None:
+            check_key(self.api_key, "the API key")
+            self.api_keys = {**self.api_keys, self.api_key: self.api_keys.get(self.api_key, "default")}
+        for key, name in self.api_keys.items():
+            check_key(key, f"API key {name!r}")
+        self.trusted_proxies = tuple(self.trusted_proxies)
+        for proxy in self.trusted_proxies:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise SettingsError(f"--trusted-proxy {proxy!r} is not an IP address or network") from None
+        self.allowed_hosts = tuple(host.strip().lower() for host in self.allowed_hosts)
+        for host in self.allowed_hosts:
+            if not host or any(c.isspace() or c in "/@" for c in host) or "*" in host.lstrip("*"):
+                raise SettingsError(f"--allowed-host {host!r} is not a host name (a leading '*.' may match "
+                                    f"subdomains)")
+
+
+def check_key(key: str, what: str) -> None:
+    """A key a client can send in a header: printable ASCII without spaces, at least MIN_KEY_CHARS long."""
+    if len(key) < MIN_KEY_CHARS or not all("!" <= c <= "~" for c in key):
+        raise SettingsError(f"{what} must be at least {MIN_KEY_CHARS} printable ASCII characters without spaces")
+
+
+def read_keys_file(path: str | Path) -> dict[str, str]:
+    """API key -> client name from a keys file: one key a line, optionally followed by whitespace and a name
+    (default ``key<line number>``, never the key itself); blank lines and lines starting with # are skipped."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"--api-keys-file {path}: cannot read it ({exc})") from None
+    keys: dict[str, str] = {}
+    for number, line in enumerate(lines, 1):
+        parts = line.split(None, 1)
+        if not parts or parts[0].startswith("#"):
+            continue
+        key, name = parts[0], parts[1].strip() if len(parts) > 1 else f"key{number}"
+        check_key(key, f"--api-keys-file {path} line {number}: the key")
+        if key in keys:
+            raise SettingsError(f"--api-keys-file {path} line {number}: the key is already on an earlier line")
+        keys[key] = name
+    if not keys:
+        raise SettingsError(f"--api-keys-file {path} holds no key")
+    return keys
 
 
 def serve_flags() -> list[tuple[str, str, Any, dict[str, Any]]]:

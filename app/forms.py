@@ -1,0 +1,101 @@
+"""HTML form bodies (``application/x-www-form-urlencoded``, ``multipart/form-data``) decoded strictly: every name
+and value must be UTF-8, and a form holds at most ``MAX_FORM_FIELDS`` fields.
+
+Not starlette's ``Request.form()``: it turns invalid UTF-8 into U+FFFD (or Latin-1) without a word, and its errors
+reach FastAPI as a bare 400 that the server could only call "not valid UTF-8 JSON". Here each fault is a
+``FormError`` naming the form, answered 400 or 413 like the JSON routes' errors.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl
+
+MAX_FORM_FIELDS = 1000  # starlette's own default for multipart; LanguageTool's clients send about ten
+
+
+class FormError(ValueError):
+    """A form body the server cannot read: ``status`` (400 or 413) and ``kind`` for the JSON error answer."""
+
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.message = status, kind, message
+
+
+def _too_many() -> FormError:
+    return FormError(413, "too_many_fields", f"the form has more than {MAX_FORM_FIELDS} fields")
+
+
+def _utf8(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FormError(400, "bad_request", f"the form's {what} is not valid UTF-8") from None
+
+
+def parse_form(body: bytes, content_type: str | None) -> dict[str, str]:
+    """Field name -> value (the last one, for a name given twice) of a form body; an empty body is an empty form.
+
+    Shape: ``b"text=Hi&language=en"`` with ``application/x-www-form-urlencoded`` -> ``{"text": "Hi", "language":
+    "en"}``; empty values are kept (``text=`` is an empty text, not a missing one)."""
+    if not body:
+        return {}
+    media = (content_type or "").split(";")[0].strip().lower()
+    if media == "multipart/form-data":
+        return _multipart(body, content_type or "")
+    text = _utf8(body, "body")
+    try:
+        pairs = parse_qsl(text, keep_blank_values=True, encoding="utf-8", errors="strict",
+                          max_num_fields=MAX_FORM_FIELDS)
+    except UnicodeDecodeError:
+        raise FormError(400, "bad_request", "a percent-encoded form field is not valid UTF-8") from None
+    except ValueError:  # parse_qsl's "Max number of fields exceeded"
+        raise _too_many() from None
+    return dict(pairs)
+
+
+def _multipart(body: bytes, content_type: str) -> dict[str, str]:
+    from python_multipart.multipart import MultipartParser, parse_options_header
+
+    _, options = parse_options_header(content_type)
+    boundary = options.get(b"boundary")
+    if not boundary:
+        raise FormError(400, "bad_request", "a multipart/form-data body needs a boundary in its Content-Type")
+    parts: list[tuple[bytes, bytearray]] = []
+    header: dict[str, bytes] = {"field": b"", "value": b""}
+    names: list[bytes | None] = [None]
+
+    def on_part_begin() -> None:
+        if len(parts) >= MAX_FORM_FIELDS:
+            raise _too_many()
+        names[0] = None
+
+    def on_header_field(data: bytes, start: int, end: int) -> None:
+        header["field"] += data[start:end]
+
+    def on_header_value(data: bytes, start: int, end: int) -> None:
+        header["value"] += data[start:end]
+
+    def on_header_end() -> None:
+        if header["field"].strip().lower() == b"content-disposition":
+            names[0] = parse_options_header(header["value"])[1].get(b"name")
+        header["field"], header["value"] = b"", b""
+
+    def on_headers_finished() -> None:
+        if names[0] is None:
+            raise FormError(400, "bad_request", "a multipart part has no Content-Disposition name")
+        parts.append((names[0], bytearray()))
+
+    def on_part_data(data: bytes, start: int, end: int) -> None:
+        parts[-1][1].extend(data[start:end])
+
+    parser = MultipartParser(boundary, {"on_part_begin": on_part_begin, "on_header_field": on_header_field,
+                                        "on_header_value": on_header_value, "on_header_end": on_header_end,
+                                        "on_headers_finished": on_headers_finished, "on_part_data": on_part_data})
+    try:
+        parser.write(body)
+        parser.finalize()
+    except FormError:
+        raise
+    except Exception as exc:  # python-multipart's MultipartParseError and kin: the body is not a multipart form
+        raise FormError(400, "bad_request", f"the body is not a valid multipart form ({type(exc).__name__})") from None
+    return {_utf8(name, "field name"): _utf8(bytes(value), "value") for name, value in parts}
