@@ -256,6 +256,9 @@ class MicroBatcher:
                     stopping = True
                     continue
                 arrivals, seen_stop = await self._collect(first)
+                if not seen_stop:  # everything waiting joins the queues now: clients take turns over all of it
+                    more, seen_stop = self._drain()
+                    arrivals += more
             stopping = stopping or seen_stop
             self.metrics.queue.dec(len(arrivals))
             for batch in self._group(arrivals):  # a request of more than one step goes to the long queue at once

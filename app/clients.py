@@ -105,7 +105,7 @@ class Shares:
 
     def enter(self, client: str) -> None:
         """Count one more request of ``client``, or raise Refused past ``client_requests`` or ``max_requests``."""
-        load = self.clients.setdefault(client, Load())
+        load = self.clients.get(client, Load())  # kept only once let in: refused clients leave nothing behind
         if load.requests >= self.settings.client_requests:
             raise Refused("client_requests", f"this client has {load.requests} requests in flight, its share is "
                                              f"{self.settings.client_requests}; retry after the Retry-After seconds",
@@ -115,6 +115,7 @@ class Shares:
                                           f"after the Retry-After seconds", self.retry_after(client))
         load.requests += 1
         self.requests += 1
+        self.clients[client] = load
 
     def leave(self, client: str) -> None:
         load = self.clients[client]
@@ -126,12 +127,13 @@ class Shares:
     def take(self, client: str, tokens: int) -> None:
         """Count ``tokens`` more model tokens of ``client``, or raise Refused when they would take it past
         ``client_tokens`` (a client with no tokens in flight is always let in: its request is bounded already)."""
-        load = self.clients.setdefault(client, Load())
+        load = self.clients.get(client, Load())
         if load.tokens and load.tokens + tokens > self.settings.client_tokens:
             raise Refused("client_tokens", f"this client has {load.tokens} model tokens queued or in progress; "
                                            f"{tokens} more would pass its share of {self.settings.client_tokens}; "
                                            f"retry after the Retry-After seconds", self.retry_after(client))
         load.tokens += tokens
+        self.clients[client] = load
 
     def give(self, client: str, tokens: int) -> None:
         load = self.clients[client]

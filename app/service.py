@@ -21,7 +21,7 @@ from electra_detect.app.batcher import ANONYMOUS, MicroBatcher
 from electra_detect.app.clients import Refused, Shares
 from electra_detect.app.guard import CLIENT_SCOPE_KEY
 from electra_detect.app.metrics import Metrics
-from electra_detect.app.settings import SUGGESTION_FACTOR, ServerSettings
+from electra_detect.app.settings import SUGGESTION_FACTOR, SUGGESTION_FLOOR, ServerSettings
 from electra_detect.detector import Detector, ScoringJob, TextScores
 from electra_detect.tasks.ged.suggestions import Suggester, SuggestionPlan
 
@@ -174,8 +174,9 @@ async def _disconnect(request: Request) -> None:
 
 def check_cost(tokens: int, suggest: bool) -> int:
     """The model tokens a /v2/check of ``tokens`` model tokens may cause: its own, and with suggestions at most
-    ``SUGGESTION_FACTOR`` times as many for the candidates' sentences (``Service.suggested`` keeps to it)."""
-    return tokens * (1 + SUGGESTION_FACTOR) if suggest else tokens
+    ``SUGGESTION_FACTOR`` times as many (at least ``SUGGESTION_FLOOR``) for the candidates' sentences
+    (``Service.suggested`` keeps to it)."""
+    return tokens + max(tokens * SUGGESTION_FACTOR, SUGGESTION_FLOOR) if suggest else tokens
 
 
 def model_name(model_dir: Path) -> str:

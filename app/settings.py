@@ -18,6 +18,9 @@ from typing import Any
 # model tokens of candidates per token checked; the suggestion job is cut to this many (``Service.suggested``), so
 # the estimate ``tokens x (1 + SUGGESTION_FACTOR)`` is a bound on the model work a check can cause, not a guess.
 SUGGESTION_FACTOR = 16
+# ... and at least this many, whatever the text's length: a short text's few flagged words each need their sentence
+# scored with up to 40 candidates in place (a 3-error, 18-token text needs about 1,500).
+SUGGESTION_FLOOR = 4096
 MIN_KEY_CHARS = 8  # an API key shorter than this is refused (guessable)
 
 
@@ -70,8 +73,9 @@ class ServerSettings:
     max_requests: int = field(default=512, metadata=_flag(
         "--max-requests", "requests in flight over all clients; past it 429 with Retry-After"))
     check_budget: int = field(default=32_768, metadata=_flag(
-        "--check-budget", f"model tokens one /v2/check may cause: its tokens x (1 + {SUGGESTION_FACTOR}) with "
-                          f"suggestions, else its tokens (413 over_budget before any scoring)"))
+        "--check-budget", f"model tokens one /v2/check may cause: its tokens + max({SUGGESTION_FACTOR} x its tokens, "
+                          f"{SUGGESTION_FLOOR}) with suggestions, else its tokens (413 over_budget before any "
+                          f"scoring)"))
     # Addresses (or networks) of reverse proxies whose X-Forwarded-For names the client; `serve --trusted-proxy`.
     trusted_proxies: tuple[str, ...] = ()
     # Host header values served (DNS-rebinding defence; "*.example.com" matches subdomains); empty: any.

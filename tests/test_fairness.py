@@ -1,0 +1,231 @@
+"""Fairness between clients: who a request comes from, each client's share (429 past it), the batcher serving
+clients in turn, and /v2/check admitted by its cost before any work (issue 53)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from electra_detect.app.clients import Refused, Shares, client_address
+from electra_detect.app.settings import ServerSettings, SettingsError, read_keys_file
+from electra_detect.detector import Detector
+
+ALICE, BOB = "alice-key-0123456789", "bob-key-0123456789"
+SENTENCE = "The farmer saw a red house yesterday."
+LONG = "The farmer saw a red house yesterday and a doctor bought three apples. " * 4
+
+
+class CountingEngine:
+    """The real engine, slowed down, recording which texts' rows each call ran."""
+
+    def __init__(self, engine: object, delay: float = 0.0) -> None:
+        self.engine, self.delay, self.calls = engine, delay, 0
+        self.name, self.provider, self.max_positions = engine.name, engine.provider, engine.max_positions
+
+    def logits(self, input_ids: object, attention_mask: object) -> object:
+        self.calls += 1
+        time.sleep(self.delay)
+        return self.engine.logits(input_ids, attention_mask)
+
+
+@pytest.fixture(scope="module")
+def detector(micro_run: Path) -> Detector:
+    return Detector.load(micro_run / "discriminator", engine="torch")
+
+
+@pytest.fixture
+def counting(detector: Detector) -> Iterator[CountingEngine]:
+    engine = detector.engine
+    detector.engine = CountingEngine(engine)
+    yield detector.engine
+    detector.engine = engine
+
+
+# ---------------------------------------------------------------------------------------------- who is asking
+
+def test_keys_file_names_each_key(tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text(f"# clients\n{ALICE} alice\n\n{BOB}\n", encoding="utf-8")
+    assert read_keys_file(keys) == {ALICE: "alice", BOB: "key4"}  # a key without a name is not named by itself
+    for text, fragment in ((f"{ALICE}\n{ALICE} again\n", "already"), ("short\n", "at least"), ("# none\n", "no key")):
+        keys.write_text(text, encoding="utf-8")
+        with pytest.raises(SettingsError, match=fragment):
+            read_keys_file(keys)
+    settings = ServerSettings(api_key=ALICE, api_keys={BOB: "bob"})  # the single key keeps working beside a file
+    assert settings.api_keys == {BOB: "bob", ALICE: "default"}
+
+
+def test_forwarded_addresses_count_only_from_trusted_proxies() -> None:
+    proxies = ("10.0.0.0/8",)
+    assert client_address("1.2.3.4", "9.9.9.9", proxies) == "1.2.3.4"  # not a proxy: its own claim is ignored
+    assert client_address("10.0.0.5", "9.9.9.9", proxies) == "9.9.9.9"
+    assert client_address("10.0.0.5", "6.6.6.6, 9.9.9.9, 10.0.0.7", proxies) == "9.9.9.9"  # right-most untrusted
+    assert client_address("10.0.0.5", "not-an-ip", proxies) == "10.0.0.5"
+    assert client_address("10.0.0.5", "9.9.9.9", ()) == "10.0.0.5"  # opt-in: no proxies, no forwarding
+
+
+def test_shares_refuse_past_a_clients_share_and_not_another_client() -> None:
+    shares = Shares(ServerSettings(client_requests=2, client_tokens=100, max_requests=3), lambda: 50.0)
+    shares.enter("a")
+    shares.enter("a")
+    with pytest.raises(Refused) as refused:
+        shares.enter("a")
+    assert refused.value.reason == "client_requests"
+    shares.enter("b")  # another client still gets in
+    with pytest.raises(Refused, match="server") as full:
+        shares.enter("c")
+    assert full.value.reason == "max_requests"
+    shares.take("a", 500)  # nothing in flight: a request is let in whatever it costs (max_tokens bounds it)
+    with pytest.raises(Refused) as tokens:
+        shares.take("a", 1)
+    assert tokens.value.reason == "client_tokens" and tokens.value.retry_after == 10  # 500 tokens at 50/s
+    shares.take("b", 100)
+    shares.give("a", 500)
+    for client in ("a", "a", "b"):
+        shares.leave(client)
+    shares.give("b", 100)
+    assert shares.clients == {} and shares.requests == 0
+
+
+# --------------------------------------------------------------------------------------------- the batcher
+
+def test_batcher_serves_clients_in_turn(detector: Detector, counting: CountingEngine) -> None:
+    from electra_detect.app.batcher import MicroBatcher
+    from electra_detect.app.metrics import Metrics
+
+    counting.delay = 0.01
+    settings = ServerSettings(step_tokens=64, model_batch=4, batching=False)
+
+    async def run() -> None:
+        batcher = MicroBatcher(detector, settings, Metrics())
+        await batcher.start()
+        done: list[str] = []
+
+        async def one(client: str, n: int) -> None:
+            job = detector.job([f"A doctor opened window {n}."], settings.model_batch)
+            await batcher.submit(job, client)
+            done.append(client)
+
+        flood = [asyncio.ensure_future(one("flooder", n)) for n in range(30)]
+        await asyncio.sleep(0)
+        light = asyncio.ensure_future(one("light", 99))
+        await asyncio.gather(light, *flood)
+        assert done.index("light") <= 3, done  # served in turn: not after the 30 queued before it
+        await batcher.stop()
+
+    asyncio.run(run())
+
+
+def test_a_clients_first_long_request_takes_a_slot_before_anothers_third(detector: Detector) -> None:
+    from electra_detect.app.batcher import LONG_SLOTS, MicroBatcher
+    from electra_detect.app.metrics import Metrics
+
+    settings = ServerSettings(step_tokens=64, model_batch=4, batching=False)
+
+    async def run() -> None:
+        batcher = MicroBatcher(detector, settings, Metrics())
+        await batcher.start()
+        flood = [detector.job([LONG] * 4, settings.model_batch) for _ in range(4)]
+        futures = [batcher.submit(job, "flooder") for job in flood]
+        light = detector.job([LONG] * 4, settings.model_batch)
+        light_future = batcher.submit(light, "light")
+        assert batcher.wait_estimate(light.cost, "light") < batcher.wait_estimate(light.cost, "flooder") or \
+            not batcher.rate  # the flooder's queue is the flooder's wait, not the light client's
+        await light_future
+        assert sum(job.done for job in flood) < LONG_SLOTS + 1, "the light client waited for the flooder's queue"
+        await asyncio.gather(*futures)
+        assert batcher.backlog == batcher.long_backlog == 0 and not batcher.long_by_client
+        await batcher.stop()
+
+    asyncio.run(run())
+
+
+def test_wait_estimate_counts_a_clients_own_queue_and_as_much_of_the_others(detector: Detector) -> None:
+    from electra_detect.app.batcher import MicroBatcher
+    from electra_detect.app.metrics import Metrics
+
+    batcher = MicroBatcher(detector, ServerSettings(), Metrics())
+    batcher.rate = 100.0  # no long work lately: long work gets half of it
+    batcher.long_by_client["flooder"] = 10_000
+    assert batcher.wait_estimate(100, "light") == pytest.approx(200 / 50)  # its own 100, the flooder's next 100
+    assert batcher.wait_estimate(100, "flooder") == pytest.approx(10_100 / 50)
+    batcher.executor.shutdown()
+
+
+# ------------------------------------------------------------------------------------------- over HTTP (ASGI)
+
+async def _concurrently(app: object, requests: list[tuple[str, str, dict]]) -> list[httpx.Response]:
+    """Each (path, key, form-or-json) sent at once through the app, its lifespan running."""
+    transport = httpx.ASGITransport(app=app)
+    async with app.router.lifespan_context(app), httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+        async def send(path: str, key: str, body: dict) -> httpx.Response:
+            kwargs = {"data": body} if path == "/v2/check" else {"json": body}
+            return await c.post(path, headers={"x-api-key": key}, timeout=60, **kwargs)
+
+        return list(await asyncio.gather(*(send(*r) for r in requests)))
+
+
+def test_past_its_share_a_client_gets_429_with_retry_after_and_another_client_does_not(
+        detector: Detector, counting: CountingEngine) -> None:
+    from electra_detect.app.server import create_app
+
+    counting.delay = 0.2
+    app = create_app(detector, ServerSettings(api_keys={ALICE: "alice", BOB: "bob"}, client_requests=2,
+                                              batching=False, suggest=False))
+    answers = asyncio.run(_concurrently(app, [("/v1/score", ALICE, {"texts": [SENTENCE]})] * 5 +
+                                        [("/v1/score", BOB, {"texts": [SENTENCE]})]))
+    alice, bob = answers[:5], answers[5]
+    assert sorted(r.status_code for r in alice) == [200, 200, 429, 429, 429]
+    refused = next(r for r in alice if r.status_code == 429)
+    assert refused.json()["error"]["type"] == "too_many_requests" and int(refused.headers["retry-after"]) >= 1
+    assert bob.status_code == 200
+    metrics = asyncio.run(_get(app, "/metrics", ALICE)).text
+    assert 'electra_refused_requests_total{reason="client_requests"} 3.0' in metrics
+
+
+def test_past_its_token_share_a_client_gets_429(detector: Detector, counting: CountingEngine) -> None:
+    from electra_detect.app.server import create_app
+
+    counting.delay = 0.2
+    app = create_app(detector, ServerSettings(api_keys={ALICE: "alice", BOB: "bob"}, client_tokens=30,
+                                              batching=False, suggest=False))
+    answers = asyncio.run(_concurrently(app, [("/v1/score", ALICE, {"texts": [SENTENCE * 2]})] * 3 +
+                                        [("/v1/score", BOB, {"texts": [SENTENCE * 2]})]))
+    assert sorted(r.status_code for r in answers[:3]) == [200, 429, 429] and answers[3].status_code == 200
+    assert "model tokens" in next(r for r in answers if r.status_code == 429).json()["error"]["message"]
+
+
+async def _get(app: object, path: str, key: str) -> httpx.Response:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        return await client.get(path, headers={"x-api-key": key})
+
+
+def test_a_check_over_its_budget_is_refused_before_any_scoring_or_planning(
+        detector: Detector, counting: CountingEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastapi.testclient import TestClient
+
+    from electra_detect.app.server import create_app
+    from electra_detect.app.service import check_cost
+    from electra_detect.app.settings import SUGGESTION_FACTOR, SUGGESTION_FLOOR
+    from electra_detect.tasks.ged.suggestions import Suggester
+
+    planned, plan = [], Suggester.plan
+    monkeypatch.setattr(Suggester, "plan", lambda self, *a: planned.append(a) or plan(self, *a))
+    assert check_cost(10, True) == 10 + SUGGESTION_FLOOR and check_cost(1000, True) == 1000 * (1 + SUGGESTION_FACTOR)
+    assert check_cost(1000, False) == 1000
+    text = "x " * 2000  # about 2,000 model tokens: 34,000 with suggestions, over the default budget of 32,768
+    with TestClient(create_app(detector, ServerSettings(ged_threshold=0.0, max_chars=10_000))) as client:
+        response = client.post("/v2/check", data={"text": text, "language": "en-US"})
+        assert response.status_code == 413 and response.json()["error"]["type"] == "over_budget", response.text
+        assert counting.calls == 0 and not planned  # refused on its estimate: nothing scored, nothing planned
+        small = client.post("/v2/check", data={"text": "x " * 20, "language": "en-US"})
+        assert small.status_code == 200 and counting.calls > 0 and planned  # under budget: scored, then planned
+    with TestClient(create_app(detector, ServerSettings(ged_threshold=0.0, max_chars=10_000,
+                                                        suggest=False))) as client:  # no suggestions: tokens only
+        assert client.post("/v2/check", data={"text": text, "language": "en-US"}).status_code == 200
