@@ -151,3 +151,63 @@ def torch_allclose(a, b) -> bool:
     import torch
 
     return bool(torch.allclose(a, b, atol=1e-6))
+
+
+def test_each_data_file_may_name_its_format(tmp_path: Path) -> None:
+    from electra_detect.training.finetune.ged_finetune import data_format, ged_training_data
+
+    assert data_format("a/b.tsv:tsv", "bea") == (Path("a/b.tsv"), "tsv")
+    assert data_format("a/b.json", "bea") == (Path("a/b.json"), "bea")
+    assert data_format("c:/x.m2:m2", "tsv") == (Path("c:/x.m2"), "m2")  # the last colon names the format
+    assert data_format("notes:draft", "tsv") == (Path("notes:draft"), "tsv")  # not a format: part of the path
+    tsv, m2 = tmp_path / "fce.tsv", tmp_path / "wi.m2"
+    tsv.write_text("He\tc\ngo\ti\n", encoding="utf-8")
+    m2.write_text("S She go home .\nA 1 2|||R:VERB:SVA|||goes|||REQUIRED|||-NONE-|||0\n\n", encoding="utf-8")
+    train, dev = ged_training_data([f"{tsv}:tsv", f"{m2}:m2"], "bea", dev_file=f"{tsv}:tsv")
+    assert [s.labels for s in train] == [[0, 1], [0, 1, 0, 0]] and [s.tokens for s in dev] == [["He", "go"]]
+    assert not any(train[0].types) and train[1].types[1] == ["R:VERB:SVA"]  # TSV: binary, no types
+
+
+def test_types_train_only_where_the_data_names_them_and_first_subword_labels(micro_run: Path) -> None:
+    """A binary (TSV) error token trains the binary loss alone; an M2 one the type losses too. With
+    ``label_subwords="first"`` a word's later subwords are left out of every loss."""
+    from transformers import AutoTokenizer
+
+    from electra_detect.training.finetune.ged_finetune import encode, unpack_labels
+
+    tokenizer = AutoTokenizer.from_pretrained(str(micro_run / "discriminator"))
+    words = sorted(set(synthetic_text(50, seed=1).replace(".", " ").split()), key=len, reverse=True)
+    long_word = next(w for w in words if len(tokenizer.tokenize(w)) > 1 and "[UNK]" not in tokenizer.tokenize(w))
+    binary = GedSentence(["He", long_word, "house"], [0, 1, 0])
+    typed = GedSentence(["He", long_word, "house"], [0, 1, 0], [[], ["R:SPELL"], []])
+    channels = ["error", "op:M", "op:R", "op:U", "type:SPELL", "type:OTHER"]
+    for label_subwords in ("all", "first"):
+        (_, packed_binary), (_, packed_typed) = encode(tokenizer, [binary, typed], 64, channels, label_subwords)
+        label_b, op_b, _ = unpack_labels(torch_tensor(packed_binary))
+        label_t, op_t, main_t = unpack_labels(torch_tensor(packed_typed))
+        assert label_b.tolist() == label_t.tolist()  # the binary labels do not depend on the types
+        assert (op_b == -100).all() and set(op_t[label_t == 1].tolist()) == {1}  # R, on the typed copy only
+        assert set(main_t[label_t == 1].tolist()) == {0}  # SPELL
+        word_ids = tokenizer([binary.tokens], is_split_into_words=True).word_ids(0)
+        pieces = [label_b.tolist()[i] for i, w in enumerate(word_ids) if w == 1]
+        assert pieces == ([1] * len(pieces) if label_subwords == "all" else [1] + [-1] * (len(pieces) - 1))
+
+
+def torch_tensor(values):
+    import torch
+
+    return torch.tensor(values)
+
+
+def test_bf16_autocast_trains_and_saves_fp32_weights(tmp_path: Path, micro_run: Path) -> None:
+    from safetensors.torch import load_file
+
+    sentences = [s.split() for s in synthetic_text(20, seed=3).replace(".", " .").split(" .") if s.strip()]
+    train = [GedSentence(tokens, [int(t == "house") for t in tokens], [[] for _ in tokens]) for tokens in sentences]
+    config = FinetuneConfig(max_steps=2, batch_size=8, lr=1e-3, bf16=True, label_subwords="first")
+    summary = finetune(micro_run, tmp_path / "bf16", train, config=config, show_progress=False)
+    assert summary["bf16"] is True and summary["label_subwords"] == "first" and summary["steps"] == 2
+    weights = load_file(str(tmp_path / "bf16" / "model.safetensors"))
+    assert {str(w.dtype) for w in weights.values()} == {"torch.float32"}
+    before = load_file(str(micro_run / "discriminator" / "model.safetensors"))
+    assert any(not torch_allclose(before[k], weights[k]) for k in before if k in weights)  # it did train

@@ -215,19 +215,24 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
                          "labelled data and/or synthetic errors made from clean corpus text. The result "
                          "is a discriminator dir (with ged.json: the F0.5-tuned threshold).")
     t.add_argument("--model", default=DEFAULT_MODEL,
-                   help="run dir or discriminator dir to start from, or a BERT-family encoder folder / short name "
-                        "(minilm) with no ELECTRA pre-training (a fresh replaced-token head)")
+                   help="run dir or discriminator dir to start from, or an encoder folder / short name with no "
+                        "ELECTRA pre-training (a fresh head): minilm (the warmstart extra; BERT-family, as an "
+                        "ELECTRA discriminator) or mpnet (the teacher extra; a stock MPNetForTokenClassification)")
     t.add_argument("--out", required=True,
                    help="output directory; MODEL/ged makes `ged`, `ged eval`, the server and the demo use it")
-    t.add_argument("--data", nargs="+", default=[], metavar="FILE",
-                   help="labelled training data: one or more files in --format (e.g. FCE train and W&I A/B/C)")
+    t.add_argument("--data", nargs="+", default=[], metavar="PATH[:FORMAT]",
+                   help="labelled training data: one or more files, each in its own format when it ends in :m2, "
+                        ":tsv or :bea, else in --format (e.g. en_fce_train.tsv:tsv A.train.gold.bea19.m2:m2); "
+                        "types train only on tokens whose data carries them (tsv is binary)")
     t.add_argument("--format", choices=["m2", "tsv", "parallel", "bea"], default="m2", dest="fmt",
-                   help="m2, token tsv, parallel (with --refs) or bea (BEA-2019 JSON essays, as FCE ships)")
+                   help="the format of --data and --dev files without a :FORMAT suffix: m2, token tsv, parallel "
+                        "(with --refs) or bea (BEA-2019 JSON essays, as FCE ships)")
     t.add_argument("--refs", nargs="+", default=[], help="correction file(s) for --format parallel")
     t.add_argument("--combine", choices=["first", "any", "majority"], default="first")
     t.add_argument("--dev-split", type=float, default=0.0,
                    help="hold out this share of --data (fixed seed) to tune the threshold")
-    t.add_argument("--dev", help="labelled data (same --format) to tune the threshold on, e.g. FCE dev")
+    t.add_argument("--dev", metavar="PATH[:FORMAT]",
+                   help="labelled data to tune the threshold on, e.g. en_fce_dev.tsv:tsv (no suffix: --format)")
     t.add_argument("--types", action="store_true",
                    help="also learn ERRANT error types (operation M/R/U and main type) from the data's edit types: "
                         "a token classifier with named channels, one encoder pass for both")
@@ -243,6 +248,11 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
                         "for any word, real misspellings, closed classes; training/synthetic/realistic_errors.py)")
     t.add_argument("--checkpoint-every", type=int, default=0,
                    help="save resumable state every N steps to OUT.partial/; re-running the command resumes")
+    t.add_argument("--label-subwords", choices=["all", "first"], default="all",
+                   help="which subwords of a word take its label: all (default) or first (the rest ignored in the "
+                        "loss); docs/teacher.md has the measurement")
+    t.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=False,
+                   help="autocast the forward pass to bf16, fp32 weights (for a GPU; slower on most CPUs)")
     t.add_argument("--epochs", type=int, default=2)
     t.add_argument("--max-steps", type=int, default=0)
     t.add_argument("--batch-size", type=int, default=16)
@@ -266,7 +276,8 @@ def run_ged_train(args: argparse.Namespace) -> int:
                                    dev_split=args.dev_split, seed=args.seed)
     config = FinetuneConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                             max_steps=args.max_steps, types=args.types, type_weight=args.type_weight,
-                            checkpoint_every=args.checkpoint_every)
+                            checkpoint_every=args.checkpoint_every, label_subwords=args.label_subwords,
+                            bf16=args.bf16)
     with start_model(args.model) as start:
         if args.synthetic:  # the realistic mix's word choices come from the start model's own embeddings
             train += synthetic_examples(args.corpus, args.synthetic, args.seed, ErrorConfig(mix=args.error_mix),

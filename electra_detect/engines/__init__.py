@@ -33,3 +33,17 @@ def typed_channels(config: dict[str, Any]) -> list[str]:
     labels = config.get("id2label") or {}
     names = [labels[k] for k in sorted(labels, key=int)]
     return names[1:] if len(names) > 1 and names[0] == "error" else []
+
+
+# Families whose position ids start after the padding id (RoBERTa's scheme, which MPNet shares): position
+# ``pad_token_id + 1`` is the first real one, so ``max_position_embeddings`` over-counts by ``pad_token_id + 1``.
+PADDING_OFFSET_POSITIONS = ("mpnet", "roberta", "xlm-roberta", "camembert", "data2vec-text")
+
+
+def usable_positions(config: dict[str, Any]) -> int:
+    """The most tokens (specials included) one window may hold for a model with this ``config.json``: its
+    ``max_position_embeddings`` (MPNet: 514) less the padding offset of RoBERTa-style families (MPNet: 2 -> 512)."""
+    positions = int(config["max_position_embeddings"])
+    if config.get("model_type") in PADDING_OFFSET_POSITIONS:
+        positions -= int(config.get("pad_token_id", 1)) + 1
+    return positions

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from electra_detect.engines import typed_channels
+from electra_detect.engines import typed_channels, usable_positions
 from electra_detect.errors import DetectorError
 
 
@@ -23,7 +23,7 @@ class TorchEngine:
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.model = load_discriminator(model_dir).to(self.device)
         self.model.eval()
-        self.max_positions = int(self.model.config.max_position_embeddings)
+        self.max_positions = usable_positions(self.model.config.to_dict())
         self.provider = str(self.device)
         self.channels = typed_channels(self.model.config.to_dict())
 
@@ -41,12 +41,12 @@ class TorchEngine:
         return replaced_logits(logits), None
 
 
-
 def load_discriminator(model_dir: str | Path) -> Any:
     """The stock ``transformers`` class of a discriminator directory: ``ElectraForPreTraining`` (ours with
     ``--paper-recipe``, and Google's released ELECTRA discriminators), or a one-label token classifier
-    (``AutoModelForTokenClassification``: ``ModernBertForTokenClassification`` for our default recipe), or a typed
-    GED model: a token classifier whose channel 0 is named ``error`` (training/finetune/ged_finetune.py)."""
+    (``AutoModelForTokenClassification``: ``ModernBertForTokenClassification`` for our default recipe,
+    ``MPNetForTokenClassification`` for a GED model trained from the teacher's encoder), or a typed GED model: a token
+    classifier whose channel 0 is named ``error`` (training/finetune/ged_finetune.py)."""
     from transformers import AutoConfig, AutoModelForTokenClassification, ElectraForPreTraining
 
     config = AutoConfig.from_pretrained(str(model_dir))
@@ -55,7 +55,7 @@ def load_discriminator(model_dir: str | Path) -> Any:
         return ElectraForPreTraining.from_pretrained(str(model_dir), use_safetensors=True)
     if config.num_labels != 1 and not typed:
         raise DetectorError(f"{model_dir}: a {config.model_type} discriminator needs one label (replaced-token "
-                            f"logit), this one has {config.num_labels}")
+                            f"logit), this one has {config.num_labels} (an encoder? `ged train --model` it first)")
     return AutoModelForTokenClassification.from_pretrained(str(model_dir), use_safetensors=True)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from electra_detect.engines import typed_channels
+from electra_detect.engines import typed_channels, usable_positions
 from electra_detect.errors import DetectorError
 from electra_detect.onnx.manifest import VARIANT_FILES, read_manifest
 
@@ -86,7 +86,7 @@ class OnnxEngine:
                 self.provider = self.session.get_providers()[0]
         self.input_names = [i.name for i in self.session.get_inputs()]
         config = json.loads((self.export_dir / "config.json").read_text())
-        self.max_positions = int(config["max_position_embeddings"])
+        self.max_positions = usable_positions(config)
         self.channels = typed_channels(config)
 
     @staticmethod

