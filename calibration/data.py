@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from electra_detect.batching import pad_ids
 from electra_detect.calibration import CalibrationError
 from electra_detect.detector import Detector
 from electra_detect.tasks.ged.alignment import to_token_scores
 from electra_detect.tasks.ged.readers import GedSentence
-from electra_detect.windows import pad_ids
 
 
 @dataclass

@@ -9,69 +9,21 @@ was tuned in) and whether scores are calibrated (a per-call option); fronts only
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from electra_detect.batching import pad_ids
 from electra_detect.engines import ENGINES, Engine
 from electra_detect.engines.torch_engine import TorchEngine
 from electra_detect.errors import DetectorError
 from electra_detect.model_dir import resolve_model_dir, task_model_path, tuned_threshold
-from electra_detect.windows import TextEncoding, encode_texts, pad_ids, text_windows
+from electra_detect.scores import TextScores, TokenScore, WordScore
+from electra_detect.scoring_job import ScoringJob
+from electra_detect.windows import TextEncoding, encode_texts, text_windows
 
 __all__ = ["Detector", "ScoringJob", "TextEncoding", "TextScores", "TokenScore", "WordScore"]
-
-
-@dataclass
-class TokenScore:
-    token: str
-    start: int  # character offsets into the scored text
-    end: int
-    p_replaced: float
-
-
-@dataclass
-class WordScore:
-    """A pre-tokenizer word (whitespace/punctuation split); score = max over its subwords. A typed GED model also
-    names the error its highest-scoring subword shows: ERRANT operation (M/R/U) and main type, with the type's
-    probability; they are None for other models."""
-
-    word: str
-    start: int
-    end: int
-    score: float
-    tokens: list[int] = field(default_factory=list)  # indices into TextScores.tokens
-    operation: str | None = None
-    error_type: str | None = None
-    type_score: float | None = None
-
-    def typed(self, digits: int | None = None) -> dict[str, Any]:
-        """The type fields as JSON (empty for an untyped model); ``digits`` rounds the type's probability."""
-        if self.error_type is None or self.type_score is None:
-            return {}
-        score = self.type_score if digits is None else round(self.type_score, digits)
-        return {"operation": self.operation, "type": self.error_type, "type_score": score}
-
-
-@dataclass
-class TextScores:
-    text: str
-    tokens: list[TokenScore]
-    words: list[WordScore]
-    sentence_mean: float  # mean log(1 - p) over the text's tokens; higher = more fluent
-    sentence_sum: float  # sum of the same terms
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def flagged(self, threshold: float, digits: int | None = None) -> list[dict[str, Any]]:
-        """The words with score >= threshold as JSON objects (word, start, end, score): the one shape the CLI,
-        the server and the demo give flagged words in. ``digits`` rounds the scores."""
-        return [{"word": w.word, "start": w.start, "end": w.end,
-                 "score": w.score if digits is None else round(w.score, digits), **w.typed(digits)}
-                for w in self.words if w.score >= threshold]
 
 
 class Detector:
@@ -262,168 +214,3 @@ class Detector:
     def channels(self) -> list[str]:
         """A typed GED model's channels after ``error`` (``op:M``, ..., ``type:DET``, ...); [] otherwise."""
         return list(getattr(self.engine, "channels", []))
-
-    def _probabilities(self, chunks: list[list[int]], calibrated: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
-        """p(error) [batch, seq] and, for a typed model, [batch, seq, 3]: operation index, main-type index and the
-        main type's softmax probability (one engine pass gives both)."""
-        from electra_detect.calibrators import sigmoid
-
-        input_ids, attention = self.pad_batch(chunks)
-        outputs = getattr(self.engine, "outputs", None)  # an engine with logits() only is an untyped one
-        logits, type_logits = outputs(input_ids, attention) if outputs else (self.engine.logits(input_ids, attention),
-                                                                             None)
-        probs = self.calibrator.transform(logits) if calibrated and self.calibrator is not None else sigmoid(logits)
-        if type_logits is None:
-            return probs, None
-        ops, mains = type_logits[..., :3], type_logits[..., 3:]
-        main_p = np.exp(mains - mains.max(-1, keepdims=True))
-        main_p /= main_p.sum(-1, keepdims=True)
-        return probs, np.stack([ops.argmax(-1), main_p.argmax(-1), main_p.max(-1)], axis=-1)
-
-    def _assemble(self, text: str, encoding: TextEncoding, probs: np.ndarray,
-                  types: np.ndarray | None = None) -> TextScores:
-        # vectorised: this runs once per text and was the largest Python cost of scoring a file after the model
-        values = probs.tolist()
-        offsets = encoding.offsets
-        tokens = [TokenScore(tok, s, e, p) for tok, (s, e), p in zip(encoding.tokens, offsets, values, strict=False)]
-        words: list[WordScore] = []
-        if values:
-            word_ids = np.array([-1 if w is None else w for w in encoding.word_ids])
-            firsts = np.flatnonzero(np.r_[True, word_ids[1:] != word_ids[:-1]])  # a word = a run of one word id
-            lasts = np.r_[firsts[1:], len(values)] - 1
-            maxima = np.maximum.reduceat(probs, firsts).tolist()
-            for first, last, score in zip(firsts.tolist(), lasts.tolist(), maxima, strict=True):
-                if word_ids[first] < 0:  # a token outside any word (a special token) is in no word
-                    continue
-                start, end = offsets[first][0], offsets[last][1]
-                words.append(WordScore(text[start:end], start, end, score, list(range(first, last + 1))))
-            if any(mark in text for mark in _APOSTROPHES):
-                words = join_contractions(text, words)
-        channels = self.channels
-        if types is not None and channels:
-            for word in words:  # the type its most suspicious subword names
-                best = max(word.tokens, key=lambda i: values[i])
-                op, main, p = types[best]
-                word.operation = channels[int(op)][3:]
-                word.error_type = channels[3 + int(main)][5:]
-                word.type_score = float(p)
-        log_fluency = np.log1p(-np.minimum(probs, 1 - 1e-12))
-        total = float(log_fluency.sum())
-        mean = total / len(values) if values else 0.0
-        return TextScores(text, tokens, words, mean, total)
-
-
-class ScoringJob:
-    """The engine work of ``Detector.score`` over some texts, done a step at a time.
-
-    Windows are batched by similar length (stable sort: a long text's equal-length windows keep
-    their order), ``batch_size`` windows per engine run, as ``score`` always did: padding to the
-    longest row wasted up to half the compute on mixed-length sentences. ``cost`` is the model
-    tokens the job runs ([CLS] and [SEP] included, window overlap counted twice)."""
-
-    def __init__(self, detector: Detector, texts: list[str], encodings: list[TextEncoding], batch_size: int = 32,
-                 calibrated: bool = True) -> None:
-        if batch_size < 1:
-            raise DetectorError("batch_size must be >= 1")
-        self.detector, self.texts, self.encodings, self.batch_size = detector, texts, encodings, batch_size
-        self.calibrated = calibrated
-        self.chunks: list[tuple[int, int, list[int]]] = []  # every window: (text index, first token, ids)
-        for index, encoding in enumerate(encodings):
-            for start, chunk in encoding.windows(detector.max_length - 2):
-                self.chunks.append((index, start, chunk))
-        self.chunks.sort(key=lambda window: len(window[2]))
-        self.tokens = sum(len(e.ids) for e in encodings)
-        self.cost = sum(len(chunk) + 2 for _, _, chunk in self.chunks)
-        self.position = 0  # windows scored so far
-        self.probs = [np.full(len(e.ids), np.nan) for e in encodings]
-        self.margin = [np.full(len(e.ids), -1) for e in encodings]
-        typed = bool(detector.channels)  # operation, main type, its probability per token
-        self.types = [np.zeros((len(e.ids), 3)) for e in encodings] if typed else None
-
-    @classmethod
-    def merge(cls, jobs: Sequence[ScoringJob]) -> ScoringJob:
-        """One job over the texts of several jobs not yet started (the server's micro-batching)."""
-        if any(job.position for job in jobs):
-            raise DetectorError("only jobs not yet started can be merged")
-        first = jobs[0]
-        if any(job.calibrated != first.calibrated for job in jobs):
-            raise DetectorError("only jobs in one probability space (calibrated or raw) can be merged")
-        return cls(first.detector, [t for job in jobs for t in job.texts],
-                   [e for job in jobs for e in job.encodings], first.batch_size, first.calibrated)
-
-    @property
-    def done(self) -> bool:
-        return self.position >= len(self.chunks)
-
-    @property
-    def remaining(self) -> int:
-        """Model tokens still to run."""
-        return sum(len(chunk) + 2 for _, _, chunk in self.chunks[self.position:])
-
-    def step(self, max_tokens: int = 0) -> int:
-        """Run engine batches of up to ``batch_size`` windows until the job is done or ``max_tokens`` model tokens
-        ran (0 = run to the end); a batch that would overrun the budget runs fewer rows, at least one window.
-        Returns the model tokens run."""
-        ran = 0
-        while not self.done:
-            batch = self.chunks[self.position:self.position + self.batch_size]
-            if max_tokens:  # fewer rows when long windows would overrun the budget; the first window always runs
-                taken, total = [], ran
-                for window in batch:
-                    total += len(window[2]) + 2
-                    if total > max_tokens and (taken or ran):
-                        break
-                    taken.append(window)
-                if not taken:
-                    break
-                batch = taken
-            self._run(batch)
-            self.position += len(batch)
-            ran += sum(len(chunk) + 2 for _, _, chunk in batch)
-            if max_tokens and ran >= max_tokens:
-                break
-        return ran
-
-    def _run(self, batch: list[tuple[int, int, list[int]]]) -> None:
-        p, types = self.detector._probabilities([chunk for _, _, chunk in batch], self.calibrated)
-        for row, (index, start, chunk) in enumerate(batch):
-            n = len(chunk)
-            positions = np.arange(n)
-            edge = np.minimum(positions, n - 1 - positions)  # distance from the window's edge
-            target = slice(start, start + n)
-            better = edge > self.margin[index][target]
-            self.probs[index][target] = np.where(better, p[row, 1:n + 1], self.probs[index][target])
-            if types is not None and self.types is not None:
-                self.types[index][target] = np.where(better[:, None], types[row, 1:n + 1], self.types[index][target])
-            self.margin[index][target] = np.maximum(edge, self.margin[index][target])
-
-    def results(self, start: int = 0, stop: int | None = None) -> list[TextScores]:
-        """The scores of texts[start:stop] (a merged job's requests each take their own slice)."""
-        if not self.done:
-            raise DetectorError("the job is not finished")
-        stop = len(self.texts) if stop is None else stop
-        return [self.detector._assemble(self.texts[i], self.encodings[i], self.probs[i],
-                                        None if self.types is None else self.types[i]) for i in range(start, stop)]
-
-
-_APOSTROPHES = ("'", "\u2019")
-
-
-def join_contractions(text: str, words: list[WordScore]) -> list[WordScore]:
-    """Words as the user wrote them: the pre-tokenizer's ``don`` ``'`` ``t`` (touching, an apostrophe between
-    letters) become one word ``don't`` whose score is the highest of the three."""
-    joined: list[WordScore] = []
-    index = 0
-    while index < len(words):
-        word = words[index]
-        while (index + 2 < len(words) and words[index + 1].word in _APOSTROPHES
-               and word.end == words[index + 1].start and words[index + 1].end == words[index + 2].start
-               and word.word[-1:].isalnum() and words[index + 2].word[:1].isalpha()):
-            apostrophe, tail = words[index + 1], words[index + 2]
-            word = WordScore(text[word.start:tail.end], word.start, tail.end,
-                             max(word.score, apostrophe.score, tail.score),
-                             word.tokens + apostrophe.tokens + tail.tokens)
-            index += 2
-        joined.append(word)
-        index += 1
-    return joined

@@ -1,7 +1,7 @@
-"""Model windows: token ids split to fit the model's positions, and padded into batches.
+"""The encode stage: texts cut into sentences, tokenised, and split into windows that fit the model's positions.
 
 Pure functions (no model), shared by ``Detector`` and the export parity check so both feed the engines exactly
-the same windows.
+the same windows (``batching`` then orders and pads them).
 """
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from electra_detect.sentences import sentence_spans
 
@@ -80,19 +78,3 @@ def text_windows(tokenizer: Any, texts: Sequence[str], body: int) -> list[list[i
     """Every window (ids without [CLS]/[SEP], at most ``body`` long) of the texts, in text order, as ``Detector``
     runs them."""
     return [chunk for encoding in encode_texts(tokenizer, texts) for _, chunk in encoding.windows(body)]
-
-
-def pad_ids(rows: Sequence[Sequence[int]], pad_id: int, cls_id: int | None = None,
-            sep_id: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of token ids, each wrapped in ``cls_id`` ... ``sep_id`` when given, right-padded with ``pad_id``:
-    (input_ids, attention_mask), both int64 [batch, width]. The one padding helper of the project."""
-    head = [] if cls_id is None else [cls_id]
-    tail = [] if sep_id is None else [sep_id]
-    width = max((len(r) for r in rows), default=0) + len(head) + len(tail)
-    input_ids = np.full((len(rows), width), pad_id, dtype=np.int64)
-    attention = np.zeros((len(rows), width), dtype=np.int64)
-    for index, row in enumerate(rows):
-        seq = [*head, *row, *tail]
-        input_ids[index, :len(seq)] = seq
-        attention[index, :len(seq)] = 1
-    return input_ids, attention

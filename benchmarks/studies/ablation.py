@@ -224,9 +224,9 @@ def mlm_token_log_probs(run_dir: Path, objective: str, texts: list[str], device:
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
+    from electra_detect.batching import pad_ids
     from electra_detect.engines.torch_engine import load_discriminator, replaced_logits
     from electra_detect.tasks.pll import GeneratorScorer
-    from electra_detect.windows import pad_ids
 
     if objective == "bert_mlm":
         scores = GeneratorScorer.load(run_dir / "mlm", device).score(texts, batch_size)

@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from electra_detect.batching import pad_ids
 from electra_detect.errors import ExportError
 from electra_detect.fileio import atomic_write_json
-from electra_detect.windows import pad_ids, text_windows
+from electra_detect.windows import text_windows
 
 FP32_TOLERANCE = 1e-4
 MIN_FLAG_AGREEMENT = 0.99

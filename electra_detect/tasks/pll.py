@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from electra_detect.batching import pad_ids
 from electra_detect.errors import DetectorError
-from electra_detect.windows import pad_ids
 
 
 @dataclass

@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from electra_detect.batching import pad_ids
 from electra_detect.engines.torch_engine import load_discriminator, replaced_logits
 from electra_detect.fileio import atomic_write_dir, atomic_write_json
 from electra_detect.model_dir import resolve_model_dir
@@ -40,7 +41,6 @@ from electra_detect.tasks.rerank.listwise import COUNT_THRESHOLD, FEATURES, Rera
 from electra_detect.tasks.rerank.nbest import Utterance
 from electra_detect.tasks.rerank.wer import hypothesis_word_errors, normalise, word_errors
 from electra_detect.training.optim import fine_tune_step, save_resumable, warmup_linear_decay
-from electra_detect.windows import pad_ids
 
 LOSSES = ("mwer", "softmax")
 

