@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import re
 import signal
@@ -112,7 +113,10 @@ def test_health_docs_and_openapi(server: Server) -> None:
     lists = schemas["RerankRequest"]["properties"]["lists"]
     assert lists["maxItems"] == 8
     assert [form["maxItems"] for form in lists["items"]["anyOf"] if form.get("type") == "array"] == [8]
-    assert "swagger" in httpx.get(f"{server.url}/docs").text.lower()
+    assert httpx.get(f"{server.url}/docs").status_code == 404  # the Swagger UI (a CDN page) only with --docs
+    assert health["model"] == "disc" and "/" not in str(health) and "model_path" not in health  # a name, no path
+    assert str(ROOT) not in httpx.get(f"{server.url}/metrics").text and "/tmp" not in httpx.get(
+        f"{server.url}/metrics").text
 
 
 def test_score_matches_in_process_detector(server: Server, export_dir: Path) -> None:
@@ -389,7 +393,7 @@ def test_a_long_request_that_cannot_finish_in_time_is_a_quick_503(export_dir: Pa
         assert client.post("/v1/score", json={"texts": ["Hi."]}).status_code == 200  # short ones still go
 
 
-def test_engine_failure_is_a_json_500(export_dir: Path) -> None:
+def test_engine_failure_is_a_json_500(export_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
     from fastapi.testclient import TestClient
 
     from electra_detect.app.server import create_app
@@ -403,9 +407,14 @@ def test_engine_failure_is_a_json_500(export_dir: Path) -> None:
 
     detector = Detector.load(export_dir, engine="onnx")
     detector.engine = Broken()
-    with TestClient(create_app(detector, ServerSettings()), raise_server_exceptions=False) as client:
+    with TestClient(create_app(detector, ServerSettings()), raise_server_exceptions=False) as client, \
+            caplog.at_level(logging.ERROR, logger="electra_detect.server"):
         response = client.post("/v1/score", json={"texts": ["a"]})
         assert response.status_code == 500 and response.json()["error"]["type"] == "internal_error"
+        error_id = response.json()["error"]["id"]
+        assert "exploded" not in response.text and "RuntimeError" not in response.text  # the body names an id only
+        logged = [r for r in caplog.records if error_id in r.getMessage()]
+        assert len(logged) == 1 and "engine exploded" in str(logged[0].exc_info[1])  # the log has the rest, once
         assert client.get("/healthz").status_code == 200
 
 
@@ -580,9 +589,15 @@ def test_serve_flags_are_the_settings_fields_and_the_settings_check_themselves()
     flags = {name: flag for name, flag, _, _ in serve_flags()}
     assert flags["timeout_s"] == "--timeout" and flags["suggest"] == "--no-suggest"
     assert set(flags) == {f.name for f in fields(ServerSettings) if "flag" in f.metadata}
-    assert {"api_key", "batching", "keep_alive_s"}.isdisjoint(flags)  # set by `serve` from other flags, or fixed
+    assert {"api_key", "api_keys", "batching", "keep_alive_s", "trusted_proxies", "allowed_hosts",
+            "docs"}.isdisjoint(flags)  # set by `serve` from other flags, or fixed
     for bad, fragment in (({"max_tokens": 0}, "--max-tokens"), ({"timeout_s": float("inf")}, "--timeout"),
-                          ({"max_wait_ms": -1.0}, "--max-wait-ms"), ({"ged_threshold": float("nan")}, "--ged-thr")):
+                          ({"max_wait_ms": -1.0}, "--max-wait-ms"), ({"ged_threshold": float("nan")}, "--ged-thr"),
+                          ({"max_texts": 2.5}, "--max-texts"), ({"timeout_s": "30"}, "--timeout"),
+                          ({"client_requests": 0}, "--client-requests"), ({"check_budget": -1}, "--check-budget"),
+                          ({"batching": "yes"}, "batching"), ({"trusted_proxies": ("proxy",)}, "--trusted-proxy"),
+                          ({"allowed_hosts": ("a/b",)}, "--allowed-host"), ({"api_key": "short"}, "API key"),
+                          ({"api_keys": {"a key with spaces": "x"}}, "API key")):
         with pytest.raises(SettingsError, match=fragment):
             ServerSettings(**bad)
     assert ServerSettings(max_wait_ms=0.0).max_wait_ms == 0.0
@@ -592,9 +607,52 @@ def test_serve_flags_are_the_settings_fields_and_the_settings_check_themselves()
     (["--max-tokens", "0"], "--max-tokens"), (["--step-tokens", "0"], "--step-tokens"),
     (["--read-timeout", "nan"], "--read-timeout"), (["--timeout", "inf"], "--timeout"),
     (["--max-wait-ms", "nan"], "--max-wait-ms"), (["--ged-threshold", "nan"], "--ged-threshold"),
+    (["--threads", "-4"], "--threads"), (["--client-tokens", "0"], "--client-tokens"),
+    (["--trusted-proxy", "not-an-address"], "--trusted-proxy"), (["--api-keys-file", "/nonexistent/keys"],
+                                                                 "--api-keys-file"),
 ])
 def test_serve_cli_rejects_bad_limits(micro_run: Path, capsys: pytest.CaptureFixture[str], flags: list[str],
                                       fragment: str) -> None:
     assert main(["serve", "--model", str(micro_run), *flags]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error:") and fragment in err[-1]
+
+
+def test_keys_file_healthz_allowed_hosts_and_docs(export_dir: Path, tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text("alice-key-0123456789 alice\nbob-key-0123456789 bob\n", encoding="utf-8")
+    srv = Server(export_dir, tmp_path / "server.log", "--api-keys-file", str(keys), "--allowed-host", "127.0.0.1",
+                 "--allowed-host", "*.example.org", "--docs", env={"ELECTRA_DETECT_API_KEY": KEY})
+    try:
+        public = httpx.get(f"{srv.url}/healthz").json()
+        assert public == {"status": "ok", "model": "disc"}  # no key: ok and the model's name, nothing else
+        assert httpx.get(f"{srv.url}/healthz", headers={"x-api-key": "wrong-key-123"}).json() == public
+        full = httpx.get(f"{srv.url}/healthz", headers={"x-api-key": "bob-key-0123456789"}).json()
+        assert full["engine"] == "onnx" and full["model_path"] == str(export_dir)
+        for key in ("alice-key-0123456789", "bob-key-0123456789", KEY):  # the file's keys and the single key
+            assert post(srv, "/v1/score", {"texts": ["a"]}, headers={"x-api-key": key}).status_code == 200
+        assert post(srv, "/v1/score", {"texts": ["a"]}).status_code == 401
+        rebound = httpx.get(f"{srv.url}/healthz", headers={"host": "evil.example.com"})  # DNS rebinding
+        assert rebound.status_code == 400 and rebound.json()["error"]["type"] == "invalid_host"
+        assert httpx.get(f"{srv.url}/healthz", headers={"host": "api.example.org:8080"}).status_code == 200
+        assert httpx.get(f"{srv.url}/docs", headers={"x-api-key": KEY}).status_code == 200  # --docs
+    finally:
+        assert srv.stop() == 0
+
+
+def test_pins_match_the_private_uvicorn_apis_used() -> None:
+    """guard.py subclasses uvicorn's H11Protocol and overrides its keep-alive handler; server.py clears uvicorn's
+    _captured_signals. Those are private: pyproject pins fastapi and uvicorn to the versions checked here, and this
+    fails when an upgrade moves them."""
+    import tomllib
+    from importlib.metadata import version
+
+    import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    pins = [d for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["app"]
+            if d.split("=")[0].split(">")[0].split("[")[0] in ("fastapi", "uvicorn")]
+    assert sorted(pins) == [f"fastapi=={version('fastapi')}", f"uvicorn=={version('uvicorn')}"]
+    for name in ("timeout_keep_alive_handler", "on_response_complete", "data_received", "connection_made"):
+        assert callable(getattr(H11Protocol, name, None)), name
+    assert isinstance(uvicorn.Server(uvicorn.Config(lambda *a: None))._captured_signals, list)
