@@ -4,17 +4,21 @@
     nlp.add_pipe("electra_detect")                      # the CLI's default model; config={"model": ...} for another
     doc = nlp("He go to the store yesterday.")
     [(t.text, t._.p_replaced) for t in doc]             # max subword probability of "replaced" over the token
-    [(e.text, e.label_, e._.score) for e in doc._.errors]   # flagged words; label "R:VERB" from a typed GED model
+    [(e.text, e.label_, e._.score, e._.message) for e in doc._.errors]  # label "R:VERB:TENSE": the error type
+    [e._.flag for e in doc._.errors]                    # the record `ged` writes: rule, category, message, ...
     nlp.add_pipe("electra_detect", config={"suggest": True})  # and e._.suggestions: replacements, best first
+    nlp.add_pipe("electra_detect", config={"disabled_categories": ["STYLE"], "words": ["Kubernetes"]})
 
 Registered through the ``spacy_factories`` entry point, so ``add_pipe`` finds it without an import. The model is
-loaded as ``electra-detect ged`` loads it (a model dir's fine-tuned ``ged/`` when it has one, its tuned threshold);
-``nlp.pipe`` scores each batch of docs with one ``Detector.score`` call.
+loaded as ``electra-detect ged`` loads it (a model dir's fine-tuned ``ged/`` when it has one, its tuned threshold),
+and the flags come from the GED task as ``ged`` gives them (``tasks.ged.check``: types, rules, messages, the
+writer's options and personal dictionary); ``nlp.pipe`` scores each batch of docs with one ``Detector.score`` call
+(and one more for the candidates of its flagged words).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
@@ -23,16 +27,21 @@ from spacy.tokens import Doc, Span, Token
 
 from electra_detect.detector import Detector, TextScores
 from electra_detect.model_dir import check_threshold
+from electra_detect.tasks.ged.check import GedChecker
+from electra_detect.tasks.ged.flags import FlaggedWord
+from electra_detect.tasks.ged.options import GedOptions
 
 FACTORY = "electra_detect"
 UNTYPED_LABEL = "ERROR"  # the span label when the model names no operation or type
+SPAN_EXTENSIONS = ("score", "suggestions", "flag", "rule", "category", "message")
 
 
 def register_extensions() -> None:
-    """``Token._.p_replaced`` (None for a token no subword covers, e.g. whitespace), ``Doc._.errors``,
-    ``Span._.score`` and ``Span._.suggestions`` (None unless the component suggests); an extension some other
-    package already registered under that name is left as it is."""
-    for cls, name in ((Token, "p_replaced"), (Doc, "errors"), (Span, "score"), (Span, "suggestions")):
+    """``Token._.p_replaced`` (None for a token no subword covers, e.g. whitespace), ``Doc._.errors``, and on each
+    error span ``_.score``, ``_.suggestions`` (None unless the component suggests), ``_.flag`` (the flagged word's
+    record as ``ged`` writes it), ``_.rule``, ``_.category`` and ``_.message``; an extension some other package
+    already registered under that name is left as it is."""
+    for cls, name in ((Token, "p_replaced"), (Doc, "errors"), *((Span, name) for name in SPAN_EXTENSIONS)):
         if not cls.has_extension(name):
             cls.set_extension(name, default=None)
 
@@ -40,12 +49,19 @@ def register_extensions() -> None:
 class ElectraDetectComponent:
     """Scores each doc's text with a ``Detector``; sets token probabilities and the flagged words as spans."""
 
-    def __init__(self, detector: Detector, threshold: float, batch_size: int, suggester: Any = None) -> None:
-        self.detector = detector
-        self.threshold = threshold
+    def __init__(self, checker: GedChecker, options: GedOptions, batch_size: int) -> None:
+        self.checker = checker
+        self.options = options  # the GED task's options (threshold, rules, categories, words, suggest)
         self.batch_size = batch_size
-        self.suggester = suggester  # a tasks.ged.suggestions.Suggester, or None: no suggestions
         register_extensions()
+
+    @property
+    def detector(self) -> Detector:
+        return self.checker.detector
+
+    @property
+    def threshold(self) -> float:
+        return self.checker.threshold(self.options)
 
     def __call__(self, doc: Doc) -> Doc:
         return next(self.pipe([doc]))
@@ -55,15 +71,13 @@ class ElectraDetectComponent:
         stream = iter(docs)
         while batch := list(islice(stream, size)):
             scored = self.detector.score([doc.text for doc in batch], batch_size=self.batch_size)
-            flagged = (self.suggester.flagged(self.detector.score, scored, self.threshold) if self.suggester
-                       else [None] * len(batch))
-            yield from (annotate(doc, scores, self.threshold, words)
-                        for doc, scores, words in zip(batch, scored, flagged, strict=True))
+            flagged = self.checker.check(scored, self.options)
+            yield from (annotate(doc, scores, words) for doc, scores, words in zip(batch, scored, flagged, strict=True))
 
 
-def annotate(doc: Doc, scores: TextScores, threshold: float, flagged: list[dict[str, Any]] | None = None) -> Doc:
-    """Set ``doc``'s extensions from the detector's scores of ``doc.text`` (offsets are characters of that text);
-    ``flagged``: the flagged words with their suggestions (``Suggester.flagged``), when the component suggests."""
+def annotate(doc: Doc, scores: TextScores, flagged: Sequence[FlaggedWord]) -> Doc:
+    """Set ``doc``'s extensions from the detector's scores of ``doc.text`` (offsets are characters of that text)
+    and its flagged words (``GedChecker.check``)."""
     token_at = token_index_by_char(doc)
     best: dict[int, float] = {}
     for subword in scores.tokens:
@@ -71,7 +85,7 @@ def annotate(doc: Doc, scores: TextScores, threshold: float, flagged: list[dict[
             best[index] = max(best.get(index, 0.0), subword.p_replaced)
     for token in doc:
         token._.p_replaced = best.get(token.i)
-    doc._.errors = error_spans(doc, scores, threshold, flagged)
+    doc._.errors = error_spans(doc, flagged)
     return doc
 
 
@@ -83,47 +97,60 @@ def token_index_by_char(doc: Doc) -> list[int | None]:
     return owner
 
 
-def error_spans(doc: Doc, scores: TextScores, threshold: float,
-                flagged: list[dict[str, Any]] | None = None) -> list[Span]:
+def error_spans(doc: Doc, flagged: Sequence[FlaggedWord]) -> list[Span]:
     """One span per flagged word, widened to whole spaCy tokens; words that widen to the same span give one
-    span, with the highest score (and that word's type and suggestions: their values, best first)."""
+    span, with the highest score (and that word's record: type, rule, message, suggestions' values best first)."""
     spans: dict[tuple[int, int], Span] = {}
-    for word in scores.flagged(threshold) if flagged is None else flagged:
-        span = doc.char_span(word["start"], word["end"], label=error_label(word), alignment_mode="expand")
+    for word in flagged:
+        record = word.to_dict()
+        span = doc.char_span(word.start, word.end, label=error_label(record), alignment_mode="expand")
         if span is None:
             continue  # the word lies in whitespace spaCy kept as no token
         key = (span.start, span.end)
-        if key not in spans or word["score"] > spans[key]._.score:
-            span._.score = word["score"]
-            if "suggestions" in word:
-                span._.suggestions = [s["value"] for s in word["suggestions"]]
+        if key not in spans or word.score > spans[key]._.score:
+            span._.score = word.score
+            span._.flag = record
+            span._.rule, span._.category, span._.message = record["rule"], record["category"], record["message"]
+            if word.suggestions is not None:
+                span._.suggestions = [s.value for s in word.suggestions]
             spans[key] = span
     return sorted(spans.values(), key=lambda s: s.start)
 
 
 def error_label(word: dict[str, Any]) -> str:
-    """ERRANT-style "R:VERB" (operation:type) from a typed GED model, else ``UNTYPED_LABEL``."""
+    """ERRANT-style "R:VERB" (operation:type) from a typed word's record, else ``UNTYPED_LABEL``."""
     if word.get("type") is None:
         return UNTYPED_LABEL
     return f"{word['operation']}:{word['type']}" if word.get("operation") else str(word["type"])
 
 
-@Language.factory(FACTORY, default_config={"model": None, "threshold": None, "engine": "auto", "batch_size": 32,
-                                           "suggest": False})
+@Language.factory(FACTORY, default_config={
+    "model": None, "threshold": None, "engine": "auto", "batch_size": 32, "suggest": False, "level": "default",
+    "disabled_rules": [], "enabled_rules": [], "disabled_categories": [], "enabled_categories": [],
+    "enabled_only": False, "words": [], "dictionary": None})
 def make_component(nlp: Language, name: str, model: str | None, threshold: float | None, engine: str,
-                   batch_size: int, suggest: bool) -> ElectraDetectComponent:
+                   batch_size: int, suggest: bool, level: str, disabled_rules: list[str], enabled_rules: list[str],
+                   disabled_categories: list[str], enabled_categories: list[str], enabled_only: bool,
+                   words: list[str], dictionary: str | None) -> ElectraDetectComponent:
     """``model``: a run, model or discriminator dir (default: the CLI's default model); ``threshold``: flag words
-    scoring at least this (default: the model's tuned one); ``engine``: auto, onnx or torch, as the CLI's flag;
-    ``suggest``: also rank replacements for each flagged word (``Span._.suggestions``; costs a scoring pass)."""
+    scoring at least this (default: the model's tuned one at ``level``, ``default`` or ``picky``); ``engine``: auto,
+    onnx or torch, as the CLI's flag; ``suggest``: also rank replacements for each flagged word
+    (``Span._.suggestions``); ``disabled_rules`` ... ``enabled_only``: the rule and category switches of ``ged``
+    (docs/ged_rules.md); ``words``: words never flagged, beside the personal dictionary (``dictionary``: its file,
+    default as ``ged``'s, docs/writers.md)."""
+    from pathlib import Path
+
     from electra_detect.cli import DEFAULT_MODEL
+    from electra_detect.tasks.ged.dictionary import PersonalDictionary
 
     if batch_size < 1:
         raise ValueError(f"{FACTORY}: batch_size must be >= 1, got {batch_size}")
+    if threshold is not None:
+        check_threshold(threshold, f"{FACTORY} threshold")
+    options = GedOptions(threshold=threshold, level=level, disabled_rules=frozenset(disabled_rules),
+                         enabled_rules=frozenset(enabled_rules), disabled_categories=frozenset(disabled_categories),
+                         enabled_categories=frozenset(enabled_categories), enabled_only=enabled_only,
+                         words=tuple(words), suggest=suggest)
     detector = Detector.load(model or DEFAULT_MODEL, task="ged", engine=engine)
-    chosen = detector.threshold() if threshold is None else check_threshold(threshold, f"{FACTORY} threshold")
-    suggester = None
-    if suggest:
-        from electra_detect.tasks.ged.suggestions import Suggester
-
-        suggester = Suggester()
-    return ElectraDetectComponent(detector, chosen, batch_size, suggester)
+    checker = GedChecker(detector, dictionary=PersonalDictionary(Path(dictionary)) if dictionary else None)
+    return ElectraDetectComponent(checker, options, batch_size)

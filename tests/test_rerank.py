@@ -156,6 +156,46 @@ def test_rerank_hypotheses_rows(micro_run: Path) -> None:
         rerank_hypotheses(detector, [])
 
 
+def test_the_cli_rows_and_the_servers_ranking_are_one_ranker() -> None:
+    """The CLI's rows (utterance_row, choose) rank as rank_hypotheses, the server's and demo's ranker, does: the
+    totals of the fusion formula, ties in the recogniser's order; the rows stay in the recogniser's order."""
+    from electra_detect.tasks.rerank.fusion import choose, rank_hypotheses, utterance_row
+
+    texts = ["a b c", "a b", "a b c d", "x"]
+    utt = Utterance("u", [Hypothesis(t, s) for t, s in zip(texts, [-1.0, -2.0, -1.5, -1.0], strict=True)],
+                    "a b c")
+    [item] = score_utterances([utt], lambda batch: [0.5, 1.0, 0.75, 0.5])
+    row = utterance_row(item, 2.0, -0.5, "electra_score")
+    expected_totals = [-1.0 + 2 * 0.5 - 0.5 * 3, -2.0 + 2 * 1.0 - 0.5 * 2, -1.5 + 2 * 0.75 - 0.5 * 4, -1.0 + 1 - 0.5]
+    assert [h["text"] for h in row["hyps"]] == texts  # the recogniser's order
+    assert [h["total"] for h in row["hyps"]] == expected_totals == [-1.5, -1.0, -2.0, -0.5]
+    assert [h["rank"] for h in row["hyps"]] == [3, 2, 4, 1] and row["chosen"] == "x" and row["chosen_index"] == 4
+    assert [h["word_errors"] for h in row["hyps"]] == [0, 1, 1, 3]
+    ranked = rank_hypotheses([(h.text, h.asr_score) for h in utt.hyps], [0.5, 1.0, 0.75, 0.5], 2.0, -0.5)
+    assert [{k: r[k] for k in ("text", "asr_score", "electra_score", "length", "total", "rank")} for r in ranked] == \
+        sorted(({k: v for k, v in h.items() if k != "word_errors"} for h in row["hyps"]), key=lambda h: h["rank"])
+    assert choose(item, 2.0, -0.5) == 3
+    tied = score_utterances([Utterance("t", [Hypothesis("a", -1.0), Hypothesis("b", -1.0)])], lambda b: [0.0, 0.0])
+    assert choose(tied[0], 1.0, 0.0) == 0 and [h["rank"] for h in utterance_row(tied[0], 1.0, 0.0)["hyps"]] == [1, 2]
+
+
+def test_the_learned_reranker_is_chosen_by_the_task(tmp_path: Path) -> None:
+    from electra_detect.detector import TextScores, TokenScore
+    from electra_detect.tasks.rerank.fusion import HypothesisScore
+    from electra_detect.tasks.rerank.listwise import Reranker
+
+    plain = HypothesisScore.for_model(tmp_path)
+    assert plain.reranker is None and plain.name == "electra_score" and plain.calibrated
+    scored = [TextScores("a b", [TokenScore("a", 0, 1, 0.5), TokenScore("b", 2, 3, 0.0)], [], -0.35, -0.69)]
+    assert plain.of(scored) == [-0.69] and HypothesisScore.for_model(tmp_path, "mean").of(scored) == [-0.35]
+    Reranker({"words": 0.5, "count": -1.0}).save(tmp_path)
+    learned = HypothesisScore.for_model(tmp_path)
+    assert learned.name == "reranker_score" and not learned.calibrated
+    assert learned.of(scored) == pytest.approx([0.5 * 2 - 1.0 * 1])
+    with pytest.raises(RerankError, match="unknown sentence score"):
+        HypothesisScore.for_model(tmp_path, "max")
+
+
 def _summary(capsys: pytest.CaptureFixture) -> dict:
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 

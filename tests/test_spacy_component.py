@@ -11,6 +11,7 @@ spacy = pytest.importorskip("spacy")
 
 from electra_detect.detector import Detector, TextScores, TokenScore, WordScore  # noqa: E402
 from electra_detect.spacy_component import annotate, error_label  # noqa: E402
+from electra_detect.tasks.ged.flags import FlaggedWord  # noqa: E402
 
 TEXTS = ["He go to the store yesterday and buyed three apple.", "The farmer saw a red house.",
          "Their going too the park on sunday, aren't they?"]
@@ -40,16 +41,16 @@ def test_tokens_get_the_max_subword_probability_and_flags_become_spans(nlp, micr
 def test_pipe_scores_each_batch_in_one_call_and_equals_one_by_one(nlp, monkeypatch: pytest.MonkeyPatch) -> None:
     component = nlp.get_pipe("electra_detect")
     one_by_one = [[t._.p_replaced for t in nlp(text)] for text in TEXTS]
-    calls: list[int] = []
+    calls: list[list[str]] = []
     real = component.detector.score
 
     def counted(texts, **kwargs):
-        calls.append(len(texts))
+        calls.append(list(texts))
         return real(texts, **kwargs)
 
     monkeypatch.setattr(component.detector, "score", counted)
     docs = list(nlp.pipe(TEXTS, batch_size=2))
-    assert calls == [2, 1]
+    assert [c for c in calls if set(c) <= set(TEXTS)] == [TEXTS[:2], TEXTS[2:]]  # (other calls: candidates)
     for doc, expected in zip(docs, one_by_one, strict=True):
         assert [t._.p_replaced for t in doc] == pytest.approx(expected, abs=1e-6)
 
@@ -70,13 +71,18 @@ def test_typed_words_give_errant_labels_and_a_merged_span_keeps_the_top_score() 
     tokens = [TokenScore("don", 4, 7, 0.9), TokenScore("'", 7, 8, 0.2), TokenScore("t", 8, 9, 0.7)]
     words = [WordScore("don", 4, 7, 0.9, [0], "R", "VERB:SVA", 0.8), WordScore("'", 7, 8, 0.2, [1]),
              WordScore("t", 8, 9, 0.7, [2], "U", "OTHER", 0.6)]
-    annotate(doc, TextScores(text, tokens, words, -1.0, -3.0), threshold=0.5)
+    flagged = [FlaggedWord.of_word(w) for w in words if w.score >= 0.5]
+    annotate(doc, TextScores(text, tokens, words, -1.0, -3.0), flagged)
     assert [t._.p_replaced for t in doc] == [None, 0.9, 0.9, None, None, None]  # "n't" holds the "n" of "don"
     # "don" widens to whole tokens, "don't"; "t" lies inside "n't"
     assert [(e.text, e.label_, e._.score) for e in doc._.errors] == [("don't", "R:VERB:SVA", 0.9),
                                                                        ("n't", "U:OTHER", 0.7)]
-    merged = TextScores(text, tokens, [words[0], WordScore("don't", 4, 9, 0.95, [0, 1, 2])], -1.0, -3.0)
-    assert [(e.text, e.label_, e._.score) for e in annotate(doc, merged, 0.5)._.errors] == [("don't", "ERROR", 0.95)]
+    assert [(e._.rule, e._.category, e._.flag["rule"]) for e in doc._.errors] == [
+        ("ELECTRA_DETECT_R_VERB_SVA", "GRAMMAR", "ELECTRA_DETECT_R_VERB_SVA"),
+        ("ELECTRA_DETECT_U_OTHER", "STYLE", "ELECTRA_DETECT_U_OTHER")]
+    merged = [words[0], WordScore("don't", 4, 9, 0.95, [0, 1, 2])]
+    doc = annotate(doc, TextScores(text, tokens, merged, -1.0, -3.0), [FlaggedWord.of_word(w) for w in merged])
+    assert [(e.text, e.label_, e._.score) for e in doc._.errors] == [("don't", "ERROR", 0.95)]
     assert error_label({"type": "NOUN", "operation": None}) == "NOUN"
 
 
@@ -98,3 +104,25 @@ def test_suggest_gives_each_error_span_its_replacements(nlp) -> None:
     go = next(span for span in doc._.errors if span.text == "go")
     assert "goes" in go._.suggestions and len(go._.suggestions) <= 3
     assert all(span._.suggestions is None for span in nlp(TEXTS[0])._.errors)  # not asked: none
+
+
+def test_spans_carry_the_ged_record_and_the_component_takes_the_ged_options() -> None:
+    from electra_detect.tasks.ged.check import GedChecker
+    from electra_detect.tasks.ged.options import GedOptions
+
+    shipped = Path(__file__).resolve().parent.parent / "models" / "electra-minilm"
+    text = "He go to the store yesterday and buyed three apple."
+    pipeline = spacy.blank("en")
+    pipeline.add_pipe("electra_detect", config={"model": str(shipped), "engine": "torch", "dictionary": "/nonexistent"})
+    component = pipeline.get_pipe("electra_detect")
+    doc = pipeline(text)
+    expected = GedChecker(component.detector).check_texts([text], GedOptions(use_dictionary_file=False))[0]
+    assert [e._.flag for e in doc._.errors] == [w.to_dict() for w in expected]  # the record `ged` writes
+    apple = next(e for e in doc._.errors if e.text == "apple")
+    assert (apple.label_, apple._.rule, apple._.category) == ("R:NOUN:NUM", "ELECTRA_DETECT_R_NOUN_NUM", "GRAMMAR")
+    assert apple._.message.startswith("Noun number: *apple*")
+    steered = spacy.blank("en")
+    steered.add_pipe("electra_detect", config={"model": str(shipped), "engine": "torch", "words": ["apple"],
+                                               "disabled_rules": [e._.rule for e in doc._.errors if e.text == "go"],
+                                               "dictionary": "/nonexistent"})
+    assert {"go", "apple"}.isdisjoint({e.text for e in steered(text)._.errors})

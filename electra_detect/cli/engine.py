@@ -1,4 +1,6 @@
-"""The engine flags the inference verbs share, and the one stderr line that says which engine runs."""
+"""The options every inference verb shares, defined once (``--model``, ``--engine``, ``--variant``, ``--device``,
+``--workers``), and the one stderr line that says which engine runs. Other layers' verbs (``serve``, ``demo``) may
+add them the same way."""
 
 from __future__ import annotations
 
@@ -6,15 +8,27 @@ import argparse
 import sys
 from typing import Any
 
+from electra_detect.cli import DEFAULT_MODEL
+
 VARIANTS = ("fp32", "optimized", "fp16", "int8")
+MODEL_HELP = f"run or model dir (its fine-tuned ged/ when it has one) or a discriminator dir (default {DEFAULT_MODEL})"
 
 
-def add_engine_args(p: argparse.ArgumentParser, workers: bool = True) -> None:
+def add_model_arg(p: argparse.ArgumentParser, help: str = MODEL_HELP) -> None:
+    """``--model`` (default: the shipped model, or $ELECTRA_DETECT_MODEL); ``help`` says what this verb takes."""
+    p.add_argument("--model", default=DEFAULT_MODEL, help=help)
+
+
+def add_engine_args(p: argparse.ArgumentParser, workers: bool = True, device: bool = False) -> None:
+    """``--engine`` and ``--variant``; ``--workers`` (scoring threads for a file) and ``--device`` where the verb
+    takes them."""
     p.add_argument("--engine", choices=("auto", "onnx", "torch"), default="auto",
                    help="auto (default): onnxruntime whenever it can serve the model (its shipped export, else one "
                         "exported once and cached under $XDG_CACHE_HOME/electra-detect/onnx), else torch")
     p.add_argument("--variant", choices=VARIANTS,
                    help="ONNX variant (default: int8 on CPU when it passed the export's parity gate, else fp32)")
+    if device:
+        p.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available)")
     if workers:
         p.add_argument("--workers", type=int, default=0,
                        help="scoring threads for --file (default: one per core; each model call runs on one thread)")
@@ -28,6 +42,8 @@ def load_detector(args: argparse.Namespace, task: str, threads: int | None = 1, 
 
     if getattr(args, "workers", 0) < 0:
         raise CliError("--workers must be >= 0 (0 = one per core)")
+    if getattr(args, "device", None) is not None:
+        options.setdefault("device", args.device)
     detector = Detector.load(args.model, task=task, engine=args.engine, variant=args.variant, threads=threads,
                              **options)
     print(detector.describe(), file=sys.stderr, flush=True)

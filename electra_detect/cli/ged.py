@@ -8,31 +8,38 @@ from __future__ import annotations
 import argparse
 import json
 
-from electra_detect.cli import DEFAULT_MODEL, verb
-from electra_detect.cli.engine import add_engine_args, load_detector
+from electra_detect.cli import verb
+from electra_detect.cli.engine import add_engine_args, add_model_arg, load_detector
+
+
+def _ged_errors() -> tuple[type[BaseException], ...]:
+    from electra_detect.errors import DetectorError, GedDataError, RulesUnavailable
+    from electra_detect.tasks.ged.options import GedOptionsError
+
+    return DetectorError, GedDataError, RulesUnavailable, GedOptionsError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from electra_detect.errors import DetectorError, GedDataError, RulesUnavailable
+    from electra_detect.errors import DetectorError, GedDataError
 
-    p = verb(sub, "ged", run_ged, errors=(DetectorError, GedDataError, RulesUnavailable),
+    p = verb(sub, "ged", run_ged, errors=_ged_errors,
              help="flag grammatical errors in text (JSON lines out); `ged eval` scores a data set",
-             description="Zero-shot grammatical error detection: words whose replaced probability "
-                         "is >= --threshold are flagged. `electra-detect ged eval --help` for evaluation.")
+             description="Grammatical error detection: words whose replaced probability is >= --threshold are "
+                         "flagged, each with its error type, rule, category and message (docs/ged_rules.md). "
+                         "`electra-detect ged eval --help` for evaluation.")
     p.add_argument("text", nargs="*", help="text(s) to check")
-    p.add_argument("--model", default=DEFAULT_MODEL,
-                   help=f"run or model dir (its fine-tuned ged/ when it has one) or a discriminator dir "
-                        f"(default {DEFAULT_MODEL})")
+    add_model_arg(p)
     p.add_argument("--file", help="check each non-empty line of this file ('-' = stdin, "
                                    "also read when no text or --file is given)")
     p.add_argument("--threshold", type=float, help="flag words with score >= this (default: the model's "
-                                                  "tuned ged.json threshold, else 0.5)")
+                                                  "tuned ged.json threshold at --level, else 0.5)")
     p.add_argument("--suggest", action="store_true",
                    help="give each flagged word its suggestions, replacements ranked by the model (each candidate's "
                         "sentence is scored: about 8 sentences a flagged word; docs/suggestions.md)")
     p.add_argument("--with-rules", action="store_true",
                    help="lift the model's score of words harper-py (rule-based) flags, by the weight and threshold "
                         "tuned for the model (ged.json \"rules\"); needs the rules extra")
+    add_ged_option_args(p)
     add_engine_args(p)
 
     e = verb(sub, "ged-eval", run_eval, errors=(DetectorError, GedDataError),
@@ -40,8 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
              description="Token-level precision, recall, F0.5 and average precision on M2 or token-TSV "
                          "data. The threshold is given, tuned on --tune-on, or tuned on a fixed-seed half "
                          "of --data with --split (then reported on the other half).")
-    e.add_argument("--model", default=DEFAULT_MODEL,
-                   help="run or model dir (its fine-tuned ged/ when it has one) or a discriminator dir")
+    add_model_arg(e, "run or model dir (its fine-tuned ged/ when it has one) or a discriminator dir")
     e.add_argument("--zero-shot", action="store_true",
                    help="evaluate the pre-trained discriminator even when the model dir holds a fine-tuned ged/")
     e.add_argument("--data", required=True, help="labelled data file")
@@ -62,36 +68,77 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_engine_args(e, workers=False)  # the engine `ged` runs, so that eval measures what users run
 
 
+def add_ged_option_args(p: argparse.ArgumentParser) -> None:
+    """The writer's controls of the GED task (``tasks.ged.options.GedOptions``), as LanguageTool names them."""
+    g = p.add_argument_group("rules, categories and dictionary (docs/writers.md, docs/ged_rules.md)")
+    g.add_argument("--disable", action="append", default=[], metavar="RULE",
+                   help="switch a rule off (LanguageTool's disabledRules); repeat or comma-separate; unknown ids are "
+                        "ignored")
+    g.add_argument("--enable", action="append", default=[], metavar="RULE",
+                   help="a rule to keep with --enabled-only (enabledRules)")
+    g.add_argument("--disable-category", action="append", default=[], metavar="CATEGORY",
+                   help="switch a category off: GRAMMAR, TYPOS, PUNCTUATION, CASING, STYLE (disabledCategories)")
+    g.add_argument("--enable-category", action="append", default=[], metavar="CATEGORY",
+                   help="a category to keep with --enabled-only (enabledCategories)")
+    g.add_argument("--enabled-only", action="store_true",
+                   help="flag only under the rules and categories given by --enable and --enable-category")
+    g.add_argument("--level", choices=("default", "picky"), default="default",
+                   help="picky flags more: the lower threshold tuned for it (ged.json \"levels\")")
+    g.add_argument("--dictionary", metavar="FILE",
+                   help="personal dictionary, one word a line, never flagged nor suggested (default: "
+                        "$ELECTRA_DETECT_DICTIONARY, else $XDG_CONFIG_HOME/electra-detect/dictionary.txt when it "
+                        "exists)")
+    g.add_argument("--word", action="append", default=[], metavar="WORD",
+                   help="a word to take as right, beside the dictionary's; repeat for more")
+
+
+def ged_options(args: argparse.Namespace, **fields) -> object:
+    """The ``GedOptions`` the flags of :func:`add_ged_option_args` (and ``fields``) ask for."""
+    from electra_detect.tasks.ged.options import GedOptions
+
+    return GedOptions(threshold=getattr(args, "threshold", None), level=args.level, disabled_rules=args.disable,
+                      enabled_rules=args.enable, disabled_categories=args.disable_category,
+                      enabled_categories=args.enable_category, enabled_only=args.enabled_only,
+                      words=tuple(args.word), **fields)
+
+
+def personal_dictionary(path: str | None) -> object:
+    """The dictionary ``--dictionary`` names (it must exist), else the default one (which may not)."""
+    from pathlib import Path
+
+    from electra_detect.errors import CliError
+    from electra_detect.tasks.ged.dictionary import PersonalDictionary
+
+    if path is None:
+        return PersonalDictionary()
+    if not Path(path).is_file():
+        raise CliError(f"--dictionary {path}: no such file")
+    return PersonalDictionary(Path(path))
+
+
 def run_ged(args: argparse.Namespace) -> int:
-    """One JSON line per text, in input order: the words flagged at --threshold (default: the model's tuned one),
-    with --suggest each with its ``suggestions`` ({"value", "start", "end"}: value replaces text[start:end])."""
+    """One JSON line per text, in input order: the words flagged at --threshold (default: the model's tuned one at
+    --level), each with its type, rule, category and message (``FlaggedWord.to_dict``); with --suggest each with
+    its ``suggestions`` ({"value", "start", "end"}: value replaces text[start:end])."""
     import sys
 
     from electra_detect.cli.texts import check_unit_interval, input_batches
+    from electra_detect.tasks.ged.check import GedChecker
+    from electra_detect.tasks.ged.flags import flagged_dicts
 
     check_unit_interval(args.threshold, "--threshold")
+    options = ged_options(args, suggest=args.suggest, with_rules=args.with_rules)
+    dictionary = personal_dictionary(args.dictionary)
     batches = input_batches(args.text, args.file, args.verb)
     if batches is None:
         return 0
     detector = load_detector(args, task="ged")
-    threshold = detector.threshold() if args.threshold is None else args.threshold
-    if args.with_rules:
-        from electra_detect.rules import harper_flagger, rule_setting, with_rules
-
-        setting, flag = rule_setting(detector.model_dir), harper_flagger()
-        threshold = setting.threshold if args.threshold is None else args.threshold
-    suggester = None
-    if args.suggest:
-        from electra_detect.tasks.ged.suggestions import Suggester
-
-        suggester = Suggester()
+    checker = GedChecker(detector, dictionary=dictionary)
+    threshold = checker.threshold(options)
     write = sys.stdout.write
     for scored in detector.stream(batches, workers=args.workers or None):
-        if args.with_rules:
-            scored = with_rules(scored, flag, setting.weight)
-        flagged = (suggester.flagged(detector.score, scored, threshold, 4) if suggester else
-                   [s.flagged(threshold, 4) for s in scored])
-        write("".join(json.dumps({"text": s.text, "threshold": threshold, "flagged": words}) + "\n"
+        flagged = checker.check(scored, options)
+        write("".join(json.dumps({"text": s.text, "threshold": threshold, "flagged": flagged_dicts(words, 4)}) + "\n"
                       for s, words in zip(scored, flagged, strict=True)))
         sys.stdout.flush()  # written as it goes: a long file shows results at once
     return 0

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-from electra_detect.cli import DEFAULT_MODEL, verb
-from electra_detect.cli.engine import add_engine_args
+from electra_detect.cli import verb
+from electra_detect.cli.engine import add_engine_args, add_model_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -28,9 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("nbest", nargs="?", default="-",
                    help="n-best file to rerank, or an ESPnet decode folder (1best_recog/, 2best_recog/, …); "
                         "'-' or none: standard input")
-    p.add_argument("--model", default=DEFAULT_MODEL,
-                   help="run dir (or discriminator dir; --scorer pll needs a run dir), or a reranker dir made by "
-                        "`rerank train` (its learned weights are used unless --tune-on or --lm-weight is given)")
+    add_model_arg(p, "run dir (or discriminator dir; --scorer pll needs a run dir), or a reranker dir made by "
+                     "`rerank train` (its learned weights are used unless --tune-on or --lm-weight is given)")
     p.add_argument("--out", help="output JSONL (written atomically: no partial file on error); default: stdout, "
                                  "a row as each chunk is scored")
     p.add_argument("--format", choices=FORMATS, default="auto", dest="fmt")
@@ -50,8 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--raw", action="store_true", help="ignore the model's calibration.json")
     p.add_argument("--confidence", action="store_true",
                    help="add each word of the chosen hypothesis with its probability of being wrong (row 'confidence')")
-    p.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available)")
-    add_engine_args(p, workers=False)
+    add_engine_args(p, workers=False, device=True)
     p.add_argument("--batch-size", type=int, default=64, help="texts per model pass")
     p.add_argument("--chunk", type=int, default=256, help="utterances read and scored at a time (streaming)")
     p.add_argument("--no-progress", action="store_true")
@@ -116,18 +114,16 @@ def run_rerank(args: argparse.Namespace) -> int:
 
 
 def _scorer(args: argparse.Namespace):
-    """(scorer, its name in the rows, the Detector or None) as --scorer says."""
-    from electra_detect.tasks.rerank.fusion import detector_scorer, pll_scorer
+    """(scorer, its name in the rows, the Detector or None) as --scorer says; with the electra scorer the model's
+    own choice (``HypothesisScore``: a `rerank train` model's learned score, else the sentence score)."""
+    from electra_detect.tasks.rerank.fusion import HypothesisScore, pll_scorer
 
     if args.scorer == "pll":
         from electra_detect.tasks.pll import GeneratorScorer
 
         return pll_scorer(GeneratorScorer.load(args.model), args.batch_size), "pll_score", None
     from electra_detect.cli.engine import load_detector
-    from electra_detect.tasks.rerank.listwise import Reranker, reranker_scorer
 
-    detector = load_detector(args, "score", threads=None, device=args.device, calibrated=not args.raw)
-    reranker = Reranker.load(detector.model_dir)
-    if reranker is not None:  # a `rerank train` directory: its pooled features and learned weights
-        return reranker_scorer(detector, reranker, args.batch_size), "reranker_score", detector
-    return detector_scorer(detector, args.score, args.batch_size), "electra_score", detector
+    detector = load_detector(args, "score", threads=None, calibrated=not args.raw)
+    chosen = HypothesisScore.for_model(detector.model_dir, args.score)
+    return chosen.scorer(detector, args.batch_size), chosen.name, detector

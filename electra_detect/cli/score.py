@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from electra_detect.cli import DEFAULT_MODEL, verb
-from electra_detect.cli.engine import add_engine_args, load_detector
+from electra_detect.cli.engine import add_engine_args, add_model_arg, load_detector
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -14,7 +14,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = verb(sub, "score", run, errors=(DetectorError,), help="per-token replaced probabilities for text",
              description="Score text with a discriminator and highlight suspicious words.")
     p.add_argument("text", nargs="*", help="text(s) to score")
-    p.add_argument("--model", default=DEFAULT_MODEL, help=f"run dir or discriminator dir (default {DEFAULT_MODEL})")
+    add_model_arg(p, f"run dir or discriminator dir (default {DEFAULT_MODEL})")
     p.add_argument("--file", help="score each non-empty line of this file ('-' = stdin, "
                                    "also read when no text or --file is given)")
     p.add_argument("--json", action="store_true", help="one JSON object per text")

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from electra_detect.errors import RerankError
+from electra_detect.tasks.rerank.listwise import Reranker, reranker_scorer
 from electra_detect.tasks.rerank.nbest import Utterance
 from electra_detect.tasks.rerank.wer import word_errors
 
@@ -54,10 +55,54 @@ def sentence_score(result: Any, score: str = "sum") -> float:
 
 def rerank_hypotheses(detector: Any, hyps: list[tuple[str, float | None]], lm_weight: float = 1.0,
                       length_weight: float = 0.0, score: str = "sum", calibrated: bool = True) -> list[dict]:
-    """Rows best first: text, asr_score (None -> 0.0), electra_score, length (words), total, rank (1 = best)."""
+    """Rows best first: text, asr_score (None -> 0.0), electra_score (the model's :class:`HypothesisScore`: a
+    `rerank train` model's learned score, else the sentence ``score``), length (words), total, rank (1 = best)."""
     _check_rerank(hyps, lm_weight, length_weight)
-    return rank_hypotheses(hyps, electra_scores(detector, [text for text, _ in hyps], score, calibrated=calibrated),
-                           lm_weight, length_weight)
+    chosen = HypothesisScore.for_model(detector.model_dir, score)
+    texts = [text for text, _ in hyps]
+    results = detector.score(texts, batch_size=64, calibrated=calibrated and chosen.calibrated)
+    return rank_hypotheses(hyps, chosen.of(results), lm_weight, length_weight)
+
+
+@dataclass
+class HypothesisScore:
+    """The sentence score hypotheses are ranked by, chosen once for a model: a `rerank train` model's learned score
+    (``reranker.json`` beside its weights), else the Detector's sentence score (``sum`` or ``mean`` of
+    log(1 - p)). Every front (CLI, server, demo) takes the same choice from here."""
+
+    reranker: Reranker | None
+    score: str = "sum"
+
+    def __post_init__(self) -> None:
+        if self.score not in ("sum", "mean"):
+            raise RerankError(f"unknown sentence score {self.score!r} (use 'sum' or 'mean')")
+
+    @classmethod
+    def for_model(cls, model_dir: Any, score: str = "sum") -> HypothesisScore:
+        """The choice for the model at ``model_dir`` (a Detector's ``model_dir``)."""
+        return cls(Reranker.load(model_dir), score)
+
+    @property
+    def name(self) -> str:
+        """The score's key in a row: ``reranker_score`` or ``electra_score``."""
+        return "reranker_score" if self.reranker is not None else "electra_score"
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether the scores may be calibrated: a reranker's weights were learned on raw probabilities."""
+        return self.reranker is None
+
+    def of(self, results: Sequence[Any]) -> list[float]:
+        """The score of each scored hypothesis (``TextScores``)."""
+        if self.reranker is not None:
+            return self.reranker.lm_scores(results)
+        return [sentence_score(r, self.score) for r in results]
+
+    def scorer(self, detector: Any, batch_size: int = 64) -> LmScorer:
+        """An ``LmScorer`` (texts -> scores) through ``detector``, one pass a call."""
+        if self.reranker is not None:
+            return reranker_scorer(detector, self.reranker, batch_size)
+        return detector_scorer(detector, self.score, batch_size)
 
 
 def _check_rerank(hyps: Sequence[tuple[str, float | None]], lm_weight: float, length_weight: float) -> None:
@@ -69,20 +114,38 @@ def _check_rerank(hyps: Sequence[tuple[str, float | None]], lm_weight: float, le
 
 
 def rank_hypotheses(hyps: Sequence[tuple[str, float | None]], lm: Sequence[float], lm_weight: float = 1.0,
-                    length_weight: float = 0.0) -> list[dict]:
-    """``rerank_hypotheses`` over sentence scores already computed (the server scores in its batcher)."""
+                    length_weight: float = 0.0, lm_name: str = "electra_score") -> list[dict]:
+    """``rerank_hypotheses`` over sentence scores already computed (the server scores in its batcher): the rows of
+    :func:`hypothesis_rows`, best first."""
+    return sorted(hypothesis_rows(hyps, lm, lm_weight, length_weight, lm_name), key=lambda row: row["rank"])
+
+
+def hypothesis_rows(hyps: Sequence[tuple[str, float | None]], lm: Sequence[float], lm_weight: float = 1.0,
+                    length_weight: float = 0.0, lm_name: str = "electra_score") -> list[dict]:
+    """The ranker every front uses. Rows in the recogniser's order: text, asr_score (None -> 0.0), the sentence
+    score (under ``lm_name``), length (words), total (:func:`fused_totals`), rank (1 = best; :func:`rank_order`)."""
     _check_rerank(hyps, lm_weight, length_weight)
-    rows = []
-    for index, ((text, asr), electra) in enumerate(zip(hyps, lm, strict=True)):
-        asr_score = 0.0 if asr is None else float(asr)
-        length = word_count(text)
-        rows.append({"text": text, "asr_score": asr_score, "electra_score": float(electra), "length": length,
-                     "total": asr_score + lm_weight * float(electra) + length_weight * length, "index": index})
-    rows.sort(key=lambda row: (-row["total"], row["index"]))  # ties keep the recogniser's order
-    for rank, row in enumerate(rows, start=1):
-        row["rank"] = rank
-        del row["index"]
+    asr = [0.0 if score is None else float(score) for _text, score in hyps]
+    lengths = [word_count(text) for text, _ in hyps]
+    total = fused_totals(asr, lm, lengths, lm_weight, length_weight)
+    rows = [{"text": text, "asr_score": asr[i], lm_name: float(lm[i]), "length": lengths[i], "total": float(total[i])}
+            for i, (text, _) in enumerate(hyps)]
+    for rank, index in enumerate(rank_order(total), start=1):
+        rows[index]["rank"] = rank
     return rows
+
+
+def fused_totals(asr: Sequence[float], lm: Sequence[float], length: Sequence[float], lm_weight: float,
+                 length_weight: float) -> np.ndarray:
+    """``asr + lm_weight * lm + length_weight * length`` per hypothesis: the one fusion every front ranks by."""
+    return (np.asarray(asr, dtype=np.float64) + lm_weight * np.asarray(lm, dtype=np.float64)
+            + length_weight * np.asarray(length, dtype=np.float64))
+
+
+def rank_order(total: Sequence[float] | np.ndarray) -> list[int]:
+    """Hypothesis indices best first: highest total first, ties in the recogniser's order."""
+    values = [float(t) for t in total]
+    return sorted(range(len(values)), key=lambda i: (-values[i], i))
 
 
 def word_confidence(result: Any) -> list[dict[str, Any]]:
@@ -142,29 +205,25 @@ def score_utterances(utts: Sequence[Utterance], scorer: LmScorer) -> list[Scored
 
 
 def totals(item: Scored, lm_weight: float, length_weight: float) -> np.ndarray:
-    return item.asr + lm_weight * item.lm + length_weight * item.length
+    return fused_totals(item.asr, item.lm, item.length, lm_weight, length_weight)
 
 
 def choose(item: Scored, lm_weight: float, length_weight: float) -> int:
     """Index of the best hypothesis (ties: the recogniser's earlier one)."""
-    return int(np.argmax(totals(item, lm_weight, length_weight)))
+    return rank_order(totals(item, lm_weight, length_weight))[0]
 
 
 def utterance_row(item: Scored, lm_weight: float, length_weight: float, lm_name: str = "electra_score") -> dict:
-    """The output JSONL row: every hypothesis's component scores, and the chosen one."""
-    total = totals(item, lm_weight, length_weight)
-    order = sorted(range(len(total)), key=lambda i: (-total[i], i))
-    ranks = {index: rank for rank, index in enumerate(order, start=1)}
-    hyps = []
-    for i, hyp in enumerate(item.utt.hyps):
-        row = {"text": hyp.text, "asr_score": float(item.asr[i]), lm_name: float(item.lm[i]),
-               "length": int(item.length[i]), "total": float(total[i]), "rank": ranks[i]}
-        if item.errors is not None:
-            row["word_errors"] = int(item.errors[i])
-        hyps.append(row)
-    best = order[0]
+    """The output JSONL row: every hypothesis's component scores (in the recogniser's order; :func:`hypothesis_rows`,
+    the ranker every front uses), and the chosen one."""
+    rows = hypothesis_rows([(hyp.text, float(item.asr[i])) for i, hyp in enumerate(item.utt.hyps)], item.lm,
+                           lm_weight, length_weight, lm_name)
+    if item.errors is not None:
+        for row, errors in zip(rows, item.errors, strict=True):
+            row["word_errors"] = int(errors)
+    best = next(i for i, row in enumerate(rows) if row["rank"] == 1)
     out: dict[str, Any] = {"id": item.utt.id, "chosen": item.utt.hyps[best].text, "chosen_index": best + 1,
-                           "hyps": hyps}
+                           "hyps": rows}
     if item.utt.ref is not None:
         out["ref"] = item.utt.ref
     return out

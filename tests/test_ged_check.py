@@ -1,0 +1,212 @@
+"""The GED check writers steer: the rule table and its doc page, the options (rules, categories, enabled-only,
+levels), the personal dictionary, the flagged-word record, and types that name the edit on the shipped model as
+``ged`` runs it (int8 ONNX), the same with suggestions shown or not."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from electra_detect.tasks.ged.dictionary import PersonalDictionary, Vocabulary, default_dictionary_path, word_forms
+from electra_detect.tasks.ged.flags import FlaggedWord
+from electra_detect.tasks.ged.options import GedOptions, GedOptionsError
+from electra_detect.tasks.ged.rule_table import (
+    CATEGORIES,
+    MAIN_TYPES,
+    OPERATIONS,
+    RULES,
+    RULES_BY_ID,
+    UNTYPED,
+    rule_for,
+    rules_markdown,
+)
+from electra_detect.tasks.ged.suggestions import Suggestion
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "models" / "electra-minilm"
+QUICKSTART = ["He go to the store yesterday and buyed three apple.",
+              "The committee have decided to postpone the the meeting until next week."]
+ERRANT_MAIN_TYPES = {"ADJ", "ADJ:FORM", "ADV", "CONJ", "CONTR", "DET", "MORPH", "NOUN", "NOUN:INFL", "NOUN:NUM",
+                     "NOUN:POSS", "ORTH", "OTHER", "PART", "PREP", "PRON", "PUNCT", "SPELL", "VERB", "VERB:FORM",
+                     "VERB:INFL", "VERB:SVA", "VERB:TENSE", "WO"}  # errant 3.0's classifier, UNK aside
+
+
+# ------------------------------------------------------------------------------------------- the table
+def test_every_errant_type_has_one_stable_rule_with_a_category_and_messages() -> None:
+    assert set(MAIN_TYPES) == ERRANT_MAIN_TYPES
+    assert set(RULES) == {f"{op}:{main}" for op in OPERATIONS for main in ERRANT_MAIN_TYPES}
+    assert len(RULES_BY_ID) == len(RULES) + 1  # ids are unique; the untyped rule beside them
+    assert rule_for("R", "VERB:TENSE").id == "ELECTRA_DETECT_R_VERB_TENSE"
+    assert rule_for("U", "DET").id == "ELECTRA_DETECT_U_DET" and rule_for(None, None) is UNTYPED
+    assert rule_for("R", "SPELL").category == "TYPOS" and rule_for("M", "PUNCT").category == "PUNCTUATION"
+    assert rule_for("R", "ORTH").category == "CASING" and rule_for("R", "OTHER").category == "STYLE"
+    assert rule_for("M", "VERB").category == "GRAMMAR" and rule_for("R", "NOUN:NUM").category == "GRAMMAR"
+    assert rule_for("R", "UNKNOWN:THING") is rule_for("R", "OTHER")
+    assert all(rule.category in CATEGORIES for rule in RULES_BY_ID.values())
+    assert rule_for("R", "VERB:TENSE").explain("go", "went") == "Verb tense: *go* may need to be *went*."
+    assert rule_for("R", "NOUN:NUM").explain("apple") == "Noun number: *apple* may be in the wrong number " \
+                                                         "(singular or plural)."
+    assert rule_for("U", "DET").explain("the", "") == "Determiner: *the* may be unnecessary."
+
+
+def test_the_doc_page_is_the_table() -> None:
+    assert (ROOT / "docs" / "ged_rules.md").read_text(encoding="utf-8") == rules_markdown(), \
+        "regenerate: python -m electra_detect.tasks.ged.rule_table docs/ged_rules.md"
+
+
+# ------------------------------------------------------------------------------------------- the options
+def test_options_switch_rules_and_categories_as_languagetool_does() -> None:
+    tense, spell = rule_for("R", "VERB:TENSE"), rule_for("R", "SPELL")
+    assert GedOptions().allows(tense) and GedOptions().allows(spell)
+    assert not GedOptions(disabled_rules={"electra_detect_r_verb_tense"}).allows(tense)  # any case
+    assert GedOptions(disabled_rules={"NO_SUCH_RULE"}).allows(tense)  # unknown ids are ignored
+    assert not GedOptions(disabled_categories={"TYPOS"}).allows(spell)
+    assert GedOptions(disabled_categories={"TYPOS"}).allows(tense)
+    only = GedOptions(enabled_rules={"ELECTRA_DETECT_R_SPELL, ELECTRA_DETECT_U_DET"}, enabled_only=True)
+    assert only.allows(spell) and only.allows(rule_for("U", "DET")) and not only.allows(tense)
+    assert GedOptions(enabled_categories={"GRAMMAR"}, enabled_only=True).allows(tense)
+    assert not GedOptions(enabled_categories={"GRAMMAR"}, enabled_only=True).allows(spell)
+    assert GedOptions(enabled_rules={"ELECTRA_DETECT_R_SPELL"}).allows(tense)  # without enabled_only: no effect
+    with pytest.raises(GedOptionsError, match="enabledOnly needs"):
+        GedOptions(enabled_only=True)
+    with pytest.raises(GedOptionsError, match="unknown level"):
+        GedOptions(level="pedantic")
+
+
+# ------------------------------------------------------------------------------------------- the dictionary
+def test_dictionary_words_match_in_any_case_with_their_inflections() -> None:
+    assert {"tokenise", "tokenises", "tokenised", "tokenising"} <= word_forms("Tokenise")
+    assert {"go", "goes", "went", "gone"} <= word_forms("go")
+    assert "finetunes" in word_forms("finetune")  # a word lemminflect does not know: its regular forms
+    vocabulary = Vocabulary.of(["Kubernetes", "New  York"])
+    assert vocabulary.knows("KUBERNETES") and vocabulary.knows("Kubernetes's") and not vocabulary.knows("Kuber")
+    assert vocabulary.phrase_spans("I love new york, not York.") == [(7, 15)]
+
+
+def test_the_dictionary_file_is_read_again_when_it_changes(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "dictionary.txt"
+    dictionary = PersonalDictionary(path)
+    assert not dictionary.vocabulary()  # no file yet: empty
+    path.write_text("# my words\nKubernetes\n\nELECTRA  # the model\n", encoding="utf-8")
+    assert dictionary.vocabulary().knows("electra") and dictionary.vocabulary().knows("kubernetes")
+    path.write_text("Kubernetes\n", encoding="utf-8")
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))  # a later modification time, whatever the clock
+    assert not dictionary.vocabulary().knows("electra")
+    monkeypatch.setenv("ELECTRA_DETECT_DICTIONARY", str(path))
+    assert default_dictionary_path() == path
+    monkeypatch.delenv("ELECTRA_DETECT_DICTIONARY")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert default_dictionary_path() == tmp_path / "electra-detect" / "dictionary.txt"
+
+
+# ------------------------------------------------------------------------------------------- the record
+def test_the_record_keeps_the_old_keys_and_adds_rule_category_and_message() -> None:
+    word = FlaggedWord("go", 3, 5, 0.96861, "R", "OTHER", 0.37721, "model", rule_for("R", "OTHER"))
+    word.retype("R", "VERB:TENSE", "edit")
+    word.suggestions = [Suggestion("went", 3, 5, 0.1, "inflection")]
+    assert word.to_dict(4) == {"word": "go", "start": 3, "end": 5, "score": 0.9686, "operation": "R",
+                               "type": "VERB:TENSE", "type_score": 0.3772, "type_source": "edit",
+                               "rule": "ELECTRA_DETECT_R_VERB_TENSE", "category": "GRAMMAR",
+                               "message": "Verb tense: *go* may need to be *went*.",
+                               "suggestions": [{"value": "went", "start": 3, "end": 5}]}
+    untyped = FlaggedWord("go", 3, 5, 0.9).to_dict()
+    assert untyped == {"word": "go", "start": 3, "end": 5, "score": 0.9, "rule": "ELECTRA_DETECT_ERROR",
+                       "category": "GRAMMAR", "message": "*go* may be an error."}
+
+
+# ------------------------------------------------------------------------------------------- the shipped model
+@pytest.fixture(scope="module")
+def checker():
+    """The shipped model as `ged` runs it (engine auto: its int8 ONNX export, made once into the session's cache)."""
+    from electra_detect.detector import Detector
+    from electra_detect.tasks.ged.check import GedChecker
+
+    return GedChecker(Detector.load(SHIPPED, task="ged", engine="auto", threads=1))
+
+
+def _typed(words: list[FlaggedWord]) -> dict[tuple[str, int], tuple[str | None, str | None, str]]:
+    return {(w.word, w.start): (w.operation, w.type, w.rule.id) for w in words}
+
+
+def test_the_quickstart_errors_are_named_by_their_edits(checker) -> None:
+    options = GedOptions(use_dictionary_file=False)
+    plain = checker.check_texts(QUICKSTART, options)
+    shown = checker.check_texts(QUICKSTART, GedOptions(suggest=True, use_dictionary_file=False))
+    assert [_typed(w) for w in plain] == [_typed(w) for w in shown]  # the same with suggestions shown or not
+    first, second = ({w.word: w for w in found} for found in shown)
+    assert first["go"].type in ("VERB:TENSE", "VERB:SVA")
+    assert first["buyed"].type in ("VERB:INFL", "VERB:FORM")
+    assert (first["apple"].operation, first["apple"].type) == ("R", "NOUN:NUM")
+    doubled = [w for w in shown[1] if w.word == "the" and w.start == 43]
+    assert [(w.operation, w.type, w.rule.id) for w in doubled] == [("U", "DET", "ELECTRA_DETECT_U_DET")]
+    assert all(w.type != "OTHER" for found in shown for w in found)
+    assert first["go"].message == f"Verb tense: *go* may need to be *{first['go'].suggestions[0].value}*." \
+        if first["go"].type == "VERB:TENSE" else "Subject-verb agreement" in first["go"].message
+    assert first["apple"].message == "Noun number: *apple* may need to be *apples*."
+    assert "Verb" in first["buyed"].message and "*bought*" in first["buyed"].message
+    assert second and all(w.message for w in second.values())
+    assert {w.word: w.message for w in plain[0]}["apple"] == \
+        "Noun number: *apple* may be in the wrong number (singular or plural)."  # no suggestion shown: none named
+
+
+def test_options_filter_the_flags_and_dictionary_words_are_never_flagged_nor_suggested(checker) -> None:
+    base = GedOptions(use_dictionary_file=False, suggest=True)
+    every = checker.check_texts(QUICKSTART, base)[0]
+    assert {"go", "buyed", "apple"} <= {w.word for w in every}
+    no_tense = checker.check_texts(QUICKSTART, GedOptions(use_dictionary_file=False, disabled_rules={
+        every[0].rule.id}))[0]
+    assert every[0].rule.id not in {w.rule.id for w in no_tense} and len(no_tense) < len(every)
+    grammar_off = checker.check_texts(QUICKSTART, GedOptions(use_dictionary_file=False,
+                                                             disabled_categories={"GRAMMAR"}))
+    assert all(w.rule.category != "GRAMMAR" for found in grammar_off for w in found)
+    only_nouns = checker.check_texts(QUICKSTART, GedOptions(use_dictionary_file=False, enabled_only=True,
+                                                            enabled_rules={"ELECTRA_DETECT_R_NOUN_NUM"}))
+    assert [[w.word for w in found] for found in only_nouns] == [["apple"], []]
+    have = next(w for w in checker.check_texts(QUICKSTART, base)[1] if w.word == "have")
+    assert "save" in [s.value for s in have.suggestions]  # (a candidate the dictionary will take away)
+    taught = checker.check_texts(QUICKSTART, GedOptions(use_dictionary_file=False, suggest=True,
+                                                        words=("Buyed", "apples", "save")))
+    assert {"buyed", "apple"}.isdisjoint({w.word for w in taught[0]}) and "go" in {w.word for w in taught[0]}
+    have = next(w for w in taught[1] if w.word == "have")
+    assert "save" not in [s.value for s in have.suggestions]  # a dictionary word is never suggested
+
+def test_the_personal_dictionary_file_reaches_the_check(checker, tmp_path: Path) -> None:
+    from electra_detect.tasks.ged.check import GedChecker
+
+    path = tmp_path / "dictionary.txt"
+    path.write_text("apples\n", encoding="utf-8")  # a form of the word: its lemma's forms match too
+    own = GedChecker(checker.detector, checker.suggester, checker.typer, PersonalDictionary(path))
+    assert "apple" not in {w.word for w in own.check_texts(QUICKSTART[:1], GedOptions())[0]}
+    path.write_text("", encoding="utf-8")
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))
+    assert "apple" in {w.word for w in own.check_texts(QUICKSTART[:1], GedOptions())[0]}
+
+
+def test_ged_writes_the_record_and_takes_the_options(tmp_path: Path) -> None:
+    dictionary = tmp_path / "words.txt"
+    dictionary.write_text("apple\n", encoding="utf-8")
+    env = {**os.environ, "ELECTRA_DETECT_DICTIONARY": str(tmp_path / "none.txt")}
+    cli = [sys.executable, "-m", "electra_detect.cli", "ged", "--model", str(SHIPPED), QUICKSTART[0]]
+    out = subprocess.run(cli, capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stderr
+    [row] = [json.loads(line) for line in out.stdout.splitlines()]
+    words = {w["word"]: w for w in row["flagged"]}
+    assert {"rule", "category", "message", "type_source"} <= set(words["apple"])
+    assert words["apple"]["rule"] == "ELECTRA_DETECT_R_NOUN_NUM" and words["apple"]["category"] == "GRAMMAR"
+    out = subprocess.run([*cli, "--dictionary", str(dictionary), "--word", "go", "--disable",
+                          words["buyed"]["rule"].lower()], capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stderr
+    [row] = [json.loads(line) for line in out.stdout.splitlines()]
+    assert {"go", "buyed", "apple"}.isdisjoint({w["word"] for w in row["flagged"]})
+    bad = subprocess.run([*cli, "--enabled-only"], capture_output=True, text=True, timeout=600, env=env)
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith("error: enabledOnly needs")
+    missing = subprocess.run([*cli, "--dictionary", str(tmp_path / "nope.txt")], capture_output=True, text=True,
+                             timeout=600, env=env)
+    assert missing.returncode == 2 and "no such file" in missing.stderr
