@@ -256,3 +256,58 @@ def test_a_model_dirs_ged_model_is_what_the_demo_shows(tmp_path: Path, micro_run
     assert build_app(model).detector.model_dir == model / "discriminator"
     shutil.copytree(micro_run / "discriminator", model / "ged")
     assert build_app(model).detector.model_dir == model / "ged"
+
+
+def test_logins_and_limits_are_checked(tmp_path: Path) -> None:
+    from electra_detect.app.demo import DemoLimits, parse_auth
+
+    logins = tmp_path / "logins"
+    logins.write_text("# who\nann:pa:ss\n\nbob:secret\n", encoding="utf-8")
+    assert parse_auth(["cy:pw"], logins) == [("cy", "pw"), ("ann", "pa:ss"), ("bob", "secret")]
+    for bad in (["nopassword"], [":pw"], ["user:"]):
+        with pytest.raises(DemoError, match="username:password"):
+            parse_auth(bad)
+    for limits in ({"max_file_size": "lots"}, {"queue_size": 0}, {"concurrency": 0}):
+        with pytest.raises(DemoError):
+            DemoLimits(**limits)
+
+
+def test_beyond_loopback_without_a_login_warns_like_serve(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from electra_detect.cli import main
+
+    assert main(["demo", "--host", "0.0.0.0", "--model", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert "warning: serving the demo on 0.0.0.0 without a login" in err and err.strip().splitlines()[-1].startswith(
+        "error:")
+    assert main(["demo", "--host", "0.0.0.0", "--auth", "a:b", "--model", str(tmp_path / "missing")]) == 2
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_the_served_demo_asks_for_a_login_caps_uploads_bounds_its_queue_and_leaves_no_files(app: DemoApp) -> None:
+    import httpx
+
+    from electra_detect.app.demo import DemoLimits, shutdown
+
+    limits = DemoLimits(max_file_size="100kb", queue_size=3, concurrency=1, auth=[("ann", "secret")])
+    page, url = launch(app, port=_free_port(), block=False, limits=limits)
+    uploads = Path(page.electra_uploads)
+    try:
+        assert page._queue.max_size == 3  # a full queue answers at once instead of making the next user wait
+        with httpx.Client(base_url=url.rstrip("/"), timeout=30) as client:
+            assert client.get("/config").status_code == 401  # no login, no page
+            assert client.post("/login", data={"username": "ann", "password": "wrong"}).status_code == 400
+            assert client.post("/login", data={"username": "ann", "password": "secret"}).status_code == 200
+            big = client.post("/gradio_api/upload", files={"files": ("big.txt", b"x" * 200_000)})
+            assert big.status_code == 413, big.text  # over max_file_size
+            small = client.post("/gradio_api/upload", files={"files": ("small.txt", b"hello")})
+            assert small.status_code == 200 and Path(small.json()[0]).is_relative_to(uploads)
+        assert any(uploads.rglob("small.txt"))
+    finally:
+        shutdown(page)
+    assert not uploads.exists()  # the uploaded file is not left on disk after shutdown
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -168,6 +168,23 @@ def test_check_errors_are_json_4xx(client) -> None:
     assert client.post("/v1/ged", data={"texts": "a"}).status_code == 415  # JSON routes still read only JSON
 
 
+def test_forms_are_decoded_strictly_with_errors_about_the_form(client) -> None:
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    cases = [(b"text=%ff%fe&language=en", form, 400, "bad_request", "UTF-8"),  # percent-encoded bytes, not UTF-8
+             (b"text=caf\xe9&language=en", form, 400, "bad_request", "UTF-8"),  # raw Latin-1 bytes
+             ("&".join(f"f{i}=1" for i in range(5000)).encode(), form, 413, "too_many_fields", "fields")]
+    for body, headers, status, kind, fragment in cases:
+        response = client.post("/v2/check", content=body, headers=headers)
+        assert (response.status_code, response.json()["error"]["type"]) == (status, kind), response.text
+        assert fragment in response.json()["error"]["message"] and "JSON" not in response.json()["error"]["message"]
+    multipart = client.post("/v2/check", files={"text": (None, b"caf\xe9"), "language": (None, "en")})
+    assert multipart.status_code == 400 and "UTF-8" in multipart.json()["error"]["message"]
+    many = client.post("/v2/check", files={f"f{i}": (None, "1") for i in range(1500)})
+    assert many.status_code == 413 and many.json()["error"]["type"] == "too_many_fields"
+    fine = client.post("/v2/check", content="text=caf%C3%A9+au+lait&language=en".encode(), headers=form)
+    assert fine.status_code == 200  # UTF-8, percent-encoded and '+' for spaces: read as before
+
+
 def test_languages_and_openapi(client) -> None:
     languages = client.get("/v2/languages").json()
     assert {"name": "English (US)", "code": "en", "longCode": "en-US"} in languages
