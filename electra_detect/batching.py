@@ -1,10 +1,11 @@
-"""The batch stage: every model window of a job's texts, ordered for the engine, and padded into batches.
+"""The batch stage: every model window of a job's texts, ordered and laid out for the engine.
 
 Windows are sorted by length (stable: a long text's equal-length windows keep their order), so a batch pads
 little: padding to the longest row wasted up to half the compute on mixed-length sentences. Where windows of
 one sentence overlap, each token takes its probability from the window in which it sits farthest from an edge
 (the first such window in engine order); the plan decides that once, so a batch's results are written into the
-job's flat arrays with one indexed assignment.
+job's flat arrays with one indexed assignment. Sorted by length, a batch of windows [first, stop) is as wide as
+its last window: the run stage pads it with one scatter (``pad_ids`` pads rows for everyone else).
 """
 
 from __future__ import annotations
@@ -14,55 +15,57 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from electra_detect.windows import TextEncoding
-
 
 @dataclass
 class WindowPlan:
-    """Windows in engine order, and where each one's scores go.
+    """Windows in engine order, laid out for the engine, and where each one's scores go.
 
-    ``chunks[w]``: the ids of window w (no [CLS]/[SEP]); ``text_start[i]``: text i's first token in the job's
-    flat token arrays [texts + 1]. ``targets``/``columns``/``owners``: for every token of the job, the flat index
-    it fills, the padded column (1 + position) and the window (engine order) it is read from, grouped by window;
-    ``bounds[w]:bounds[w + 1]`` are window w's entries."""
+    ``ids``: every window's ids wrapped in [CLS] ... [SEP], end to end in engine order; window w is
+    ``ids[starts[w]:starts[w + 1]]`` (``sizes[w]`` model tokens); ``pad_id`` fills a batch's shorter rows.
+    ``tokens``: the texts' tokens end to end. ``targets``/``columns``/``owners``: for every token, the flat index
+    it fills, the column (1 + position) and the window it is read from, grouped by window: window w's entries
+    are ``bounds[w]:bounds[w + 1]``."""
 
-    chunks: list[list[int]]
-    text_start: np.ndarray
+    ids: np.ndarray
+    starts: np.ndarray
+    sizes: np.ndarray
+    pad_id: int
+    tokens: int
     targets: np.ndarray
     columns: np.ndarray
     owners: np.ndarray
     bounds: np.ndarray
 
+    cls_id: int
+    sep_id: int
+
     @property
-    def tokens(self) -> int:
-        return int(self.text_start[-1])
-
-    def entries(self, first: int, stop: int) -> slice:
-        """The entries of windows [first, stop)."""
-        return slice(int(self.bounds[first]), int(self.bounds[stop]))
+    def window_count(self) -> int:
+        return len(self.sizes)
 
 
-def plan_windows(encodings: Sequence[TextEncoding], body: int) -> WindowPlan:
-    """Every window of at most ``body`` tokens of every text (``TextEncoding.windows``), sorted by length, with
-    the token each of its positions fills when it is the farthest from an edge among the windows holding it."""
-    lengths = np.array([len(e.ids) for e in encodings], dtype=np.int64)
-    text_start = np.concatenate([[0], np.cumsum(lengths)])
-    windows = [(int(text_start[i]) + start, chunk) for i, encoding in enumerate(encodings)
-               for start, chunk in encoding.windows(body)]
+def plan_windows(windows: Sequence[tuple[int, list[int]]], tokens: int, cls_id: int, sep_id: int,
+                 pad_id: int) -> WindowPlan:
+    """The windows (``windows.cut_windows``: first token, ids) of texts holding ``tokens`` tokens, sorted by
+    length, wrapped for the engine, with the token each of their positions fills when it is the farthest from an
+    edge among the windows holding it."""
     order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]))  # stable: equal lengths keep text order
     chunks = [windows[w][1] for w in order]
-    sizes = np.array([len(c) for c in chunks], dtype=np.int64)
+    lengths = np.array([len(c) for c in chunks], dtype=np.int64)
     firsts = np.array([windows[w][0] for w in order], dtype=np.int64)
-    owners = np.repeat(np.arange(len(chunks)), sizes)
-    positions = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    ids = np.array([i for chunk in chunks for i in (cls_id, *chunk, sep_id)], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths + 2)])
+    owners = np.repeat(np.arange(len(chunks)), lengths)
+    positions = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     targets = firsts[owners] + positions
-    edge = np.minimum(positions, sizes[owners] - 1 - positions)  # distance from the window's edge
+    edge = np.minimum(positions, lengths[owners] - 1 - positions)  # distance from the window's edge
     # one winner per token: the largest edge distance, then the first window in engine order
     ranked = np.lexsort((owners, -edge, targets))
     keep = np.zeros(len(targets), dtype=bool)
     keep[ranked[np.r_[True, targets[ranked][1:] != targets[ranked][:-1]]]] = True
     bounds = np.concatenate([[0], np.cumsum(np.bincount(owners[keep], minlength=len(chunks)))])
-    return WindowPlan(chunks, text_start, targets[keep], positions[keep] + 1, owners[keep], bounds)
+    return WindowPlan(ids, starts, lengths + 2, pad_id, tokens, targets[keep], positions[keep] + 1, owners[keep],
+                      bounds, cls_id, sep_id)
 
 
 def pad_ids(rows: Sequence[Sequence[int]], pad_id: int, cls_id: int | None = None,

@@ -8,20 +8,23 @@ was tuned in) and whether scores are calibrated (a per-call option); fronts only
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from electra_detect.batching import pad_ids
+from electra_detect.batching import pad_ids, plan_windows
 from electra_detect.engines import ENGINES, Engine
 from electra_detect.engines.torch_engine import TorchEngine
 from electra_detect.errors import DetectorError
 from electra_detect.model_dir import resolve_model_dir, task_model_path, tuned_threshold
 from electra_detect.scores import TextScores, TokenScore, WordScore
 from electra_detect.scoring_job import ScoringJob
-from electra_detect.windows import TextEncoding, encode_texts, text_windows
+from electra_detect.windows import TextEncoding, encode_texts, encode_windows, text_windows
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 __all__ = ["Detector", "ScoringJob", "TextEncoding", "TextScores", "TokenScore", "WordScore"]
 
@@ -162,10 +165,7 @@ class Detector:
     def score(self, texts: str | Sequence[str], batch_size: int = 32, calibrated: bool = True) -> list[TextScores]:
         """Scores of each text; ``calibrated=False`` gives raw sigmoid probabilities even when the Detector
         holds a calibrator (same engine, same tokens: one model in memory serves both)."""
-        job = self.job(texts, batch_size, calibrated)
-        while not job.done:
-            job.step()
-        return job.results()
+        return self.job(texts, batch_size, calibrated).finish()
 
     def stream(self, batches: Iterable[Sequence[str]], batch_size: int = 32, calibrated: bool = True,
                workers: int | None = None) -> Iterator[list[TextScores]]:
@@ -185,12 +185,15 @@ class Detector:
             raise DetectorError("score() takes a string or a list of strings")
         texts = list(texts)
         for index, text in enumerate(texts):
-            try:
-                text.encode("utf-8")  # the tokenizer (Rust) takes valid Unicode only
-            except UnicodeEncodeError as exc:
+            surrogate = _SURROGATE.search(text)  # the tokenizer (Rust) takes valid Unicode only
+            if surrogate:
                 raise DetectorError(f"text {index} is not valid Unicode (a lone surrogate at character "
-                                    f"{exc.start})") from None
-        return ScoringJob(self, texts, self.encode(texts), batch_size, calibrated)
+                                    f"{surrogate.start()})")
+        encodings, windows = encode_windows(self.tokenizer, texts, self.max_length - 2)
+        tokenizer = self.tokenizer
+        plan = plan_windows(windows, sum(len(e.ids) for e in encodings), tokenizer.cls_token_id,
+                            tokenizer.sep_token_id, tokenizer.pad_token_id)
+        return ScoringJob(self, texts, encodings, plan, batch_size, calibrated)
 
     def encode(self, texts: Sequence[str]) -> list[TextEncoding]:
         """Each text's tokens as the model sees them (``windows.encode_texts``): its sentences tokenised apart and

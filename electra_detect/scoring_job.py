@@ -1,8 +1,8 @@
 """The run stage: a job's planned batches through the engine, a step at a time, into flat per-token arrays.
 
-``Detector.job`` encodes the texts (``windows``) and makes a ``ScoringJob``; the job plans its windows
-(``batching``), runs them (``step``), and hands its flat arrays to ``assembly`` for the words (``results``).
-The server interleaves jobs' steps and can drop a job between two of them.
+``Detector.job`` encodes the texts and cuts their windows (``windows``), plans them (``batching``) and makes a
+``ScoringJob``; the job runs the plan's batches (``step``) and hands its flat arrays to ``assembly`` for the
+words (``results``); ``finish`` does both. The server interleaves jobs' steps and can drop a job between two.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from electra_detect.assembly import assemble
-from electra_detect.batching import pad_ids, plan_windows
+from electra_detect.batching import WindowPlan, plan_windows
 from electra_detect.errors import DetectorError
 from electra_detect.scores import TextScores
-from electra_detect.windows import TextEncoding
+from electra_detect.windows import TextEncoding, cut_windows
 
 
 def probabilities(engine: Any, calibrator: Any, input_ids: np.ndarray, attention: np.ndarray,
@@ -41,16 +41,14 @@ class ScoringJob:
     per engine run. ``cost`` is the model tokens the job runs ([CLS] and [SEP] included, window overlap
     counted twice); ``tokens`` the texts' own tokens."""
 
-    def __init__(self, detector: Any, texts: list[str], encodings: list[TextEncoding], batch_size: int = 32,
-                 calibrated: bool = True) -> None:
+    def __init__(self, detector: Any, texts: list[str], encodings: list[TextEncoding], plan: WindowPlan,
+                 batch_size: int = 32, calibrated: bool = True) -> None:
         if batch_size < 1:
             raise DetectorError("batch_size must be >= 1")
-        self.detector, self.texts, self.encodings, self.batch_size = detector, texts, encodings, batch_size
-        self.calibrated = calibrated
-        self.plan = plan_windows(encodings, detector.max_length - 2)
-        self.sizes = np.array([len(c) + 2 for c in self.plan.chunks], dtype=np.int64)  # model tokens a window
-        self.tokens = self.plan.tokens
-        self.cost = int(self.sizes.sum())
+        self.detector, self.texts, self.encodings, self.plan = detector, texts, encodings, plan
+        self.batch_size, self.calibrated = batch_size, calibrated
+        self.tokens = plan.tokens
+        self.cost = int(plan.sizes.sum())
         self.position = 0  # windows scored so far
         self.probs = np.full(self.tokens, np.nan)
         typed = bool(detector.channels)  # operation, main type, its probability per token
@@ -64,17 +62,26 @@ class ScoringJob:
         first = jobs[0]
         if any(job.calibrated != first.calibrated for job in jobs):
             raise DetectorError("only jobs in one probability space (calibrated or raw) can be merged")
-        return cls(first.detector, [t for job in jobs for t in job.texts],
-                   [e for job in jobs for e in job.encodings], first.batch_size, first.calibrated)
+        texts, encodings = [t for job in jobs for t in job.texts], [e for job in jobs for e in job.encodings]
+        detector = first.detector
+        windows = cut_windows(encodings, detector.max_length - 2)
+        plan = plan_windows(windows, sum(len(e.ids) for e in encodings), first.plan.cls_id, first.plan.sep_id,
+                            first.plan.pad_id)
+        return cls(detector, texts, encodings, plan, first.batch_size, first.calibrated)
 
     @property
     def done(self) -> bool:
-        return self.position >= len(self.plan.chunks)
+        return self.position >= self.plan.window_count
 
     @property
     def remaining(self) -> int:
         """Model tokens still to run."""
-        return int(self.sizes[self.position:].sum())
+        return int(self.plan.sizes[self.position:].sum())
+
+    def finish(self) -> list[TextScores]:
+        """Run what is left and give every text's scores."""
+        self.step()
+        return self.results()
 
     def step(self, max_tokens: int = 0) -> int:
         """Run engine batches of up to ``batch_size`` windows until the job is done or ``max_tokens`` model tokens
@@ -82,27 +89,32 @@ class ScoringJob:
         Returns the model tokens run."""
         ran = 0
         while not self.done:
-            stop = min(self.position + self.batch_size, len(self.plan.chunks))
+            stop = min(self.position + self.batch_size, self.plan.window_count)
             if max_tokens:  # fewer rows when long windows would overrun the budget; the first window always runs
-                spent = ran + np.cumsum(self.sizes[self.position:stop])
+                spent = ran + np.cumsum(self.plan.sizes[self.position:stop])
                 fits = int(np.searchsorted(spent, max_tokens, side="right"))
                 if fits == 0 and ran:
                     break
                 stop = self.position + max(fits, 1)
             self._run(self.position, stop)
-            ran += int(self.sizes[self.position:stop].sum())
+            ran += int(self.plan.sizes[self.position:stop].sum())
             self.position = stop
             if max_tokens and ran >= max_tokens:
                 break
         return ran
 
     def _run(self, first: int, stop: int) -> None:
-        detector, plan = self.detector, self.plan
-        tokenizer = detector.tokenizer
-        input_ids, attention = pad_ids(plan.chunks[first:stop], tokenizer.pad_token_id, tokenizer.cls_token_id,
-                                       tokenizer.sep_token_id)
-        p, types = probabilities(detector.engine, detector.calibrator, input_ids, attention, self.calibrated)
-        entries = plan.entries(first, stop)
+        plan = self.plan
+        sizes = plan.sizes[first:stop]  # sorted by length: the batch is as wide as its last window
+        rows = np.repeat(np.arange(stop - first), sizes)
+        columns = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        input_ids = np.full((stop - first, int(sizes.max())), plan.pad_id, dtype=np.int64)
+        attention = np.zeros_like(input_ids)
+        input_ids[rows, columns] = plan.ids[plan.starts[first]:plan.starts[stop]]
+        attention[rows, columns] = 1
+        p, types = probabilities(self.detector.engine, self.detector.calibrator, input_ids, attention,
+                                 self.calibrated)
+        entries = slice(int(plan.bounds[first]), int(plan.bounds[stop]))
         rows, columns, targets = plan.owners[entries] - first, plan.columns[entries], plan.targets[entries]
         self.probs[targets] = p[rows, columns]
         if types is not None and self.types is not None:
@@ -113,6 +125,7 @@ class ScoringJob:
         if not self.done:
             raise DetectorError("the job is not finished")
         stop = len(self.texts) if stop is None else stop
-        first, last = int(self.plan.text_start[start]), int(self.plan.text_start[stop])
+        first = sum(len(e.ids) for e in self.encodings[:start])
+        last = first + sum(len(e.ids) for e in self.encodings[start:stop])
         return assemble(self.texts[start:stop], self.encodings[start:stop], self.probs[first:last],
                         None if self.types is None else self.types[first:last], self.detector.channels)

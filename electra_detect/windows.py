@@ -74,6 +74,22 @@ def encode_texts(tokenizer: Any, texts: Sequence[str]) -> list[TextEncoding]:
     return encodings
 
 
+def encode_windows(tokenizer: Any, texts: Sequence[str], body: int) -> tuple[list[TextEncoding],
+                                                                             list[tuple[int, list[int]]]]:
+    """The encode stage in one call: the texts' encodings (``encode_texts``) and their windows (``cut_windows``)."""
+    encodings = encode_texts(tokenizer, texts)
+    return encodings, cut_windows(encodings, body)
+
+
+def cut_windows(encodings: Sequence[TextEncoding], body: int) -> list[tuple[int, list[int]]]:
+    """Every window of every text, in text order: (its first token in the texts' tokens laid end to end, ids)."""
+    windows, first = [], 0
+    for encoding in encodings:
+        windows += [(first + start, chunk) for start, chunk in encoding.windows(body)]
+        first += len(encoding.ids)
+    return windows
+
+
 def text_windows(tokenizer: Any, texts: Sequence[str], body: int) -> list[list[int]]:
     """Every window (ids without [CLS]/[SEP], at most ``body`` long) of the texts, in text order, as ``Detector``
     runs them."""
