@@ -105,6 +105,11 @@ def test_labels_are_resumable_and_match_the_teachers_scores(tmp_path: Path, teac
     assert all(np.allclose(e.p, x, atol=2e-3) for e, x in zip(examples, expected, strict=True))  # float16
     house = [e.main[i] for e in examples for i, w in enumerate(e.tokens) if w == "house"]
     assert np.mean(np.array(house) == manifest["types"].index("NOUN:NUM")) > 0.8
+    for index in (1, 0):  # two processes sharing the set, each its own shards, make the same labels
+        label_text_set(text, tmp_path / "parts", [teacher], shard_size=16, show_progress=False, part=(index, 2))
+    shared, _ = load_labelled_set(text, tmp_path / "parts")
+    assert all(np.array_equal(a.p, b.p) and np.array_equal(a.main, b.main) for a, b in zip(shared, examples,
+                                                                                         strict=True))
     with pytest.raises(ValueError, match="another shard_size"):
         label_text_set(text, out, [teacher], shard_size=8, show_progress=False)
 

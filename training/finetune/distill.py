@@ -223,8 +223,10 @@ def combine_teachers(views: Sequence[Any], typed: bool) -> tuple[np.ndarray, np.
 
 def label_text_set(text: str | Path, out: str | Path, teachers: Sequence[str | Path] = (),
                    half_teachers: Sequence[str | Path] = (), shard_size: int = 10_000, batch_size: int = 64,
-                   device: str | None = None, limit: int = 0, show_progress: bool = True) -> dict[str, Any]:
-    """Label a text set with the teacher(s), shard by shard, into ``out/`` (``labels.json`` + ``shard-N.npz``).
+                   device: str | None = None, limit: int = 0, show_progress: bool = True,
+                   part: tuple[int, int] = (0, 1)) -> dict[str, Any]:
+    """Label a text set with the teacher(s), shard by shard, into ``out/`` (``labels.json`` + ``shard-N.npz``);
+    ``part`` (i, n): only the shards whose index is i modulo n (n processes share a set, one GPU).
 
     ``teachers``: models whose mean p labels every sentence (one model, or several seeds: their mean).
     ``half_teachers`` (A, B): A trained on learner half 0, B on half 1 (``build_text_sets``' half files); a
@@ -268,11 +270,12 @@ def label_text_set(text: str | Path, out: str | Path, teachers: Sequence[str | P
                 "teacher_threshold": float(np.mean(thresholds)), "channels": channels}
     atomic_write_json(manifest_path, manifest)
     shards = -(-len(rows) // shard_size)
-    done = sum((out / SHARD.format(i)).exists() for i in range(shards))
-    bar = tqdm(total=len(rows), initial=min(done * shard_size, len(rows)), desc="distill label", unit="sent",
+    mine = [i for i in range(shards) if i % part[1] == part[0]]
+    done = sum((out / SHARD.format(i)).exists() for i in mine)
+    bar = tqdm(total=len(mine), initial=done, desc=f"distill label {text.name}", unit="shard",
                disable=not show_progress, mininterval=5)
     started, labelled = time.monotonic(), 0
-    for index in range(shards):
+    for index in mine:
         path = out / SHARD.format(index)
         if path.exists():
             continue
@@ -298,10 +301,10 @@ def label_text_set(text: str | Path, out: str | Path, teachers: Sequence[str | P
                      p=np.concatenate(p_rows).astype(np.float16), op=np.concatenate(op_rows).astype(np.int8),
                      main=np.concatenate(main_rows).astype(np.int16))
         labelled += len(chunk)
-        bar.update(len(chunk))
+        bar.update(1)
     bar.close()
     seconds = time.monotonic() - started
-    manifest["done"] = True
+    manifest["done"] = all((out / SHARD.format(i)).exists() for i in range(shards))
     manifest["sentences_per_second_last_run"] = round(labelled / seconds, 1) if labelled else None
     atomic_write_json(manifest_path, manifest)
     return manifest

