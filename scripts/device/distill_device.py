@@ -90,7 +90,7 @@ def setup(args: argparse.Namespace, log: Log) -> Path:
     if not (payload / "text" / "manifest.json").exists():
         parts = sorted(Path(args.parts).glob("p[0-9][0-9]"))
         if not parts:
-            raise SystemExit(f"error: no payload parts in {args.parts} (carry .dev/pNN there first)")
+            raise SystemExit(f"error: no payload parts in {args.parts} (copy the carried parts there first)")
         root.mkdir(parents=True, exist_ok=True)
         cat = subprocess.Popen(["cat", *map(str, parts)], stdout=subprocess.PIPE)
         subprocess.run(["tar", "xf", "-", "-C", str(root)], stdin=cat.stdout, check=True)
@@ -242,6 +242,7 @@ def label_jobs(payload: Path, labels: Path, teachers: list[str], halves: list[st
 def call1(args: argparse.Namespace) -> None:
     out = Path(os.environ.get("OUT", args.work))
     log = Log(out / "call1.log")
+    log(f"profile {args.profile}")
     profile = dict(PROFILES[args.profile])
     if args.epochs:
         profile["epochs"] = args.epochs
@@ -379,10 +380,21 @@ def pack_student(model: Path, out: Path) -> list[Path]:
     return parts
 
 
+def detect_profile() -> str:
+    """h100 on an H100 (slower memory), h200 otherwise (nvidia-smi names the GPU; no torch import needed)."""
+    try:
+        names = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                               text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        names = ""
+    return "h100" if "H100" in names else "h200"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("call", choices=["call1", "call2", "setup"])
-    parser.add_argument("--profile", choices=sorted(PROFILES), default="h200")
+    parser.add_argument("--profile", choices=["auto", *sorted(PROFILES)], default="auto",
+                        help="auto: h100 when the GPU's name says H100, else h200")
     parser.add_argument("--halves", action="store_true",
                         help="call 1: also train two half teachers; each labels the learner half it did not see")
     parser.add_argument("--parts", default="/tmp/w", help="where the carried payload parts are")
@@ -405,6 +417,8 @@ def main() -> None:
                         help="call 2: seconds kept for the students when call 1's labels must be finished first")
     parser.add_argument("--eval-seconds", type=float, default=45, help="call 2: kept for the students' dev scoring")
     args = parser.parse_args()
+    if args.profile == "auto":
+        args.profile = detect_profile()
     if args.call == "setup":
         setup(args, Log(Path(os.environ.get("OUT", args.work)) / "setup.log"))
     else:
