@@ -246,6 +246,8 @@ def call1(args: argparse.Namespace) -> None:
     profile = dict(PROFILES[args.profile])
     if args.epochs:
         profile["epochs"] = args.epochs
+    if args.window:
+        profile["window"] = args.window
     payload = setup(args, log)
     work = Path(args.work)
     teacher_start = args.teacher_start or str(payload / "mpnet")
@@ -408,6 +410,7 @@ def main() -> None:
     parser.add_argument("--arms", nargs="+", default=list(STUDENT_ARMS), choices=list(STUDENT_ARMS))
     parser.add_argument("--epochs", type=int, default=0, help="the teacher's epochs (default: the profile's)")
     parser.add_argument("--max-steps", type=int, default=0, help="cap every training run (the dry run)")
+    parser.add_argument("--window", type=float, default=0, help="call 1: seconds for the teachers (default: profile)")
     parser.add_argument("--limit", type=int, default=0, help="label only the first N sentences of each set")
     parser.add_argument("--shard-size", type=int, default=5000)
     parser.add_argument("--learner-sentences", type=int, default=0, help="the teachers' training sentences (steps)")
