@@ -210,3 +210,14 @@ def test_ged_writes_the_record_and_takes_the_options(tmp_path: Path) -> None:
     missing = subprocess.run([*cli, "--dictionary", str(tmp_path / "nope.txt")], capture_output=True, text=True,
                              timeout=600, env=env)
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_picky_flags_more_at_the_threshold_tuned_for_it(checker) -> None:
+    default, picky = checker.threshold(GedOptions()), checker.threshold(GedOptions(level="picky"))
+    assert picky == json.loads((SHIPPED / "ged" / "ged.json").read_text())["levels"]["picky"] < default
+    text = ["The committee have decided to postpone the the meeting until next week, as they was busy."]
+    scored = checker.detector.score(text)
+    some = checker.check(scored, GedOptions(use_dictionary_file=False))[0]
+    more = checker.check(scored, GedOptions(level="picky", use_dictionary_file=False))[0]
+    assert {w.start for w in some} <= {w.start for w in more}
+    assert [w.start for w in more] == [w.start for w in scored[0].words if w.score >= picky]
