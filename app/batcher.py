@@ -124,12 +124,12 @@ class MicroBatcher:
             if self.long_by_client[client] <= 0:
                 del self.long_by_client[client]
 
-    def wait_estimate(self, cost: int, client: str = ANONYMOUS) -> float:
+    def wait_estimate(self, cost: int, client: str = ANONYMOUS, others: bool = True) -> float:
         """Seconds until a long request of ``cost`` tokens from ``client``, queued now, would be done: the
         client's own long work queued before it and its own, plus as much of each other client's as runs in
         turn with it (at most the same amount), at the rate long work actually got over the last 10 s (short
         requests take their share first); at half the model's rate when there was no long work lately; 0 before
-        any step."""
+        any step; ``others=False``: the client's own work alone."""
         now = time.monotonic()
         while self.long_log and now - self.long_log[0][0] > 10:
             self.long_log.popleft()
@@ -137,7 +137,7 @@ class MicroBatcher:
         # Without recent long work: half the model's rate, what long work gets when short requests keep coming.
         rate = sum(tokens for _, tokens in self.long_log) / span if span >= 2 else self.rate / 2
         own = self.long_by_client.get(client, 0) + cost
-        ahead = own + sum(min(tokens, own) for other, tokens in self.long_by_client.items() if other != client)
+        ahead = own + others * sum(min(tokens, own) for other, tokens in self.long_by_client.items() if other != client)
         return ahead / rate if rate else 0.0
 
     async def start(self) -> None:

@@ -110,7 +110,15 @@ class Service:
         if cost > self.settings.step_tokens and wait > 0.8 * remaining:
             # Long requests queue behind each other (their client's, and as much of each other client's): one that
             # cannot finish before its deadline at the present rate would only take model time from the others and
-            # then get a 504. (Short requests go ahead of the queue, so they are always taken.)
+            # then get a 504. (Short requests go ahead of the queue, so they are always taken.) When the client's
+            # own queue alone would make it late, it is past its share: a 429, as for a share of tokens.
+            own = self.batcher.wait_estimate(cost, client_of(request), others=False)
+            if own > 0.8 * remaining:
+                self.metrics.refused.labels("client_time").inc()
+                raise ApiError(429, "too_many_requests", f"this client has about {own:.0f} s of work queued with "
+                                                         f"this request (timeout {self.settings.timeout_s:g} s); "
+                                                         f"retry after the Retry-After seconds",
+                               headers={"retry-after": str(max(1, min(60, round(own - 0.8 * remaining))))})
             self.metrics.abandoned.labels("overloaded").inc()
             raise ApiError(503, "overloaded", f"the server has about {wait:.0f} s of work for this request and the "
                                               f"ones queued before it (timeout {self.settings.timeout_s:g} s); retry "

@@ -53,6 +53,14 @@ async def languagetool_check(request: Request, service: ServiceDep) -> Response:
         settings = service.settings
         check_texts([document.checked], settings, "text")
         deadline = service.deadline()
+        # Every word is at least one model token, so its words (+ [CLS]/[SEP]) bound its cost from below: a text
+        # over budget by that count is refused on the event loop, before it queues for the tokenizer's thread.
+        least = check_cost(len(document.checked.split()) + 2, settings.suggest)
+        if least > settings.check_budget:
+            service.metrics.refused.labels("check_budget").inc()
+            raise ApiError(413, "over_budget", f"checking this text costs at least {least} model tokens (one a word, "
+                                               f"with its suggestions' bound); this server's budget per check is "
+                                               f"{settings.check_budget}: send less text")
         job = await service.prepare([document.checked], deadline)
         cost = check_cost(job.cost, settings.suggest)
         if cost > settings.check_budget:  # before planning suggestions or scoring anything
