@@ -9,6 +9,7 @@ was tuned in) and whether scores are calibrated (a per-call option); fronts only
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import numpy as np
 from electra_detect.batching import pad_ids, plan_windows
 from electra_detect.engines import ENGINES, Engine
 from electra_detect.engines.torch_engine import TorchEngine
-from electra_detect.errors import DetectorError
+from electra_detect.errors import CorruptExport, DetectorError
 from electra_detect.model_dir import resolve_model_dir, task_model_path, tuned_threshold
 from electra_detect.scores import TextScores, TokenScore, WordScore
 from electra_detect.scoring_job import ScoringJob
@@ -87,7 +88,16 @@ class Detector:
 
         resolve_model_dir(path)  # a bad path fails here, before onnxruntime (or torch) is imported
         try:
-            return cls._load_onnx(locate(path, make=export), variant=variant, **options)
+            try:
+                return cls._load_onnx(locate(path, make=export), variant=variant, **options)
+            except CorruptExport as exc:  # a file changed since it was exported: never serve it
+                if not export or not any(resolve_model_dir(path).glob("*.safetensors")):
+                    raise CorruptExport(f"refusing a corrupt ONNX export: {exc}; no weights to export it again "
+                                        f"from (restore the export, or give the model's weights)") from None
+                warnings.warn(f"{exc}; exporting it again from the weights", RuntimeWarning, stacklevel=2)
+                return cls._load_onnx(locate(path, make=True, rebuild=True), variant=variant, **options)
+        except CorruptExport:
+            raise
         except (DetectorError, ImportError, RuntimeError, ValueError) as exc:
             if engine == "onnx" or variant is not None:
                 raise DetectorError(f"the ONNX engine failed: {exc}") from exc

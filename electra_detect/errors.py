@@ -29,3 +29,7 @@ class CliError(ValueError):
 
 class RulesUnavailable(RuntimeError):
     """``ged --with-rules`` cannot run: the rule-based checker is not installed or the model has no rules setting."""
+
+
+class CorruptExport(DetectorError):
+    """An ONNX export's file does not match the hash its manifest recorded (replaced, truncated or tampered with)."""

@@ -63,6 +63,7 @@ def atomic_write_dir(path: str | Path, fill: Callable[[Path], None]) -> None:
     try:
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp creates 0700
         fill(tmp)
+        fsync_tree(tmp)  # the files' bytes reach the disk before the rename makes them visible
         if path.exists():
             old = path.with_name(f".{path.name}.old")
             shutil.rmtree(old, ignore_errors=True)
@@ -71,9 +72,31 @@ def atomic_write_dir(path: str | Path, fill: Callable[[Path], None]) -> None:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, path)
+        fsync_dir(path.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def fsync_dir(path: str | Path) -> None:
+    """Flush a directory's entries (a rename in it) to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(root: str | Path) -> None:
+    """Flush every file under ``root``, then the directories that hold them."""
+    for folder, _, files in os.walk(root):
+        for name in files:
+            fd = os.open(os.path.join(folder, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(folder)
 
 
 def sha256_files(paths: Iterable[str | Path]) -> str:

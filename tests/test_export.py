@@ -150,14 +150,14 @@ def test_torch_exporter_fallback_matches(source: Path, tmp_path: Path) -> None:
 
 def test_default_out_dir_is_the_cache_and_the_model_dir_stays_untouched(
         source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from electra_detect.calibrators import weights_sha256
+    from electra_detect.onnx.cache import export_key
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     run = tmp_path / "run"
     shutil.copytree(source, run / "discriminator")
     before = sorted(p.relative_to(run) for p in run.rglob("*"))
     result = export_model(run, variants=["fp32"], parity_texts=["The farmer saw a red house."], progress=False)
-    assert result.out_dir == tmp_path / "xdg" / "electra-detect" / "onnx" / weights_sha256(run / "discriminator")
+    assert result.out_dir == tmp_path / "xdg" / "electra-detect" / "onnx" / export_key(run / "discriminator")
     assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
     detector = Detector.load(run, engine="onnx")  # finds the export in the cache by the weights' hash
     assert detector.engine.export_dir == result.out_dir and detector.engine.variant == "fp32"

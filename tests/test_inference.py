@@ -13,10 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from electra_detect.calibrators import TemperatureScaling, save_calibration, weights_sha256
+from electra_detect.calibrators import TemperatureScaling, save_calibration
 from electra_detect.detector import Detector
 from electra_detect.errors import CliError, DetectorError
 from electra_detect.onnx import locate as inference
+from electra_detect.onnx.cache import export_key
 
 TEXTS = ["The farmer saw a red house yesterday.", "A doctor", "Every student painted the river again and again.",
          " ".join(["The children visited the quiet village before the storm."] * 12)]  # several windows
@@ -38,7 +39,7 @@ def test_first_use_exports_once_into_the_cache_keyed_by_the_weights(run_copy: Pa
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     reference = Detector.load(run_copy)  # torch
     detector = Detector.load(run_copy, engine="auto")
-    key = weights_sha256(run_copy)
+    key = export_key(run_copy)
     assert detector.engine.name == "onnx" and detector.engine.export_dir == empty_cache / key
     assert detector.model_dir == run_copy  # ged.json and calibration.json are read beside the weights
     assert detector.engine.variant == "int8" and detector.note == ""

@@ -113,8 +113,8 @@ def test_errors(export_dir: Path, micro_run: Path, tmp_path: Path, monkeypatch) 
     (partial / "model_int8.onnx").unlink()
     with pytest.raises(DetectorError, match="variant 'int8' is not in"):
         Detector.load(partial, engine="onnx", variant="int8")
-    (partial / "model.onnx").write_bytes(b"not an onnx model")
-    with pytest.raises(DetectorError, match="cannot load"):
+    (partial / "model.onnx").write_bytes(b"not an onnx model")  # checked against the manifest before loading
+    with pytest.raises(DetectorError, match="refusing a corrupt ONNX export: .*model.onnx is not the file"):
         Detector.load(partial, engine="onnx", variant="fp32")
 
 

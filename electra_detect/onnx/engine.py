@@ -16,7 +16,7 @@ import numpy as np
 
 from electra_detect.engines import typed_channels, usable_positions
 from electra_detect.errors import DetectorError
-from electra_detect.onnx.manifest import VARIANT_FILES, read_manifest
+from electra_detect.onnx.manifest import VARIANT_FILES, read_manifest, verified_path
 
 # int8 first on CPU: an export holds it only when it passed the parity gate (>= 99% of tokens flagged alike),
 # and it ran fastest here (benchmarks/results/cli_speed); then exact fp32, whose plain graph under onnxruntime's
@@ -101,7 +101,7 @@ class OnnxEngine:
         return next(v for v in order if v in exported)
 
     def _session(self, ort: Any, variant: str, cuda: bool, device_id: int, threads: int | None) -> Any:
-        return self._open(ort, self.export_dir / VARIANT_FILES[variant], cuda, device_id, threads)
+        return self._open(ort, verified_path(self.export_dir, variant), cuda, device_id, threads)
 
     @staticmethod
     def _open(ort: Any, path: Path, cuda: bool, device_id: int, threads: int | None) -> Any:

@@ -39,6 +39,7 @@ from electra_detect.engines.torch_engine import TorchEngine, load_discriminator,
 from electra_detect.errors import DetectorError, ExportError
 from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text, sha256_file
 from electra_detect.model_dir import GED_FILE, resolve_model_dir, tuned_threshold
+from electra_detect.onnx.cache import KEY_FILES, cache_root, export_key, export_lock
 from electra_detect.onnx.engine import OnnxEngine
 from electra_detect.onnx.manifest import MANIFEST, VARIANT_FILES
 from electra_detect.onnx.parity import (
@@ -260,9 +261,7 @@ def quantise_int8(source: Path, target: Path, config: dict[str, Any], check: Cal
 def default_out_dir(model_path: str | Path) -> Path:
     """The first-use cache dir for the model's weights: ``Detector.load`` finds the export there, and the
     model directory (a checkout's shipped model, say) stays as it was."""
-    from electra_detect.onnx.cache import cache_root, weights_key
-
-    return cache_root() / weights_key(resolve_model_dir(model_path))
+    return cache_root() / export_key(resolve_model_dir(model_path))
 
 
 def export_model(model_path: str | Path, out_dir: str | Path | None = None, variants: Sequence[str] = VARIANTS,
@@ -286,6 +285,7 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
     if not any(model_dir.glob("*.safetensors")):
         raise ExportError(f"{model_dir} has no safetensors weights to export (is it an export already?)")
     out = Path(out_dir) if out_dir else default_out_dir(model_dir)
+    in_cache = out.resolve().parent == cache_root().resolve()
     if out.resolve() == model_dir.resolve():
         raise ExportError("--out must not be the model directory itself")
     from transformers import AutoTokenizer
@@ -355,12 +355,15 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
         for variant in failed:  # kept in the report, left out of the export
             (tmp / VARIANT_FILES[variant]).unlink()
             del made["variants"][variant]
-        for name in TRAVELLING_FILES:
-            if (model_dir / name).exists():
-                shutil.copy2(model_dir / name, tmp / name)
+        # a cached export is read with the weights dir beside it (calibration and ged.json are read there, checked
+        # by their weights hash): it copies only what its key covers
+        copied = [n for n in TRAVELLING_FILES if (model_dir / n).exists() and (not in_cache or n in KEY_FILES)]
+        for name in copied:
+            shutil.copy2(model_dir / name, tmp / name)
         # the exact backend HF builds from those files, so the ONNX engine can tokenize without transformers
         tok = tokenizer
         atomic_write_text(tmp / "backend_tokenizer.json", tok.backend_tokenizer.to_str())
+        made["files"] = {name: sha256_file(tmp / name) for name in [*copied, "backend_tokenizer.json"]}
         made["tokenizer"] = {"file": "backend_tokenizer.json", "cls_token_id": tok.cls_token_id,
                              "sep_token_id": tok.sep_token_id, "pad_token_id": tok.pad_token_id}
         import onnx
@@ -380,7 +383,8 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
         atomic_write_text(tmp / "parity.md", parity_markdown(report))
 
     try:
-        atomic_write_dir(out, fill)
+        with export_lock(out):  # two processes exporting to one place take turns
+            atomic_write_dir(out, fill)
     except (DetectorError, ExportError, OSError):
         raise
     except Exception as exc:  # ONNX tooling raises assorted types; report them as one export failure

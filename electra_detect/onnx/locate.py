@@ -2,9 +2,11 @@
 
 ``Detector.load`` asks ``locate`` for an export; the inference verbs then run onnxruntime without importing
 torch or transformers. A model without a shipped export (``<model>/onnx``) is exported once, on first use,
-into ``$XDG_CACHE_HOME/electra-detect/onnx/<sha256 of the weights>/`` (default ``~/.cache``), through the
-same parity gate and rule as ``electra-detect export`` (a failing fp16/int8 variant is left out); new weights
-get a new hash, so a stale export is never used. ``electra-detect export`` without ``--out`` writes here too.
+into ``$XDG_CACHE_HOME/electra-detect/onnx/<key>/`` (default ``~/.cache``; ``cache.export_key``: the content
+of everything the export is made from, and the tools' versions), through the same parity gate and rule as
+``electra-detect export`` (a failing fp16/int8 variant is left out); changed weights, tokenizer or tools get a
+new key, so a stale export is never used, and a variant whose bytes no longer match its manifest is exported
+again (``rebuild``). ``electra-detect export`` without ``--out`` writes here too; two processes take turns.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from electra_detect.errors import DetectorError, ExportError
-from electra_detect.onnx.cache import cache_root, weights_key
+from electra_detect.onnx.cache import cache_root, export_key, export_lock, file_sha256
+from electra_detect.onnx.manifest import MANIFEST, find_export_dir
 
 CACHE_VARIANTS = ("fp32", "optimized", "int8")  # CPU variants; fp16 is added where onnxruntime has CUDA
 
@@ -27,30 +30,48 @@ class ExportSource:
     export_dir: Path
     origin: str  # "shipped", "cached" or "exported" (made by this call)
     weights_dir: Path | None = None  # the safetensors dir a cached export was made from
-    weights_sha256: str = ""
+    key: str = ""  # the cache key (``cache.export_key``)
+
+    @property
+    def weights_sha256(self) -> str:
+        """The weights' hash that calibration.json is bound to (``calibrators.weights_sha256``)."""
+        if self.weights_dir is None:
+            return ""
+        files = sorted(self.weights_dir.glob("*.safetensors"))
+        if len(files) == 1:  # the same bytes hashed: the remembered hash serves
+            return file_sha256(files[0])
+        from electra_detect.calibrators import weights_sha256
+
+        return weights_sha256(self.weights_dir)
 
 
-def locate(path: Path, make: bool = True, log: Callable[[str], None] | None = None) -> ExportSource:
+def locate(path: Path, make: bool = True, log: Callable[[str], None] | None = None,
+           rebuild: bool = False) -> ExportSource:
     """The export for model ``path``: shipped (``path`` is one, or holds ``onnx/``), else the cached one for its
-    weights, else (``make``) one exported into the cache now. ``DetectorError`` when there is none to be had."""
+    weights, else (``make``) one exported into the cache now. ``rebuild``: export again from the weights into the
+    cache, whatever is shipped or cached (a file failed its check). ``DetectorError`` when there is none to be had."""
     from electra_detect.model_dir import resolve_model_dir
-    from electra_detect.onnx.manifest import MANIFEST, find_export_dir
 
-    try:
-        return ExportSource(find_export_dir(path), "shipped")
-    except DetectorError:
-        pass
+    if not rebuild:
+        try:
+            return ExportSource(find_export_dir(path), "shipped")
+        except DetectorError:
+            pass
     model_dir = resolve_model_dir(path)
     if not any(model_dir.glob("*.safetensors")):
-        raise DetectorError(f"no ONNX export and no safetensors weights in {model_dir}")
-    key = weights_key(model_dir)
+        what = "its shipped export failed its check" if rebuild else "no ONNX export"
+        raise DetectorError(f"{what} and there are no safetensors weights in {model_dir} to export from")
+    key = export_key(model_dir)
     target = cache_root() / key
-    if (target / MANIFEST).exists():
+    if (target / MANIFEST).exists() and not rebuild:
         return ExportSource(target, "cached", model_dir, key)
     if not make:
         raise DetectorError(f"no ONNX export in {path} (no export.json) and none cached for its weights; create one "
                             f"with `electra-detect export --model {path}` or load with engine auto")
-    export_to_cache(model_dir, target, log or _stderr)
+    with export_lock(target):  # another process may be exporting the same weights: wait, then use its export
+        if (target / MANIFEST).exists() and not rebuild:
+            return ExportSource(target, "cached", model_dir, key)
+        export_to_cache(model_dir, target, log or _stderr)
     return ExportSource(target, "exported", model_dir, key)
 
 

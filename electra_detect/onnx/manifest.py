@@ -33,6 +33,30 @@ def read_manifest(export_dir: Path) -> dict[str, Any]:
         raise DetectorError(f"{export_dir}/{MANIFEST} is unreadable: {exc}") from exc
 
 
+def verified_path(export_dir: Path, variant: str) -> Path:
+    """The variant's file, once its bytes (and those of the small files the export copied: config, tokenizer)
+    match the SHA-256 the manifest recorded; ``CorruptExport`` naming the file otherwise. Hashes are remembered
+    per file stamp (``cache.file_sha256``), so a process re-reads only what changed since it was last checked."""
+    from electra_detect.errors import CorruptExport
+    from electra_detect.onnx.cache import file_sha256
+
+    export_dir = Path(export_dir)
+    manifest = read_manifest(export_dir)
+    name = VARIANT_FILES[variant]
+    expected = {name: (manifest.get("variants", {}).get(variant) or {}).get("sha256"), **manifest.get("files", {})}
+    for file, sha in expected.items():
+        path = export_dir / file
+        if not sha:
+            raise CorruptExport(f"{path}: the export's manifest records no hash for it (an export older than the "
+                                f"check, or edited)")
+        if not path.exists():
+            raise CorruptExport(f"{path} is missing from the export")
+        if file_sha256(path) != sha:
+            raise CorruptExport(f"{path} is not the file that was exported (its SHA-256 differs from the "
+                                f"manifest's: replaced, truncated or edited)")
+    return export_dir / name
+
+
 def load_export_calibration(export_dir: Path):
     """The calibration for the exported weights, checked against the source-weights hash the manifest
     recorded (there are no safetensors here).
