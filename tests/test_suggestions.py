@@ -195,3 +195,10 @@ def test_the_demo_shows_suggestions_in_the_ged_table(shipped: Detector) -> None:
     assert "flagged span" in message
     cell = next(row[6] for row in rows if "go" in row[0].split())
     assert cell.startswith("go → ") and "goes" in cell
+
+
+@pytest.mark.parametrize("word", ["recieved", "tireing", "cigaratte", "alot", "tenes", "wich", "comunication",
+                                  "atrophided", "xyzzyq", "acomodation", "recievd", "definatly"])
+def test_near_words_are_the_spellcheckers_own_candidates(suggester: Suggester, word: str) -> None:
+    """The hand-written two-edit search finds exactly what pyspellchecker's ``candidates`` finds, only faster."""
+    assert suggester.near_words(word) == (suggester.checker.candidates(word) or set()) - {word}

@@ -176,6 +176,7 @@ class Suggester:
 
     def __init__(self, setting: RankSetting | None = None) -> None:
         self.setting = setting or RankSetting()
+        self.near_words = functools.lru_cache(maxsize=4096)(self._near_words)  # a text repeats its misspellings
 
     @functools.cached_property
     def checker(self) -> Any:
@@ -188,9 +189,21 @@ class Suggester:
         lower = word.lower()
         if not lower.isalpha() or self.checker.known([lower]):
             return []
-        found = self.checker.candidates(lower) or set()
+        found = self.near_words(lower)
         return sorted((c for c in found if c != lower and "'" not in c),
                       key=lambda c: (-self.checker.word_usage_frequency(c), c))[:limit]
+
+    def _near_words(self, word: str) -> frozenset[str]:
+        """pyspellchecker's ``candidates`` of an unknown lower-case ``word``: the known words one edit away, else
+        two. Hand-written because its own two-edit search checks each string through a function call (seconds for
+        a long word: most of typing's time); here a string costs one dictionary lookup."""
+        checker = self.checker
+        known = checker.word_frequency.dictionary
+        first = checker.edit_distance_1(word)
+        found = {w for w in first if w in known}
+        if not found:
+            found = {second for w in first for second in checker.edit_distance_1(w) if second in known}
+        return frozenset(w for w in found if any(c.isalpha() for c in w))  # as known(): no numbers
 
     def real_words(self, word: str, limit: int = 3) -> list[str]:
         """The commonest known words one edit from a known ``word`` (then -> than, form -> from)."""
