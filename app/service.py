@@ -112,8 +112,9 @@ class Service:
             # cannot finish before its deadline at the present rate would only take model time from the others and
             # then get a 504. (Short requests go ahead of the queue, so they are always taken.) When the client's
             # own queue alone would make it late, it is past its share: a 429, as for a share of tokens.
-            own = self.batcher.wait_estimate(cost, client_of(request), others=False)
-            if own > 0.8 * remaining:
+            client = client_of(request)
+            own = self.batcher.wait_estimate(cost, client, others=False)
+            if self.batcher.long_by_client.get(client, 0) > 0 and own > 0.8 * remaining:
                 self.metrics.refused.labels("client_time").inc()
                 raise ApiError(429, "too_many_requests", f"this client has about {own:.0f} s of work queued with "
                                                          f"this request (timeout {self.settings.timeout_s:g} s); "

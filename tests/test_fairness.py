@@ -226,9 +226,10 @@ def test_a_check_over_its_budget_is_refused_before_any_scoring_or_planning(
         response = client.post("/v2/check", data={"text": text, "language": "en-US"})
         assert response.status_code == 413 and response.json()["error"]["type"] == "over_budget", response.text
         assert counting.calls == 0 and not planned  # refused on its estimate: nothing scored, nothing planned
-        dense = " ".join(["qzxvqzxvqzxvqzxvqzxv"] * 400)  # few words, many tokens: refused once tokenised
+    dense = " ".join(["a,b,c,d,e,f,g,h"] * 50)  # 50 words, 750 tokens: under budget by its words, over once tokenised
+    with TestClient(create_app(detector, ServerSettings(check_budget=5000))) as client:
         response = client.post("/v2/check", data={"text": dense, "language": "en-US"})
-        assert response.status_code == 413 and "may cost" in response.json()["error"]["message"], response.text
+        assert response.status_code == 413 and "may cost" in response.json()["error"]["message"]
         assert counting.calls == 0 and not planned
         small = client.post("/v2/check", data={"text": "x " * 20, "language": "en-US"})
         assert small.status_code == 200 and counting.calls > 0 and planned  # under budget: scored, then planned

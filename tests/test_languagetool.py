@@ -181,7 +181,7 @@ def test_forms_are_decoded_strictly_with_errors_about_the_form(client) -> None:
     assert multipart.status_code == 400 and "UTF-8" in multipart.json()["error"]["message"]
     many = client.post("/v2/check", files={f"f{i}": (None, "1") for i in range(1500)})
     assert many.status_code == 413 and many.json()["error"]["type"] == "too_many_fields"
-    fine = client.post("/v2/check", content="text=caf%C3%A9+au+lait&language=en".encode(), headers=form)
+    fine = client.post("/v2/check", content=b"text=caf%C3%A9+au+lait&language=en", headers=form)
     assert fine.status_code == 200  # UTF-8, percent-encoded and '+' for spaces: read as before
 
 
