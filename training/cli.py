@@ -251,8 +251,9 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--label-subwords", choices=["all", "first"], default="all",
                    help="which subwords of a word take its label: all (default) or first (the rest ignored in the "
                         "loss); docs/teacher.md has the measurement")
-    t.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=False,
-                   help="autocast the forward pass to bf16, fp32 weights (for a GPU; slower on most CPUs)")
+    t.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=None,
+                   help="autocast the forward pass to bf16, fp32 weights (default: on with CUDA, off on a CPU, where "
+                        "it was as accurate and about 5x slower here; docs/teacher.md)")
     t.add_argument("--epochs", type=int, default=2)
     t.add_argument("--max-steps", type=int, default=0)
     t.add_argument("--batch-size", type=int, default=16)

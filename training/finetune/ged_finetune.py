@@ -63,7 +63,7 @@ class FinetuneConfig:
     type_weight: float = 0.1  # of the type losses beside detection: at 1 they cost 0.065 FCE dev F0.5, at 0.1 nothing
     checkpoint_every: int = 0  # steps between resumable checkpoints in OUT.partial/ (0: none); a re-run resumes
     label_subwords: str = "all"  # "all": every subword takes its word's label; "first": the first, the rest ignored
-    bf16: bool = False  # autocast the forward pass to bf16 (fp32 weights and optimizer), on CUDA or CPU
+    bf16: bool | None = None  # autocast the forward to bf16, fp32 weights; None: on CUDA only (docs/teacher.md)
 
 
 LABEL_SUBWORDS = ("all", "first")
@@ -203,8 +203,10 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     tokenizer = AutoTokenizer.from_pretrained(str(source))
     channels = list(config.channels) or (model_channels(source) or type_channels(train) if config.types else [])
     model = typed_model(source, channels) if channels else load_discriminator(source)
+    model.float()  # fp32 weights whatever the start holds: an fp16 checkpoint trained in fp16 went to NaN (DEVICE.md)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # a GPU makes this minutes -> seconds
     model.to(device)
+    bf16 = device.type == "cuda" if config.bf16 is None else config.bf16  # CPU bf16: as good, 5x slower here
     limit = min(config.max_length, usable_positions(model.config.to_dict()))
     examples = encode(tokenizer, train, limit, channels, config.label_subwords)
     steps_per_epoch = -(-len(examples) // config.batch_size)
@@ -231,7 +233,7 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
                 skip -= 1
                 continue
             ids, attention, labels = ids.to(device), attention.to(device), labels.to(device)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.bf16):
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                 output = model(input_ids=ids, attention_mask=attention).logits
             output = output.float()  # the losses in fp32 whatever the forward ran in
             logits = replaced_logits(output)
@@ -265,7 +267,7 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     summary: dict[str, Any] = {"base_model": str(source), "train_sentences": len(train), "steps": step,
                                "minutes": round((time.monotonic() - started) / 60, 3),
                                "first_loss": losses[0], "last_loss": float(np.mean(losses[-20:])),
-                               "label_subwords": config.label_subwords, "bf16": config.bf16,
+                               "label_subwords": config.label_subwords, "bf16": bf16,
                                "threshold": 0.5, "space": "raw"}  # tuned on this model's raw probabilities
     if channels:
         summary["types"] = channels
