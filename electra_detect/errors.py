@@ -11,6 +11,10 @@ class DetectorError(ValueError):
     """The model directory or the input text cannot be used."""
 
 
+class GedOptionsError(ValueError):
+    """GED options that cannot be applied together (an unknown level, enabledOnly with nothing enabled, ...)."""
+
+
 class GedDataError(ValueError):
     """A GED data file is malformed; the message names the file and line."""
 

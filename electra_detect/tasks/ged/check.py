@@ -137,7 +137,7 @@ class GedChecker:
         use_edits = self.typer.available
         words, plans, ranked = [], [], []
         for text in self.lifted(scored, options):
-            found = [FlaggedWord.of_word(w) for w in text.words if w.score >= threshold]
+            found = [FlaggedWord.of_word(w) for w in text.words_at_least(threshold)]  # no object per word
             found = [w for w in found if not in_dictionary(text.text, w, vocabulary)]
             chosen = [i for i, w in enumerate(found) if options.suggest or (use_edits and self.typing.by_edit(w))]
             words.append(found)

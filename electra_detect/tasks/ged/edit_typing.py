@@ -32,22 +32,22 @@ class EditTyper:
 
     @functools.cached_property
     def annotator(self) -> Any:
-        import errant
+        from electra_detect.tasks.ged.nlp import import_spacy, load_spacy
 
-        from electra_detect.tasks.ged.nlp import load_spacy
+        import_spacy()  # before errant imports it: spaCy without torch
+        import errant
 
         return errant.load("en", load_spacy("typing edits needs spaCy", disable=("ner",)))
 
     @functools.cached_property
     def available(self) -> bool:
-        """Whether errant and the spaCy model are installed (the analysis extra); without them the type head types."""
-        from electra_detect.errors import GedDataError
+        """Whether errant and the spaCy model are installed (the analysis extra), found without loading them (a
+        run that flags nothing loads neither); without them the type head types."""
+        from importlib.util import find_spec
 
-        try:
-            self.annotator  # noqa: B018 - loads it
-        except (ImportError, GedDataError):
-            return False
-        return True
+        from electra_detect.tasks.ged.nlp import SPACY_MODEL
+
+        return all(find_spec(name) is not None for name in ("errant", "spacy", SPACY_MODEL))
 
     def classify(self, edits: Sequence[Edit]) -> list[tuple[str, str] | None]:
         """(operation, main type) of each edit, as ERRANT classifies it (``R``, ``VERB:TENSE``); None where the edit

