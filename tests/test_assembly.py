@@ -127,7 +127,8 @@ def oracle_join_contractions(text: str, words: list[WordScore]) -> list[WordScor
                and word.word[-1:].isalnum() and words[index + 2].word[:1].isalpha()):
             apostrophe, tail = words[index + 1], words[index + 2]
             word = WordScore(text[word.start:tail.end], word.start, tail.end,
-                             max(word.score, apostrophe.score, tail.score), word.tokens + apostrophe.tokens + tail.tokens)
+                             max(word.score, apostrophe.score, tail.score),
+                             word.tokens + apostrophe.tokens + tail.tokens)
             index += 2
         joined.append(word)
         index += 1

@@ -4,8 +4,8 @@ path, the scoring pipeline (order, bounds, errors) and the engine line of the CL
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 import sys
