@@ -162,6 +162,17 @@ class Detector:
         limit = min(runner.max_positions, max_length or runner.max_positions)
         return cls(model_dir, runner, tokenizer, limit, calibrator)
 
+    @property
+    def name(self) -> str:
+        """The model's name without its location: its directory, with the model dir above a task's (``ged/``)."""
+        path = self.model_dir.resolve()
+        return f"{path.parent.name}/{path.name}" if path.name in ("ged", "discriminator", "onnx") else path.name
+
+    @property
+    def variant(self) -> str:
+        """What runs: the ONNX variant (``int8``, ``fp32``, ...) or ``torch``."""
+        return str(getattr(self.engine, "variant", None) or self.engine.name)
+
     def describe(self) -> str:
         """One line for stderr: which engine runs, on what, from where (and why, after a fallback)."""
         engine = self.engine

@@ -135,11 +135,12 @@ def run_ged(args: argparse.Namespace) -> int:
     detector = load_detector(args, task="ged")
     checker = GedChecker(detector, dictionary=dictionary)
     threshold = checker.threshold(options)
+    served = {"model": detector.name, "variant": detector.variant}  # every answer says what made it
     write = sys.stdout.write
     for scored in detector.stream(batches, workers=args.workers or None):
         flagged = checker.check(scored, options)
-        write("".join(json.dumps({"text": s.text, "threshold": threshold, "flagged": flagged_dicts(words, 4)}) + "\n"
-                      for s, words in zip(scored, flagged, strict=True)))
+        write("".join(json.dumps({"text": s.text, "threshold": threshold, "flagged": flagged_dicts(words, 4),
+                                  **served}) + "\n" for s, words in zip(scored, flagged, strict=True)))
         sys.stdout.flush()  # written as it goes: a long file shows results at once
     return 0
 
