@@ -187,7 +187,8 @@ class MicroBatcher:
             if not self._mergeable(pending):
                 batches.append(_Batch([pending]))
                 continue
-            if merged and count + len(pending.job.texts) > self.settings.max_batch:
+            if merged and (count + len(pending.job.texts) > self.settings.max_batch
+                           or pending.job.calibrated != merged[0].job.calibrated):  # one probability space a batch
                 batches.append(_Batch(merged))
                 merged, count = [], 0
             merged.append(pending)

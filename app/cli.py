@@ -59,6 +59,10 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
                    help="a Host header value served (e.g. localhost, api.example.com, *.example.com); repeat for "
                         "several; others get 400 (against DNS rebinding; default: any)")
+    p.add_argument("--dictionary", metavar="FILE",
+                   help="personal dictionary, one word a line, never flagged nor suggested through /v1/ged and "
+                        "/v2/check, read again when it changes (default: $ELECTRA_DETECT_DICTIONARY, else "
+                        "$XDG_CONFIG_HOME/electra-detect/dictionary.txt when it exists; docs/writers.md)")
     p.add_argument("--docs", action="store_true",
                    help="serve the Swagger UI at /docs (its scripts load from a public CDN; /openapi.json is always "
                         "served)")
@@ -78,11 +82,12 @@ def run_serve(args: argparse.Namespace) -> int:
         raise ServeError(f"--port {args.port} is not a TCP port")
     if args.threads is not None and args.threads < 1:
         raise ServeError(f"--threads must be >= 1, got {args.threads}")
+    check_dictionary(args.dictionary)
     api_key = os.environ.get(args.api_key_env) or None
     settings = ServerSettings(**{name: getattr(args, name) for name, *_ in serve_flags()},  # checks every value
                               api_key=api_key, api_keys=read_keys_file(args.api_keys_file) if args.api_keys_file
                               else {}, trusted_proxies=tuple(args.trusted_proxy),
-                              allowed_hosts=tuple(args.allowed_host), docs=args.docs)
+                              allowed_hosts=tuple(args.allowed_host), docs=args.docs, dictionary=args.dictionary)
     if args.host not in LOOPBACK and not settings.api_keys:
         print(f"warning: serving on {args.host} without an API key; anyone who can reach the port can use it "
               f"(set ${args.api_key_env} or --api-keys-file)", file=sys.stderr)
@@ -104,6 +109,12 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_dictionary(path: str | None) -> None:
+    """A dictionary named on the command line must be a file (the default one may be missing: then it is empty)."""
+    if path is not None and not os.path.isfile(path):
+        raise ServeError(f"--dictionary {path}: no such file")
+
+
 def add_demo(sub: argparse._SubParsersAction) -> None:
     """The ``demo`` verb: the Gradio page over one Detector."""
     default_model = DEFAULT_MODEL
@@ -120,6 +131,10 @@ def add_demo(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, default=None,
                    help="the slider's starting value (default: the model's ged.json threshold, else 0.5)")
     p.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
+    p.add_argument("--dictionary", metavar="FILE",
+                   help="personal dictionary, one word a line, never flagged nor suggested (default: "
+                        "$ELECTRA_DETECT_DICTIONARY, else $XDG_CONFIG_HOME/electra-detect/dictionary.txt when it "
+                        "exists)")
     p.add_argument("--auth", action="append", default=[], metavar="USER:PASSWORD",
                    help="ask for this login (repeat for several; note that a command line is visible to other "
                         "users of the machine, --auth-file is not)")
@@ -153,9 +168,11 @@ def run_demo(args: argparse.Namespace) -> int:
     if args.host not in LOOPBACK and not limits.auth:
         print(f"warning: serving the demo on {args.host} without a login; anyone who can reach the port can use it "
               f"(--auth or --auth-file)", file=sys.stderr)
+    if args.dictionary is not None and not os.path.isfile(args.dictionary):
+        raise DemoError(f"--dictionary {args.dictionary}: no such file")
     port = args.port or _free_port(args.host)
     app = build_app(args.model, engine=args.engine, device=args.device, variant=args.variant,
-                    threshold=args.threshold)
+                    threshold=args.threshold, dictionary=args.dictionary)
     print(app.detector.describe(), file=sys.stderr, flush=True)
     launch(app, host=args.host, port=port, block=True, started=started, limits=limits)
     return 0

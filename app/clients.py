@@ -22,10 +22,19 @@ API_KEY_HEADER = "x-api-key"
 MAX_RETRY_AFTER_S = 60
 
 
+API_KEY_FIELD = "apiKey"  # LanguageTool's form field (and query parameter) for the key
+
+
 def key_name(headers: dict[bytes, bytes], keys: dict[str, str]) -> str | None:
-    """The client name of the X-API-Key header's key, None when it is missing or not one of ``keys``; every key
-    is compared in constant time (the answer's timing does not tell which key was near)."""
-    given = headers.get(API_KEY_HEADER.encode(), b"")
+    """The client name of the X-API-Key header's key, None when it is missing or not one of ``keys``."""
+    return named_key(headers.get(API_KEY_HEADER.encode(), b""), keys)
+
+
+def named_key(given: bytes | str, keys: dict[str, str]) -> str | None:
+    """The client name of the key ``given`` (a header's bytes or a form field), None when it is not one of
+    ``keys``; every key is compared in constant time (the answer's timing does not tell which key was near)."""
+    if isinstance(given, str):
+        given = given.encode("utf-8", "surrogatepass")
     found = None
     for key, name in keys.items():
         if hmac.compare_digest(given, key.encode()):
@@ -63,11 +72,12 @@ def _valid_ip(text: str) -> bool:
     return True
 
 
-def client_of(scope: dict, settings: ServerSettings) -> str:
-    """``key:<name>`` when the server has API keys (the request's key was checked already), else ``ip:<address>``."""
+def client_of(scope: dict, settings: ServerSettings, key: str | None = None) -> str:
+    """``key:<name>`` when the server has API keys (the request's key was checked already; ``key``: its name when
+    it came in a form field, else the header's), else ``ip:<address>``."""
     headers = dict(scope.get("headers") or [])
     if settings.api_keys:
-        return f"key:{key_name(headers, settings.api_keys) or '-'}"
+        return f"key:{key or key_name(headers, settings.api_keys) or '-'}"
     peer = (scope.get("client") or (None,))[0]
     forwarded = headers.get(b"x-forwarded-for")
     return "ip:" + client_address(peer, forwarded.decode("latin-1") if forwarded else None, settings.trusted_proxies)

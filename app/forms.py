@@ -1,5 +1,7 @@
-"""HTML form bodies (``application/x-www-form-urlencoded``, ``multipart/form-data``) decoded strictly: every name
-and value must be UTF-8, and a form holds at most ``MAX_FORM_FIELDS`` fields.
+"""HTML form bodies (``application/x-www-form-urlencoded``, ``multipart/form-data``) and GET query strings decoded
+strictly: every name and value must be UTF-8, and a form holds at most ``MAX_FORM_FIELDS`` fields. ``request_fields``
+is the one reader of a LanguageTool request's fields (the Guard reads them for an ``apiKey`` field, the route for
+the rest; the Guard leaves what it read in the scope under ``FIELDS_SCOPE_KEY``, so a form is parsed once).
 
 Not starlette's ``Request.form()``: it turns invalid UTF-8 into U+FFFD (or Latin-1) without a word, and its errors
 reach FastAPI as a bare 400 that the server could only call "not valid UTF-8 JSON". Here each fault is a
@@ -11,6 +13,7 @@ from __future__ import annotations
 from urllib.parse import parse_qsl
 
 MAX_FORM_FIELDS = 1000  # starlette's own default for multipart; LanguageTool's clients send about ten
+FIELDS_SCOPE_KEY = "electra_detect.fields"  # a request's fields, once read (by the Guard, for an apiKey field)
 
 
 class FormError(ValueError):
@@ -32,6 +35,24 @@ def _utf8(data: bytes, what: str) -> str:
         raise FormError(400, "bad_request", f"the form's {what} is not valid UTF-8") from None
 
 
+def request_fields(method: str, query: bytes, body: bytes, content_type: str | None) -> dict[str, str]:
+    """A LanguageTool request's fields as its own server reads them: a GET's from the query string, a POST's from
+    the form body (``parse_form``). Shape: ``("GET", b"text=Hi&language=en", b"", None)`` -> ``{"text": "Hi",
+    "language": "en"}``."""
+    if method.upper() in ("GET", "HEAD"):
+        return parse_query(query)
+    return parse_form(body, content_type)
+
+
+def parse_query(query: bytes) -> dict[str, str]:
+    """The fields of a URL's query string (percent-encoded UTF-8, ``+`` for a space), strictly decoded."""
+    try:
+        text = query.decode("ascii")  # a URL's query is ASCII on the wire; anything else is percent-encoded
+    except UnicodeDecodeError:
+        raise FormError(400, "bad_request", "the query string holds bytes that are not percent-encoded") from None
+    return _pairs(text, "query string")
+
+
 def parse_form(body: bytes, content_type: str | None) -> dict[str, str]:
     """Field name -> value (the last one, for a name given twice) of a form body; an empty body is an empty form.
 
@@ -42,12 +63,16 @@ def parse_form(body: bytes, content_type: str | None) -> dict[str, str]:
     media = (content_type or "").split(";")[0].strip().lower()
     if media == "multipart/form-data":
         return _multipart(body, content_type or "")
-    text = _utf8(body, "body")
+    return _pairs(_utf8(body, "body"), "form")
+
+
+def _pairs(text: str, what: str) -> dict[str, str]:
+    """Name -> value (the last one) of ``a=1&b=2``, percent-decoded as UTF-8."""
     try:
         pairs = parse_qsl(text, keep_blank_values=True, encoding="utf-8", errors="strict",
                           max_num_fields=MAX_FORM_FIELDS)
     except UnicodeDecodeError:
-        raise FormError(400, "bad_request", "a percent-encoded form field is not valid UTF-8") from None
+        raise FormError(400, "bad_request", f"a percent-encoded {what} field is not valid UTF-8") from None
     except ValueError:  # parse_qsl's "Max number of fields exceeded"
         raise _too_many() from None
     return dict(pairs)

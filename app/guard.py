@@ -15,7 +15,8 @@ from typing import Any
 from fastapi.responses import JSONResponse
 
 from electra_detect.app.api_errors import error_response, internal_error
-from electra_detect.app.clients import API_KEY_HEADER, Refused, Shares, client_of, key_name
+from electra_detect.app.clients import API_KEY_FIELD, API_KEY_HEADER, Refused, Shares, client_of, key_name, named_key
+from electra_detect.app.forms import FIELDS_SCOPE_KEY, FormError, request_fields
 from electra_detect.app.metrics import Metrics
 from electra_detect.app.settings import ServerSettings
 
@@ -75,22 +76,33 @@ class Guard:
         self.metrics.inflight.inc()
         client = None
         try:
-            rejection = self._reject(scope)
+            writes = scope["method"] in ("POST", "PUT", "PATCH")
+            body: bytes | None = None  # read early only when the key may be in it
+            key: str | None = None  # the key's name when it came as a LanguageTool apiKey field
+            rejection, key_in_fields = self._reject(scope)
+            if rejection is None and key_in_fields:
+                if writes:
+                    rejection = self._content_type(scope, form=True)
+                    if rejection is None:
+                        body, rejection = await self._read_body(scope, receive)
+                if rejection is None:
+                    key, rejection = self._field_key(scope, body or b"")
             if rejection is None and path in SCORED_PATHS:
-                client = scope[CLIENT_SCOPE_KEY] = client_of(scope, self.settings)
+                client = scope[CLIENT_SCOPE_KEY] = client_of(scope, self.settings, key)
                 try:
                     self.shares.enter(client)
                 except Refused as refused:
                     client = None
                     self.metrics.refused.labels(refused.reason).inc()
                     rejection = too_many_requests(refused)
-                    if scope["method"] in ("POST", "PUT", "PATCH"):
+                    if writes and body is None:
                         await self._read_body(scope, receive)  # read, not left on the socket: the answer arrives
-            if rejection is None and scope["method"] in ("POST", "PUT", "PATCH"):
+            if rejection is None and writes and body is None:
                 rejection = self._content_type(scope, form=path in FORM_PATHS)
-            if rejection is None and scope["method"] in ("POST", "PUT", "PATCH"):
-                body, rejection = await self._read_body(scope, receive)
-                if rejection is None and body.strip() and b"content-type" not in dict(scope.get("headers") or []):
+                if rejection is None:
+                    body, rejection = await self._read_body(scope, receive)
+            if rejection is None and writes and body is not None:
+                if body.strip() and b"content-type" not in dict(scope.get("headers") or []):
                     rejection = error_response(415, "unsupported_media_type",
                                                "send JSON with a Content-Type: application/json header")
                 if rejection is None:
@@ -113,14 +125,37 @@ class Guard:
             self.metrics.requests.labels(label, str(status_box["status"])).inc()
             self.metrics.latency.labels(label).observe(time.perf_counter() - started)
 
-    def _reject(self, scope: dict) -> JSONResponse | None:
+    def _reject(self, scope: dict) -> tuple[JSONResponse | None, bool]:
+        """(the refusal by Host header or API key header, or None; whether the key is to be read from the request's
+        fields instead: a LanguageTool route without a valid header key, as LanguageTool's clients send it)."""
         headers = dict(scope.get("headers") or [])
         if not host_allowed(headers.get(b"host", b"").decode("latin-1"), self.settings.allowed_hosts):
-            return error_response(400, "invalid_host", "the Host header names a host this server does not serve")
+            return error_response(400, "invalid_host", "the Host header names a host this server does not serve"), False
+        url = len(scope.get("raw_path") or scope["path"].encode()) + len(scope.get("query_string", b"")) + 1
+        if url > self.settings.max_head_bytes:  # h11 only measures a head that arrives in pieces (http_protocol)
+            return error_response(414, "uri_too_long", uri_too_long(self.settings.max_head_bytes)), False
         if self.settings.api_keys and scope["path"] != "/healthz":
             if key_name(headers, self.settings.api_keys) is None:
-                return error_response(401, "unauthorized", f"missing or wrong {API_KEY_HEADER} header")
-        return None
+                if scope["path"] in FORM_PATHS:
+                    return None, True
+                return error_response(401, "unauthorized", f"missing or wrong {API_KEY_HEADER} header"), False
+        return None, False
+
+    def _field_key(self, scope: dict, body: bytes) -> tuple[str | None, JSONResponse | None]:
+        """(the name of the key in the request's ``apiKey`` field, or the refusal): the fields read once, left in
+        the scope for the route."""
+        content_type = dict(scope.get("headers") or []).get(b"content-type")
+        try:
+            fields = request_fields(scope["method"], scope.get("query_string", b""), body,
+                                    None if content_type is None else content_type.decode("latin-1"))
+        except FormError as exc:
+            return None, error_response(exc.status, exc.kind, exc.message)
+        scope[FIELDS_SCOPE_KEY] = fields
+        name = named_key(fields.get(API_KEY_FIELD, ""), self.settings.api_keys)
+        if name is None:
+            return None, error_response(401, "unauthorized", f"missing or wrong {API_KEY_HEADER} header or "
+                                                             f"{API_KEY_FIELD} field")
+        return name, None
 
     @staticmethod
     def _content_type(scope: dict, form: bool = False) -> JSONResponse | None:
@@ -190,8 +225,8 @@ def _replay(body: bytes, original: Callable[[], Awaitable[dict]]) -> Callable[[]
     return receive
 
 
-def http_protocol(read_timeout_s: float) -> type:
-    """uvicorn's h11 protocol with the server's socket timeouts.
+def http_protocol(read_timeout_s: float, max_head_bytes: int = 16 * 1024) -> type:
+    """uvicorn's h11 protocol with the server's socket timeouts, and JSON answers to a head it cannot read.
 
     - A request head must arrive within ``read_timeout_s`` of a new connection opening, or of its first
       byte on a kept-alive one (uvicorn's keep-alive timer is cancelled by any byte, so a client trickling
@@ -199,6 +234,10 @@ def http_protocol(read_timeout_s: float) -> type:
     - An idle keep-alive connection (no byte since the last response) is uvicorn's keep-alive timeout
       (``ServerSettings.keep_alive_s``), and is never closed while a request's bytes wait unread on the
       socket: closing then resets the connection, and the client loses a request it had already sent.
+    - A request head that grows past ``max_head_bytes`` before it ends (uvicorn's ``h11_max_incomplete_event_size``,
+      which the server sets to ``ServerSettings.max_head_bytes``) is a JSON 414 ``uri_too_long`` when its URL alone
+      is over it (a GET /v2/check of a long text: send it as a POST form), else 431; any other unreadable head a
+      JSON 400 (uvicorn answers these in plain text). A long URL that arrives whole is the Guard's 414.
     """
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -230,6 +269,13 @@ def http_protocol(read_timeout_s: float) -> type:
                 self.timeout_keep_alive_task = self.loop.call_later(1.0, self.timeout_keep_alive_handler)
                 return
             super().timeout_keep_alive_handler()
+
+        def send_400_response(self, msg: str) -> None:  # uvicorn's answer to a head h11 refused
+            status, body = head_error(self.conn.trailing_data[0], max_head_bytes, msg)
+            headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+            for event in (h11.Response(status_code=status, headers=headers), h11.Data(data=body), h11.EndOfMessage()):
+                self.transport.write(self.conn.send(event) or b"")
+            self.transport.close()
 
         def _arm(self) -> None:
             self._disarm()
@@ -265,3 +311,24 @@ def http_protocol(read_timeout_s: float) -> type:
                 return False
 
     return TimedProtocol
+
+
+def head_error(received: bytes, max_head_bytes: int, fallback: str = "invalid HTTP request") -> tuple[int, bytes]:
+    """(status, JSON body) for a request head that could not be read: ``received`` is what had arrived of it,
+    ``fallback`` uvicorn's own words when it was not too long."""
+    import json
+
+    if len(received) > max_head_bytes:
+        line_end = received.find(b"\r\n", 0, max_head_bytes + 2)
+        if line_end < 0:
+            status, kind, message = 414, "uri_too_long", uri_too_long(max_head_bytes)
+        else:
+            status, kind, message = 431, "headers_too_large", f"the request's headers are over {max_head_bytes} bytes"
+    else:
+        status, kind, message = 400, "bad_request", fallback
+    return status, json.dumps({"error": {"type": kind, "message": message}}).encode()
+
+
+def uri_too_long(max_head_bytes: int) -> str:
+    return (f"the URL is over {max_head_bytes} bytes, the most this server reads of a request head: send a long text "
+            f"to /v2/check as a POST form (the same fields in the body) instead of a GET")

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from electra_detect.sentences import sentence_around, sentence_spans
+from electra_detect.tasks.ged.flags import FlaggedWord
+from electra_detect.tasks.ged.rule_table import MAIN_TYPES, Rule
 
 SOFTWARE = {"name": "electra-detect", "buildDate": "", "apiVersion": 1, "premium": False, "status": ""}
 LANGUAGES = [{"name": "English", "code": "en", "longCode": "en"},
@@ -41,21 +44,9 @@ _PART = rf"(?:{_TEXT}|{_MARKUP})"
 DATA_PATTERN = rf'^{_WS}\{{{_WS}"annotation"{_WS}:{_WS}\[{_WS}(?:{_PART}(?:{_WS},{_WS}{_PART})*{_WS})?\]{_WS}\}}{_WS}$'
 CONTEXT_CHARS = 40  # characters of context on each side of a match, as LanguageTool gives
 
-# ERRANT main types, in words (a typed GED model names one per flagged word).
-TYPE_NAMES = {
-    "ADJ": "adjective", "ADJ:FORM": "adjective form", "ADV": "adverb", "CONJ": "conjunction",
-    "CONTR": "contraction", "DET": "determiner", "MORPH": "word form", "NOUN": "noun",
-    "NOUN:INFL": "noun inflection", "NOUN:NUM": "noun number", "NOUN:POSS": "possessive noun",
-    "ORTH": "capitalisation or spacing", "OTHER": "wording", "PART": "particle", "PREP": "preposition",
-    "PRON": "pronoun", "PUNCT": "punctuation", "SPELL": "spelling", "VERB": "verb", "VERB:FORM": "verb form",
-    "VERB:INFL": "verb inflection", "VERB:SVA": "subject-verb agreement", "VERB:TENSE": "verb tense",
-    "WO": "word order"}
-OPERATIONS = {"M": "Something may be missing here", "R": "This may be the wrong word",
-              "U": "This word may be unnecessary"}
-ISSUE_TYPES = {"SPELL": "misspelling", "PUNCT": "typographical", "ORTH": "typographical"}
-CATEGORIES = {"SPELL": ("TYPOS", "Possible Typo"), "PUNCT": ("PUNCTUATION", "Punctuation"),
-              "ORTH": ("CASING", "Capitalization")}
-GRAMMAR = ("GRAMMAR", "Grammar")
+TRUE = ("true", "yes")  # LanguageTool's enabledOnly: exactly "true" or "yes" turns it on, any other value leaves it off
+MAX_WORDS = 1000  # dictionary words one request may add (each is looked up in lemminflect's tables)
+WORDS_FIELD = "words"  # this server's per-request dictionary: LanguageTool's own ``dicts`` names stored dictionaries
 
 
 class CheckError(ValueError):
@@ -147,43 +138,54 @@ def utf16_offsets(text: str) -> list[int]:
     return offsets
 
 
-def _rule(word: dict[str, Any]) -> dict[str, Any]:
-    main, operation = word.get("type"), word.get("operation")
-    if main is None:
-        return {"id": "ELECTRA_DETECT_ERROR", "description": "Possible error (ELECTRA replaced-token detection)",
-                "issueType": "grammar", "category": {"id": GRAMMAR[0], "name": GRAMMAR[1]}}
-    family = main.split(":")[0]
-    category = CATEGORIES.get(family, GRAMMAR)
-    name = TYPE_NAMES.get(main, main.lower())
-    return {"id": "ELECTRA_DETECT_" + re.sub(r"[^A-Z0-9]+", "_", f"{operation}_{main}".upper()),
-            "description": f"Possible {name} error ({operation}:{main})",
-            "issueType": ISSUE_TYPES.get(family, "grammar"),
-            "category": {"id": category[0], "name": category[1]}}
+def parse_options(fields: Mapping[str, str], suggest: bool) -> dict[str, Any]:
+    """The GED options of a /v2/check's fields as ``GedOptions`` fields, read as LanguageTool reads them:
+    ``disabledRules``, ``enabledRules``, ``disabledCategories``, ``enabledCategories`` (comma-separated ids; unknown
+    ones ignored), ``enabledOnly`` (exactly "true" or "yes"), ``level`` (exactly default or picky), and this server's
+    ``words`` (the request's own dictionary words, comma- or newline-separated, at most ``MAX_WORDS``). ``suggest``:
+    whether replacements are given."""
+    words = [word for word in re.split(r"[,\n]", fields.get(WORDS_FIELD, "")) if word.strip()]
+    if len(words) > MAX_WORDS:
+        raise CheckError(f"{WORDS_FIELD} holds {len(words)} entries; the limit is {MAX_WORDS} a request (put more "
+                         f"in the server's dictionary file)")
+    return {"level": fields.get("level", "default"),
+            "disabled_rules": [fields.get("disabledRules", "")], "enabled_rules": [fields.get("enabledRules", "")],
+            "disabled_categories": [fields.get("disabledCategories", "")],
+            "enabled_categories": [fields.get("enabledCategories", "")],
+            "enabled_only": fields.get("enabledOnly") in TRUE,
+            "words": tuple(words), "suggest": suggest}
 
 
-def _message(word: dict[str, Any]) -> tuple[str, str]:
-    main = word.get("type")
-    score = f"{word['score']:.2f}"
-    if main is None:
-        return f"This word may be an error (score {score}).", "Possible error"
-    lead = OPERATIONS.get(word.get("operation") or "R", OPERATIONS["R"])
-    name = TYPE_NAMES.get(main, main.lower())
-    return f"{lead}: possible {name} error (score {score}).", f"Possible {name} error"
+def rule_json(rule: Rule) -> dict[str, Any]:
+    """A rule of the table as LanguageTool's JSON writes one."""
+    return {"id": rule.id, "description": rule.description, "issueType": rule.issue_type,
+            "category": {"id": rule.category, "name": rule.category_name}}
 
 
-def matches(document: Document, flagged: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """LanguageTool matches of the words flagged in ``document.checked`` (``TextScores.flagged``), in offsets
-    of the original text. A word with ``suggestions`` (``Suggester.flagged``) gets them as ``replacements`` and
-    its match covers what they replace (the whole written word: *don't* for a flagged *don*); words whose
-    matches would cover the same text give one match, the first's."""
+def short_message(rule: Rule) -> str:
+    """The rule's error in two or three words (``Verb tense``), LanguageTool's ``shortMessage``."""
+    return MAIN_TYPES[rule.type.split(":", 1)[1]].name if rule.type else "Possible error"
+
+
+def quoted(message: str) -> str:
+    """A message with its emphasised words (``*went*``) in double quotes, as LanguageTool's JSON gives them (its
+    ``<suggestion>`` markup becomes quotes)."""
+    return re.sub(r"\*([^*]+)\*", r'"\1"', message)
+
+
+def matches(document: Document, flagged: list[FlaggedWord]) -> list[dict[str, Any]]:
+    """LanguageTool matches of the words flagged in ``document.checked`` (the GED task's records), in offsets of
+    the original text, each with its rule, category and message from the rule table. A word with suggestions gets
+    them as ``replacements`` and its match covers what they replace (the whole written word: *don't* for a flagged
+    *don*); words whose matches would cover the same text give one match, the first's."""
     original, units = document.original, utf16_offsets(document.original)
     sentences = sentence_spans(original)  # each match's sentence, as the Detector split the text to score it
     found, seen = [], set()
     for word in flagged:
-        suggestions = word.get("suggestions") or []
-        span = document.to_original(word["start"], word["end"])
+        suggestions = word.suggestions or []
+        span = document.to_original(word.start, word.end)
         if suggestions:
-            target = (suggestions[0]["start"], suggestions[0]["end"])
+            target = (suggestions[0].start, suggestions[0].end)
             wide = document.to_original(*target)
             if wide is None or wide[1] - wide[0] != target[1] - target[0]:  # it runs into markup: not replaceable
                 suggestions = []
@@ -194,16 +196,15 @@ def matches(document: Document, flagged: list[dict[str, Any]]) -> list[dict[str,
         seen.add(span)
         start, end = span
         left, right = max(0, start - CONTEXT_CHARS), min(len(original), end + CONTEXT_CHARS)
-        message, short = _message(word)
         found.append({
-            "message": message, "shortMessage": short,
-            "replacements": [{"value": s["value"]} for s in suggestions],
+            "message": quoted(word.message), "shortMessage": short_message(word.rule),
+            "replacements": [{"value": s.value} for s in suggestions],
             "offset": units[start], "length": units[end] - units[start],
             "context": {"text": original[left:right], "offset": units[start] - units[left],
                         "length": units[end] - units[start]},
             "sentence": original[slice(*sentence_around(sentences, start, end))],
-            "type": {"typeName": "Other"}, "rule": _rule(word),
-            "ignoreForIncompleteSentence": False, "contextForSureMatch": 0})
+            "type": {"typeName": "UnknownWord" if word.rule.category == "TYPOS" else "Other"},
+            "rule": rule_json(word.rule), "ignoreForIncompleteSentence": False, "contextForSureMatch": 0})
     return found
 
 

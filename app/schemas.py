@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
@@ -67,10 +67,35 @@ class ScoreRequest(BaseModel):
     tokens: StrictBool = Field(True, description="include per-subword scores (true or false; not 1 or \"yes\")")
 
 
+RuleId = Annotated[StrictStr, Field(max_length=200)]
+DictionaryWord = Annotated[StrictStr, Field(max_length=200)]
+MAX_IDS = 1000  # rule or category ids, or dictionary words, in one request
+
+
 class GedRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     texts: list[Text] = Field(min_length=1, description="texts to check (limits as for /v1/score)")
-    threshold: Threshold | None = Field(None, description="in [0, 1]; default: the model's ged.json, else 0.5")
+    threshold: Threshold | None = Field(None, description="in [0, 1]; default: the server's --ged-threshold, else the "
+                                                          "model's ged.json at the level, else 0.5")
+    level: Literal["default", "picky"] = Field("default", description="picky flags more: the lower threshold tuned "
+                                                                      "for it (LanguageTool's level)")
+    disabled_rules: list[RuleId] = Field([], max_length=MAX_IDS, description="rule ids never flagged "
+                                                                              "(docs/ged_rules.md); unknown ids are "
+                                                                              "ignored")
+    enabled_rules: list[RuleId] = Field([], max_length=MAX_IDS, description="with enabled_only: the rules kept")
+    disabled_categories: list[RuleId] = Field([], max_length=MAX_IDS,
+                                              description="categories never flagged: GRAMMAR, TYPOS, PUNCTUATION, "
+                                                          "CASING, STYLE")
+    enabled_categories: list[RuleId] = Field([], max_length=MAX_IDS, description="with enabled_only: the categories "
+                                                                                  "kept")
+    enabled_only: StrictBool = Field(False, description="flag only under enabled_rules and enabled_categories (one "
+                                                        "of them must be given)")
+    words: list[DictionaryWord] = Field([], max_length=MAX_IDS,
+                                        description="this request's dictionary: words (or phrases) never flagged nor "
+                                                    "suggested, beside the server's personal dictionary file; any "
+                                                    "case, inflections included")
+    suggest: StrictBool = Field(False, description="give each flagged word its suggestions (the type, rule and "
+                                                   "message are the same without)")
 
 
 class Hypothesis(BaseModel):
@@ -141,12 +166,18 @@ def rerank_lists(body: RerankRequest) -> list[list[tuple[str, float | None]]]:
     return parsed
 
 
-def ged_threshold(body: GedRequest, default: float) -> float:
-    """The request's flag threshold, else the server's default; in [0, 1]."""
-    threshold = default if body.threshold is None else float(body.threshold)
-    if not 0 <= threshold <= 1:
+def ged_options(body: GedRequest) -> dict[str, Any]:
+    """The GED options a /v1/ged body asks for, as ``GedOptions`` fields (``Service.options`` adds the server's
+    threshold); a threshold out of [0, 1] or enabled_only with nothing enabled is a 422."""
+    if body.threshold is not None and not 0 <= float(body.threshold) <= 1:
         raise ApiError(422, "invalid_request", "threshold must be in [0, 1]")
-    return threshold
+    if body.enabled_only and not (body.enabled_rules or body.enabled_categories):
+        raise ApiError(422, "invalid_request", "enabled_only needs enabled_rules or enabled_categories: the rules "
+                                               "to keep")
+    return {"threshold": None if body.threshold is None else float(body.threshold), "level": body.level,
+            "disabled_rules": body.disabled_rules, "enabled_rules": body.enabled_rules,
+            "disabled_categories": body.disabled_categories, "enabled_categories": body.enabled_categories,
+            "enabled_only": body.enabled_only, "words": tuple(body.words), "suggest": body.suggest}
 
 
 LIMITS_DOC = (
@@ -190,7 +221,8 @@ def declare_limits(schema: dict[str, Any], settings: ServerSettings) -> dict[str
                                                 "client_requests": settings.client_requests,
                                                 "client_tokens": settings.client_tokens,
                                                 "max_requests": settings.max_requests,
-                                                "check_budget": settings.check_budget}
+                                                "check_budget": settings.check_budget,
+                                                "max_head_bytes": settings.max_head_bytes}
     return schema
 
 
@@ -201,12 +233,44 @@ CHECK_FORM_BODY = {"required": True,  # text or data: a request without a form i
                                for media in ("application/x-www-form-urlencoded", "multipart/form-data")}}
 
 
+# The LanguageTool options /v2/check reads (app/languagetool.py: parse_options), as the form and the query declare them.
+_ID_CHAR = r"[^,\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"  # an id is not blank
+CHECK_OPTIONS: dict[str, dict[str, Any]] = {
+    "disabledRules": {"type": "string", "description": "comma-separated rule ids never flagged (docs/ged_rules.md); "
+                                                       "unknown ids are ignored"},
+    "enabledRules": {"type": "string", "description": "comma-separated rule ids kept with enabledOnly"},
+    "disabledCategories": {"type": "string", "description": "comma-separated category ids never flagged: GRAMMAR, "
+                                                            "TYPOS, PUNCTUATION, CASING, STYLE"},
+    "enabledCategories": {"type": "string", "description": "comma-separated category ids kept with enabledOnly"},
+    "level": {"type": "string", "enum": ["default", "picky"], "description": "picky flags more (a lower threshold)"},
+    "words": {"type": "string", "description": "this request's dictionary (not LanguageTool's: its dicts names stored "
+                                               "dictionaries): words or phrases never flagged nor suggested, comma- or "
+                                               "newline-separated, at most 1000"},
+    "apiKey": {"type": "string", "description": "the API key, when the server has keys and no X-API-Key header is "
+                                                "sent (LanguageTool's field)"},
+}
+ENABLED_ONLY = {"type": "string", "description": "true or yes: flag only under enabledRules and enabledCategories (one "
+                                                 "of them must name an id); any other value: off"}
+# A GET's query, declared: the text (required: a URL's text is the common case; data works too, undeclared, as
+# does enabledOnly, which needs another field set and so cannot be stated parameter by parameter).
+CHECK_QUERY_PARAMETERS: list[dict[str, Any]] = [
+    {"name": "text", "in": "query", "required": True, "schema": {"type": "string"},
+     "description": "the text to check"},
+    {"name": "language", "in": "query", "required": False, "schema": {"type": "string"},
+     "description": "en, en-US, ... or auto (English only)"},
+    *({"name": name, "in": "query", "required": False, "schema": {k: v for k, v in spec.items() if k != "description"},
+       "description": spec["description"]} for name, spec in CHECK_OPTIONS.items())]
+
+
 def _declare_check_form(schema: dict[str, Any], settings: ServerSettings) -> None:
     """/v2/check's form, as the route checks it: text or data (not both; a form field is a string, never null),
     text up to max_chars characters, data LanguageTool's annotation JSON (its grammar as a pattern), an English
-    language code (or auto); other fields are accepted and ignored."""
-    from electra_detect.app.languagetool import DATA_PATTERN, LANGUAGE_PATTERN
+    language code (or auto), LanguageTool's options (enabledOnly true needs an enabled id); other fields are accepted
+    and ignored. The GET operation's query parameters get the same text and language bounds."""
+    from electra_detect.app.languagetool import DATA_PATTERN, LANGUAGE_PATTERN, TRUE
 
+    enabled = [{"required": [name], "properties": {name: {"pattern": _ID_CHAR}}}
+               for name in ("enabledRules", "enabledCategories")]
     schema.setdefault("components", {}).setdefault("schemas", {})["CheckForm"] = {
         "title": "CheckForm", "type": "object",
         "properties": {
@@ -216,5 +280,14 @@ def _declare_check_form(schema: dict[str, Any], settings: ServerSettings) -> Non
                      "description": 'LanguageTool annotation JSON: {"annotation": [{"text": ...}, {"markup": ..., '
                                     '"interpretAs": ...}]}'},
             "language": {"type": "string", "pattern": LANGUAGE_PATTERN, "title": "Language",
-                         "description": "en, en-US, ... or auto (English only)"}},
-        "anyOf": [{"required": ["text"]}, {"required": ["data"]}], "not": {"required": ["text", "data"]}}
+                         "description": "en, en-US, ... or auto (English only)"},
+            **CHECK_OPTIONS, "enabledOnly": ENABLED_ONLY},
+        "allOf": [{"anyOf": [{"required": ["text"]}, {"required": ["data"]}]},
+                  {"not": {"required": ["text", "data"]}},
+                  {"if": {"required": ["enabledOnly"], "properties": {"enabledOnly": {"enum": list(TRUE)}}},
+                   "then": {"anyOf": enabled}}]}
+    for parameter in schema.get("paths", {}).get("/v2/check", {}).get("get", {}).get("parameters", []):
+        if parameter["name"] == "text":
+            parameter["schema"]["maxLength"] = settings.max_chars
+        if parameter["name"] == "language":
+            parameter["schema"]["pattern"] = LANGUAGE_PATTERN

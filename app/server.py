@@ -128,7 +128,9 @@ def serve(detector: Detector, settings: ServerSettings, host: str = "127.0.0.1",
     detector.score(["warm up the engine"])  # the first call allocates; keep it out of request latency
     config = uvicorn.Config(create_app(detector, settings), host=host, port=port, log_level=log_level,
                             timeout_graceful_shutdown=int(settings.timeout_s) + 5, access_log=False,
-                            timeout_keep_alive=settings.keep_alive_s, http=http_protocol(settings.read_timeout_s))
+                            timeout_keep_alive=settings.keep_alive_s,
+                            h11_max_incomplete_event_size=settings.max_head_bytes,
+                            http=http_protocol(settings.read_timeout_s, settings.max_head_bytes))
     server = DrainingServer(config)
     try:
         server.run()

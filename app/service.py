@@ -7,9 +7,12 @@ Routes receive the one ``Service`` of their app as a FastAPI dependency (``Servi
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,14 +26,19 @@ from electra_detect.app.guard import CLIENT_SCOPE_KEY
 from electra_detect.app.metrics import Metrics
 from electra_detect.app.settings import SUGGESTION_FACTOR, SUGGESTION_FLOOR, ServerSettings
 from electra_detect.detector import Detector, ScoringJob, TextScores
-from electra_detect.tasks.ged.suggestions import Suggester, SuggestionPlan
+from electra_detect.tasks.ged.check import GedChecker
+from electra_detect.tasks.ged.dictionary import PersonalDictionary
+from electra_detect.tasks.ged.edit_typing import Edit, EditTyper
+from electra_detect.tasks.ged.flags import FlaggedWord
+from electra_detect.tasks.ged.options import GedOptions
+from electra_detect.tasks.ged.suggestions import Suggester
 
 
 class Service:
     """One server's detector and what it needs to answer requests with it."""
 
     def __init__(self, detector: Detector, settings: ServerSettings) -> None:
-        from electra_detect.tasks.rerank.listwise import Reranker
+        from electra_detect.tasks.rerank.fusion import HypothesisScore
 
         self.detector, self.settings, self.metrics = detector, settings, Metrics()
         engine = detector.engine
@@ -40,17 +48,21 @@ class Service:
                      "model": model_name(Path(detector.model_dir)), "batching": str(settings.batching)}
         self.model_path = str(detector.model_dir)  # /healthz shows it to a client with a valid key only
         self.metrics.info.info(self.info)
-        self.ged_threshold = detector.threshold() if settings.ged_threshold is None else settings.ged_threshold
-        self.reranker = Reranker.load(detector.model_dir)  # a `rerank train` model: /v1/rerank's learned score
+        # /v1/rerank's score: a `rerank train` model's learned one when the model has it (the task decides)
+        self.hypothesis = HypothesisScore.for_model(detector.model_dir)
         self.suggester = Suggester()
+        dictionary = PersonalDictionary(Path(settings.dictionary)) if settings.dictionary else PersonalDictionary()
+        self.checker = GedChecker(detector, self.suggester, shared_typer(), dictionary)  # /v1/ged and /v2/check
         self.batcher: MicroBatcher | None = None  # from the app's startup to the end of its shutdown
         self.shares = Shares(settings, lambda: self.batcher.rate if self.batcher is not None else 0.0)
 
     async def start(self) -> None:
         self.batcher = MicroBatcher(self.detector, self.settings, self.metrics)
         await self.batcher.start()
-        if self.settings.suggest:  # the word lists load now, not in the first /v2/check
-            await asyncio.to_thread(self.suggester.candidates, "warm")
+        # The word lists and the ERRANT typer's spaCy pipeline load now, not in the first check (types name edits
+        # with or without suggestions shown: both are used either way).
+        await asyncio.to_thread(self.suggester.candidates, "warm")
+        await asyncio.to_thread(lambda: self.checker.typer.available)
 
     async def stop(self) -> None:
         if self.batcher is not None:
@@ -60,23 +72,60 @@ class Service:
         """A request's deadline in event-loop time, from now."""
         return asyncio.get_running_loop().time() + self.settings.timeout_s
 
-    async def scored(self, request: Request, texts: list[str], deadline: float | None = None) -> list[TextScores]:
+    async def scored(self, request: Request, texts: list[str], deadline: float | None = None,
+                     calibrated: bool = True) -> list[TextScores]:
         """Scores of ``texts`` within the request's deadline (``deadline``, event-loop time, when it began
         earlier), within its client's share of model tokens; a client that goes away or times out stops the
         model's work on its request at the next step."""
         deadline = self.deadline() if deadline is None else deadline
-        job = await self.prepare(texts, deadline)
+        job = await self.prepare(texts, deadline, calibrated)
         with self.share(request, job.cost):
             self.check_load(request, job.cost, deadline)
             return await self.run(request, job, deadline)
 
-    async def prepare(self, texts: list[str], deadline: float) -> ScoringJob:
+    def options(self, level: str = "default", threshold: float | None = None, **fields: Any) -> GedOptions:
+        """The GED options of a request: its own ``threshold``, else the server's ``--ged-threshold`` (at the picky
+        level the model's picky one when lower), else the model's at ``level``."""
+        options = GedOptions(threshold=threshold, level=level, **fields)  # checks them all (GedOptionsError)
+        fixed = self.settings.ged_threshold
+        if threshold is not None or fixed is None:
+            return options
+        return replace(options, threshold=fixed if level == "default" else min(fixed, self.detector.threshold(
+            calibrated=options.calibrated, level=level)))
+
+    def check_cost(self, job: ScoringJob, options: GedOptions) -> int:
+        """The model tokens checking ``job``'s texts may cause (:func:`check_cost`): with candidates whenever any
+        may be scored, for suggestions or for naming a type by its edit."""
+        return check_cost(job.cost, options.suggest or self.checker.typer.available)
+
+    async def checked(self, request: Request, job: ScoringJob, cost: int, options: GedOptions,
+                      deadline: float) -> tuple[list[TextScores], list[list[FlaggedWord]]]:
+        """``job``'s texts scored and checked by the GED task within ``cost`` model tokens of the client's share
+        (the job's own, the rest for candidates: :meth:`check_cost`): (scores, each text's flagged words)."""
+        with self.share(request, cost):
+            self.check_load(request, cost, deadline)
+            scored = await self.run(request, job, deadline)
+            return scored, await self.flagged(request, scored, options, deadline, cost - job.cost)
+
+    async def flagged(self, request: Request, scored: list[TextScores], options: GedOptions, deadline: float,
+                      budget: int) -> list[list[FlaggedWord]]:
+        """Each text's flagged words (``GedChecker``): the candidates' sentences scored through the batcher as one
+        more job of the request, within its deadline; targets that would take that job over ``budget`` model
+        tokens (at most ``max_tokens``) get none (and keep the type head's type)."""
+        budget = min(budget, self.settings.max_tokens)
+        plan = await asyncio.to_thread(
+            lambda: self.checker.prepare(scored, options).within(budget, lambda texts: self.detector.job(texts).cost))
+        texts = plan.texts
+        scores = await self.run(request, await self.prepare(texts, deadline), deadline) if texts else []
+        return await asyncio.to_thread(self.checker.finish, plan, scores)
+
+    async def prepare(self, texts: list[str], deadline: float, calibrated: bool = True) -> ScoringJob:
         """``texts`` tokenised into a scoring job (off the event loop: a large request takes a while), refused 413
         over ``max_tokens``; nothing is queued yet."""
         settings, detector = self.settings, self.detector
         loop = asyncio.get_running_loop()
         try:
-            job = await asyncio.wait_for(asyncio.to_thread(detector.job, texts, settings.model_batch),
+            job = await asyncio.wait_for(asyncio.to_thread(detector.job, texts, settings.model_batch, calibrated),
                                          max(0.0, deadline - loop.time()))
         except TimeoutError:
             raise self._timeout() from None
@@ -149,24 +198,6 @@ class Service:
         batch_job, start = future.result()
         return await asyncio.to_thread(batch_job.results, start, start + len(job.texts))
 
-    async def suggested(self, request: Request, text: str, flagged: list[dict[str, Any]],
-                        deadline: float, budget: int) -> list[dict[str, Any]]:
-        """The flagged words with their ``suggestions``: the candidates' sentences scored through the batcher as
-        one more job of the request, within its deadline and the caller's share; targets that would take the job
-        over ``budget`` model tokens (at most ``max_tokens``) get none."""
-        budget = min(budget, self.settings.max_tokens)
-
-        def plan() -> SuggestionPlan:
-            spans = [(word["start"], word["end"]) for word in flagged]
-            return self.suggester.plan(text, spans).within(budget, lambda texts: self.detector.job(texts).cost)
-
-        planned = await asyncio.to_thread(plan)
-        texts = planned.texts
-        scores = await self.run(request, await self.prepare(texts, deadline), deadline) if texts else []
-        ranked = self.suggester.rank(planned, scores)
-        return [{**word, "suggestions": [s.to_dict() for s in found]}
-                for word, found in zip(flagged, ranked, strict=True)]
-
 
 async def reply(build: Callable[[], dict[str, Any]]) -> Response:
     """A large answer is built and serialised off the event loop (other requests keep flowing)."""
@@ -181,11 +212,28 @@ async def _disconnect(request: Request) -> None:
         pass
 
 
-def check_cost(tokens: int, suggest: bool) -> int:
-    """The model tokens a /v2/check of ``tokens`` model tokens may cause: its own, and with suggestions at most
-    ``SUGGESTION_FACTOR`` times as many (at least ``SUGGESTION_FLOOR``) for the candidates' sentences
-    (``Service.suggested`` keeps to it)."""
-    return tokens + max(tokens * SUGGESTION_FACTOR, SUGGESTION_FLOOR) if suggest else tokens
+def check_cost(tokens: int, candidates: bool) -> int:
+    """The model tokens a check of ``tokens`` model tokens may cause: its own, and with ``candidates`` (suggestions,
+    or types named by their edit) at most ``SUGGESTION_FACTOR`` times as many (at least ``SUGGESTION_FLOOR``) for
+    the candidates' sentences (``Service.flagged`` keeps to it)."""
+    return tokens + max(tokens * SUGGESTION_FACTOR, SUGGESTION_FLOOR) if candidates else tokens
+
+
+class _LockedTyper(EditTyper):
+    """The ERRANT typer with one classification at a time: requests finish their checks in threads, and a spaCy
+    pipeline is not documented as safe to share between them."""
+
+    _lock = threading.Lock()
+
+    def classify(self, edits: Sequence[Edit]) -> list[tuple[str, str] | None]:
+        with self._lock:
+            return super().classify(edits)
+
+
+@functools.cache
+def shared_typer() -> EditTyper:
+    """One ERRANT typer (one spaCy pipeline) for every app of the process: loading one takes seconds."""
+    return _LockedTyper()
 
 
 def model_name(model_dir: Path) -> str:

@@ -84,7 +84,17 @@ class ServerSettings:
     ged_threshold: float | None = field(default=None, metadata=_flag(
         "--ged-threshold", "default /v1/ged threshold (default: ged.json, else 0.5)"))
     suggest: bool = field(default=True, metadata=_flag(
-        "--no-suggest", "answer /v2/check without replacements (saves the scoring of the candidates)"))
+        "--no-suggest", "answer /v2/check without replacements (saves the scoring of most candidates: those that name "
+                        "a word's type by its edit are still scored, so the types are the same)"))
+    # The personal dictionary file (`serve --dictionary`); None: $ELECTRA_DETECT_DICTIONARY, else the XDG file.
+    dictionary: str | None = None
+
+    @property
+    def max_head_bytes(self) -> int:
+        """The longest request head (URL and headers) read: room for a GET /v2/check of ``max_chars`` characters
+        percent-encoded (at most 12 bytes a character) and its options, at least h11's default 16 KiB; a longer
+        URL is a JSON 414 (``guard.http_protocol``)."""
+        return max(16 * 1024, 12 * self.max_chars + 8 * 1024)
 
     def __post_init__(self) -> None:
         for item in fields(self):

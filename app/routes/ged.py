@@ -1,13 +1,16 @@
-"""``/v1/ged``: the words flagged as grammatical errors."""
+"""``/v1/ged``: the words flagged as grammatical errors, as the GED task flags them (``GedChecker``): typed, with
+rule, category and message, filtered by the request's options and the personal dictionary."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from electra_detect.app.api_errors import ERROR_RESPONSES
-from electra_detect.app.schemas import GedRequest, check_texts, ged_threshold
+from electra_detect.app.api_errors import ERROR_RESPONSES, ApiError
+from electra_detect.app.schemas import GedRequest, check_texts, ged_options
 from electra_detect.app.service import ServiceDep, reply
+from electra_detect.tasks.ged.flags import flagged_dicts
+from electra_detect.tasks.ged.options import GedOptionsError
 
 router = APIRouter()
 
@@ -15,8 +18,15 @@ router = APIRouter()
 @router.post("/v1/ged", summary="words flagged as grammatical errors", responses=ERROR_RESPONSES)
 async def ged(body: GedRequest, request: Request, service: ServiceDep) -> Response:
     check_texts(body.texts, service.settings)
-    threshold = ged_threshold(body, service.ged_threshold)
-    results = await service.scored(request, body.texts)
+    try:
+        options = service.options(**ged_options(body))
+    except GedOptionsError as exc:
+        raise ApiError(422, "invalid_request", str(exc)) from None
+    deadline = service.deadline()
+    job = await service.prepare(body.texts, deadline)
+    scored, flagged = await service.checked(request, job, service.check_cost(job, options), options, deadline)
     return await reply(lambda: {
-        "threshold": threshold, "calibration": service.detector.calibration,
-        "results": [{"text": r.text, "flagged": r.flagged(threshold)} for r in results]})
+        "threshold": service.checker.threshold(options), "level": options.level,
+        "calibration": service.detector.calibration,
+        "results": [{"text": r.text, "flagged": flagged_dicts(words)}
+                    for r, words in zip(scored, flagged, strict=True)]})

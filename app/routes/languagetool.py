@@ -1,4 +1,5 @@
-"""LanguageTool's API over ``/v1/ged``'s scores: ``/v2/check`` and ``/v2/languages`` (app/languagetool.py maps)."""
+"""LanguageTool's API over the GED task: ``/v2/check`` (POST form or GET query) and ``/v2/languages``
+(app/languagetool.py maps)."""
 
 from __future__ import annotations
 
@@ -9,74 +10,107 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from electra_detect.app.api_errors import ERROR_RESPONSES, ApiError
-from electra_detect.app.forms import FormError, parse_form
-from electra_detect.app.languagetool import LANGUAGES, CheckError, check_answer, matches, parse_document, parse_language
-from electra_detect.app.schemas import CHECK_FORM_BODY, NOT_BLANK, check_texts
+from electra_detect.app.forms import FIELDS_SCOPE_KEY, FormError, request_fields
+from electra_detect.app.languagetool import (
+    LANGUAGES,
+    CheckError,
+    check_answer,
+    matches,
+    parse_document,
+    parse_language,
+    parse_options,
+)
+from electra_detect.app.schemas import CHECK_FORM_BODY, CHECK_QUERY_PARAMETERS, NOT_BLANK, check_texts
 from electra_detect.app.service import ServiceDep, check_cost, reply
+from electra_detect.tasks.ged.options import GedOptionsError
 
 router = APIRouter()
 
 
 async def check_fields(request: Request) -> dict[str, str]:
-    """The fields of a /v2/check request, decoded strictly (app/forms.py): every LanguageTool option is read from
-    here, so a new one (or another way to send them) is added in one place."""
+    """The fields of a /v2/check request, decoded strictly (``forms.request_fields``: a GET's query string, a POST's
+    form; the Guard's reading when it looked for an ``apiKey`` field): every LanguageTool option is read from here,
+    so a new one (or another way to send them) is added in one place."""
+    if FIELDS_SCOPE_KEY in request.scope:
+        return request.scope[FIELDS_SCOPE_KEY]
     try:
-        return parse_form(await request.body(), request.headers.get("content-type"))
+        return request_fields(request.method, request.scope.get("query_string", b""), await request.body(),
+                              request.headers.get("content-type"))
     except FormError as exc:
         raise ApiError(exc.status, exc.kind, exc.message) from None
 
 
-@router.post("/v2/check", summary="LanguageTool-compatible check (form fields text or data, language)",
-             openapi_extra={"requestBody": CHECK_FORM_BODY},
-             responses={**ERROR_RESPONSES,
-                        400: {"description": "bad_request: a form field is not valid UTF-8, or the body is not a "
-                                             "form"},
-                        413: {"description": "text_too_long, too_many_tokens, body_too_large, too_many_fields, or "
-                                             "over_budget: the check's cost (its model tokens, times 1 + the "
-                                             "suggestion factor with suggestions) is over the server's "
-                                             "check_budget; refused before any scoring"},
-                        415: {"description": "unsupported_media_type: send a form "
-                                             "(application/x-www-form-urlencoded or multipart/form-data)"}})
+CHECK_RESPONSES = {**ERROR_RESPONSES,
+                   400: {"description": "bad_request: a field is not valid UTF-8, or the body is not a form"},
+                   413: {"description": "text_too_long, too_many_tokens, body_too_large, too_many_fields, or "
+                                        "over_budget: the check's cost (its model tokens, times 1 + the suggestion "
+                                        "factor with candidates) is over the server's check_budget; refused before "
+                                        "any scoring"},
+                   415: {"description": "unsupported_media_type: send a form "
+                                        "(application/x-www-form-urlencoded or multipart/form-data)"},
+                   422: {"description": "invalid_request: no text or data, both, bad data JSON, a language other "
+                                        "than English, an unknown level, enabledOnly without anything enabled"}}
+CHECK_DOC = """LanguageTool's /v2/check over the GED task: one match per flagged word, with its rule id, category and
+message from the rule table (docs/ged_rules.md), offsets in UTF-16 code units of the original text, ``replacements``
+from the suggester (unless the server runs with ``--no-suggest``). Honours LanguageTool's ``disabledRules``,
+``enabledRules``, ``disabledCategories``, ``enabledCategories``, ``enabledOnly``, ``level`` (picky) and ``apiKey``,
+and this server's ``words`` (the request's own dictionary words); other LanguageTool fields are accepted and ignored.
+Admitted by its cost before any work: its model tokens (times 1 + the suggestion factor) against ``check_budget`` and
+its client's share."""
+
+
+@router.post("/v2/check", summary="LanguageTool-compatible check (form fields text or data, language, options)",
+             description=CHECK_DOC, openapi_extra={"requestBody": CHECK_FORM_BODY}, responses=CHECK_RESPONSES)
 async def languagetool_check(request: Request, service: ServiceDep) -> Response:
-    """LanguageTool's /v2/check over /v1/ged's scores (its threshold): one match per flagged word, offsets in
-    UTF-16 code units of the original text, ``replacements`` from the suggester (unless the server runs with
-    ``--no-suggest``); other LanguageTool fields are accepted and ignored. Admitted by its cost before any work:
-    its model tokens (times 1 + the suggestion factor) against ``check_budget`` and its client's share."""
+    return await check(request, service)
+
+
+@router.get("/v2/check", summary="LanguageTool-compatible check, its fields as query parameters",
+            description=CHECK_DOC + " A URL over the server's request-head limit (info.x-limits.max_head_bytes: "
+                                    "room for max_chars characters) is answered 414 uri_too_long: send long texts as "
+                                    "a POST form.",
+            openapi_extra={"parameters": CHECK_QUERY_PARAMETERS},
+            responses={**CHECK_RESPONSES, 414: {"description": "uri_too_long: the URL is over the server's "
+                                                               "request-head limit; POST the same fields as a form"}})
+async def languagetool_check_get(request: Request, service: ServiceDep) -> Response:
+    return await check(request, service)
+
+
+async def check(request: Request, service: ServiceDep) -> Response:
+    """Both methods' check: the fields read, the options built, the cost admitted before any work, then scored and
+    checked by the GED task and shaped as LanguageTool's answer."""
     fields = await check_fields(request)
+    settings = service.settings
     try:
         found_language = parse_language(fields.get("language"))
         document = parse_document(fields.get("text"), fields.get("data"))
-    except CheckError as exc:
+        options = service.options(**parse_options(fields, settings.suggest))
+    except (CheckError, GedOptionsError) as exc:
         raise ApiError(422, "invalid_request", str(exc)) from None
     found: list[dict[str, Any]] = []
     if re.search(NOT_BLANK, document.checked):  # an empty document has no matches, as in LanguageTool
-        settings = service.settings
         check_texts([document.checked], settings, "text")
         deadline = service.deadline()
+        candidates = options.suggest or service.checker.typer.available
         # Every word is at least one model token, so its words (+ [CLS]/[SEP]) bound its cost from below: a text
         # over budget by that count is refused on the event loop, before it queues for the tokenizer's thread.
-        least = check_cost(len(document.checked.split()) + 2, settings.suggest)
+        least = check_cost(len(document.checked.split()) + 2, candidates)
         if least > settings.check_budget:
             service.metrics.refused.labels("check_budget").inc()
             raise ApiError(413, "over_budget", f"checking this text costs at least {least} model tokens (one a word, "
-                                               f"with its suggestions' bound); this server's budget per check is "
+                                               f"with its candidates' bound); this server's budget per check is "
                                                f"{settings.check_budget}: send less text")
         job = await service.prepare([document.checked], deadline)
-        cost = check_cost(job.cost, settings.suggest)
-        if cost > settings.check_budget:  # before planning suggestions or scoring anything
+        cost = check_cost(job.cost, candidates)
+        if cost > settings.check_budget:  # before planning candidates or scoring anything
             service.metrics.refused.labels("check_budget").inc()
-            how = f"{job.cost} to score it, and up to {cost - job.cost} for its suggestions" if settings.suggest \
+            how = f"{job.cost} to score it, and up to {cost - job.cost} for its candidates" if candidates \
                 else "to score it"
             raise ApiError(413, "over_budget", f"checking this text may cost {cost} model tokens ({how}); this "
                                                f"server's budget per check is {settings.check_budget}: send less "
                                                f"text")
-        with service.share(request, cost):
-            service.check_load(request, cost, deadline)
-            result = (await service.run(request, job, deadline))[0]
-            flagged = result.flagged(service.ged_threshold)
-            if settings.suggest and flagged:
-                flagged = await service.suggested(request, document.checked, flagged, deadline, cost - job.cost)
-        found = matches(document, flagged)
+        _scored, flagged = await service.checked(request, job, cost, options, deadline)
+        found = matches(document, flagged[0])
     return await reply(lambda: check_answer(found_language, found, request.app.version))
 
 

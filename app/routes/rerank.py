@@ -18,17 +18,15 @@ router = APIRouter()
 @router.post("/v1/rerank", summary="rerank n-best lists with the sentence score", responses=ERROR_RESPONSES)
 async def rerank(body: RerankRequest, request: Request, service: ServiceDep) -> Response:
     from electra_detect.errors import RerankError
-    from electra_detect.tasks.rerank.fusion import rank_hypotheses, sentence_score, word_confidence
+    from electra_detect.tasks.rerank.fusion import rank_hypotheses, word_confidence
 
     parsed = rerank_lists(body)
     texts = [text for hyps in parsed for text, _ in hyps]
     check_texts(texts, service.settings, "hypotheses")
     unique = list(dict.fromkeys(texts))
-    results = dict(zip(unique, await service.scored(request, unique), strict=True))
-    if service.reranker is not None:
-        lm = dict(zip(results, service.reranker.lm_scores(list(results.values())), strict=True))
-    else:
-        lm = {text: sentence_score(result) for text, result in results.items()}
+    chosen = service.hypothesis  # the task's choice: a learned reranker's score, else the sentence score
+    results = dict(zip(unique, await service.scored(request, unique, calibrated=chosen.calibrated), strict=True))
+    lm = dict(zip(results, chosen.of(list(results.values())), strict=True))
     try:
         rows = [rank_hypotheses(hyps, [lm[text] for text, _ in hyps], float(body.lm_weight),
                                 float(body.length_weight)) for hyps in parsed]
