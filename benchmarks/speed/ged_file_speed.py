@@ -1,0 +1,215 @@
+"""`electra-detect ged --file` against harper-py on the same learner sentences, side by side in one run, with
+where the time of ``ged`` goes and how onnxruntime's session options change the engine's speed.
+
+Sentences: the first ``--sentences`` of MultiGED-2023's FCE dev TSV (the tuning set; detokenised as the peers read
+it), one per line. Per configuration: ``ged --file`` in a process of its own, from process start to the last line
+(the ONNX export already cached), and to the first line; harper-py in this process over the same lines (its
+start-up not counted, which favours it). Then, in-process on the same sentences: the Detector's stages (encode,
+engine, assemble) and the GED check (flags, dictionary, typing by edits) timed apart; and the int8 engine alone on
+the Detector's own batches under session options (graph optimisation level, threads, spinning).
+
+    python -m benchmarks.speed.ged_file_speed --tsv runs/data/multiged/en_fce_dev.tsv
+
+Writes result.json, table.md and plot.png to ``--out-dir`` (default benchmarks/results/ged_file_speed/). Run it
+with nothing else on the machine: its figures are ratios within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common.run import command_line
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT_DIR = ROOT / "benchmarks" / "results" / "ged_file_speed"
+MODEL = ROOT / "models" / "electra-minilm"
+
+
+def learner_sentences(tsv: Path, count: int) -> list[str]:
+    from benchmarks.common.peers import detokenize
+    from electra_detect.tasks.ged.readers import read_token_tsv
+
+    return [detokenize(" ".join(s.tokens))[0] for s in read_token_tsv(tsv)[:count]]
+
+
+def ged_file(path: Path, lines: int, extra: list[str]) -> dict[str, Any]:
+    """``ged --file`` from process start: seconds to the first and to the last line, sentences/s overall."""
+    command = [sys.executable, "-m", "electra_detect.cli", "ged", "--model", str(MODEL), "--file", str(path), *extra]
+    started = time.perf_counter()
+    first, count = None, 0
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        for _ in process.stdout:
+            count += 1
+            first = first or time.perf_counter() - started
+        error = process.stderr.read()
+    seconds = time.perf_counter() - started
+    if process.returncode or count != lines:
+        raise SystemExit(f"ged --file failed (exit {process.returncode}, {count} of {lines} lines): {error[-800:]}")
+    return {"command": " ".join(command[2:]), "engine_line": error.strip().splitlines()[0], "seconds": seconds,
+            "first_line_s": first, "sentences_per_s": lines / seconds}
+
+
+def harper(texts: list[str]) -> dict[str, Any]:
+    from benchmarks.common.peers import HarperPeer
+
+    peer = HarperPeer()
+    started = time.perf_counter()
+    for start in range(0, len(texts), 256):
+        peer.flag(texts[start:start + 256])
+    seconds = time.perf_counter() - started
+    return {"version": peer.version, "seconds": seconds, "sentences_per_s": len(texts) / seconds}
+
+
+def stages(texts: list[str]) -> tuple[dict[str, Any], list[Any]]:
+    """Seconds of each stage of ``Detector.score`` and of the GED check, one thread, the int8 engine; and the
+    batches the Detector formed."""
+    from benchmarks.speed.gpu_check import BatchRecorder
+    from electra_detect.assembly import assemble
+    from electra_detect.detector import Detector
+    from electra_detect.tasks.ged.check import GedChecker
+    from electra_detect.tasks.ged.options import GedOptions
+
+    detector = Detector.load(MODEL, task="ged", engine="onnx", variant="int8", threads=1)
+    detector.score(texts[:32])  # warm-up
+    started = time.perf_counter()
+    job = detector.job(texts)
+    encode = time.perf_counter() - started
+    engine, detector.engine = detector.engine, BatchRecorder(detector.engine)
+    started = time.perf_counter()
+    job.step()
+    run = time.perf_counter() - started
+    batches, detector.engine = detector.engine.batches, engine
+    started = time.perf_counter()
+    for ids, mask in batches:
+        engine.outputs(ids, mask)
+    engine_alone = time.perf_counter() - started
+    started = time.perf_counter()
+    scored = assemble(job.texts, job.encodings, job.probs, job.types, detector.channels)
+    assembly = time.perf_counter() - started
+    checker = GedChecker(detector)
+    checker.check(scored[:64], GedOptions())  # loads what typing needs once
+    started = time.perf_counter()
+    checker.check(scored, GedOptions())
+    check = time.perf_counter() - started
+    total = encode + run + assembly + check
+    return {"encode_s": encode, "run_s": run, "engine_alone_s": engine_alone, "assemble_s": assembly,
+            "check_s": check, "score_share_of_engine": engine_alone / (encode + run + assembly),
+            "shares": {k: v / total for k, v in (("encode", encode), ("run", run), ("assemble", assembly),
+                                                  ("check", check))}}, batches
+
+
+def session_options(batches: list[Any]) -> list[dict[str, Any]]:
+    """The int8 engine alone on the Detector's batches under onnxruntime session options."""
+    import onnxruntime as ort
+
+    from electra_detect.onnx.locate import locate
+    from electra_detect.onnx.manifest import verified_path
+
+    path = verified_path(locate(MODEL / "ged").export_dir, "int8")
+    rows = []
+    for level in ("ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL"):
+        for threads in (1, 2):
+            for spinning in ("0", "1"):
+                options = ort.SessionOptions()
+                options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+                options.intra_op_num_threads = threads
+                options.add_session_config_entry("session.intra_op.allow_spinning", spinning)
+                session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+                feeds = [{"input_ids": ids, "attention_mask": mask, "token_type_ids": ids * 0} for ids, mask in batches]
+                names = {i.name for i in session.get_inputs()}
+                feeds = [{k: v for k, v in feed.items() if k in names} for feed in feeds]
+                session.run(None, feeds[0])
+                started = time.perf_counter()
+                for feed in feeds:
+                    session.run(None, feed)
+                rows.append({"level": level, "threads": threads, "spinning": spinning == "1",
+                             "seconds": time.perf_counter() - started})
+    return rows
+
+
+def table(result: dict[str, Any]) -> str:
+    harper_speed = result["harper"]["sentences_per_s"]
+    lines = [f"# `ged --file` against harper-py ({result['machine']}; {result['date']})", "",
+             f"{result['sentences']:,} sentences of MultiGED-2023's FCE dev TSV, one per line; load average at start "
+             f"{result['load_average']:.2f}. `ged` from process start (export cached); harper-py in-process.", "",
+             "| configuration | first line s | total s | sentences/s | × harper-py |", "|---|---:|---:|---:|---:|"]
+    for name, row in result["ged"].items():
+        lines.append(f"| `{name}` ({row['engine_line'].split(' from ')[0]}) | {row['first_line_s']:.2f} | "
+                     f"{row['seconds']:.2f} | {row['sentences_per_s']:,.0f} | "
+                     f"{row['sentences_per_s'] / harper_speed:.2f} |")
+    peer = result["harper"]
+    lines.append(f"| {peer['version']} | | {peer['seconds']:.2f} | {harper_speed:,.0f} | 1.00 |")
+    stage = result["stages"]
+    lines += ["", "Where `ged`'s time goes (in-process, one thread, int8): " + ", ".join(
+        f"{name} {share:.0%}" for name, share in stage["shares"].items())
+              + f"; the engine alone on the same batches is {stage['score_share_of_engine']:.0%} of `Detector.score`'s "
+                f"speed.", "", "| graph optimisation | threads | spinning | int8 engine s |", "|---|---:|---|---:|"]
+    for row in result["session_options"]:
+        lines.append(f"| {row['level']} | {row['threads']} | {'on' if row['spinning'] else 'off'} | "
+                     f"{row['seconds']:.2f} |")
+    return "\n".join(lines + ["", f"Command: `{result['command']}`", ""])
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from electra_detect.fileio import atomic_save_figure
+
+    names = [*result["ged"], "harper-py"]
+    speeds = [row["sentences_per_s"] for row in result["ged"].values()] + [result["harper"]["sentences_per_s"]]
+    fig, ax = plt.subplots(figsize=(7, 3))
+    ax.barh(names, speeds, color=["#4477aa"] * len(result["ged"]) + ["#999999"])
+    ax.set_xlabel("sentences/s (FCE dev, process start included for ged)")
+    ax.invert_yaxis()
+    fig.tight_layout()
+    atomic_save_figure(fig, path)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tsv", type=Path, default=Path("runs/data/multiged/en_fce_dev.tsv"))
+    parser.add_argument("--sentences", type=int, default=2000)
+    parser.add_argument("--out-dir", type=Path, default=OUT_DIR)
+    args = parser.parse_args()
+    from electra_detect.fileio import atomic_write_json, atomic_write_text
+
+    texts = learner_sentences(args.tsv, args.sentences)
+    path = Path(tempfile.mkdtemp(prefix="ged-file-speed-")) / "sentences.txt"  # learner text: never in the repo
+    path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    try:
+        result: dict[str, Any] = {"command": command_line(), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+                                  "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                                  "load_average": os.getloadavg()[0], "sentences": len(texts)}
+        ged_file(path, len(texts), ["--variant", "int8"])  # the export, once, before anything is timed
+        result["ged"] = {name: ged_file(path, len(texts), extra) for name, extra in
+                         (("ged --file", []), ("ged --file --variant int8", ["--variant", "int8"]),
+                          ("ged --file --suggest", ["--suggest"]))}
+        result["harper"] = harper(texts)
+        result["stages"], batches = stages(texts)
+        result["session_options"] = session_options(batches)
+    finally:
+        path.unlink(missing_ok=True)
+        path.parent.rmdir()
+    atomic_write_json(args.out_dir / "result.json", result)
+    atomic_write_text(args.out_dir / "table.md", table(result))
+    plot(result, args.out_dir / "plot.png")
+    print(json.dumps({name: round(row["sentences_per_s"] / result["harper"]["sentences_per_s"], 2)
+                      for name, row in result["ged"].items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
