@@ -287,7 +287,8 @@ def run_ged_train(args: argparse.Namespace) -> int:
             from electra_detect.errors import GedDataError
 
             raise GedDataError("nothing to train on: give --data and/or --synthetic N")
-        summary = finetune(start, args.out, train, dev or None, config, show_progress=not args.no_progress)
+        summary = finetune(start, args.out, train, dev or None, config, show_progress=not args.no_progress,
+                           base_model=args.model)
     print(json.dumps(summary))
     return 0
 

@@ -191,8 +191,9 @@ def _batches(examples: list[tuple[list[int], list[int]]], batch_size: int, pad_i
 
 def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentence],
              dev: list[GedSentence] | None = None, config: FinetuneConfig | None = None,
-             show_progress: bool = True) -> dict[str, Any]:
-    """Train, tune the threshold on ``dev`` (max F0.5), and write an HF directory + ``ged.json``."""
+             show_progress: bool = True, base_model: str | None = None) -> dict[str, Any]:
+    """Train, tune the threshold on ``dev`` (max F0.5), and write an HF directory + ``ged.json`` (its
+    ``base_model``: ``base_model`` when given, e.g. the encoder's name behind a temporary start, else the path)."""
     from transformers import AutoTokenizer
 
     config = config or FinetuneConfig()
@@ -264,7 +265,7 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     if partial.exists():  # finished: the resumable state is no longer needed
         partial.unlink()
         partial.parent.rmdir()
-    summary: dict[str, Any] = {"base_model": str(source), "train_sentences": len(train), "steps": step,
+    summary: dict[str, Any] = {"base_model": base_model or str(source), "train_sentences": len(train), "steps": step,
                                "minutes": round((time.monotonic() - started) / 60, 3),
                                "first_loss": losses[0], "last_loss": float(np.mean(losses[-20:])),
                                "label_subwords": config.label_subwords, "bf16": bf16,
