@@ -59,6 +59,7 @@ NBEST_EXAMPLES = [  # (label shown on the button, list): a multi-line value woul
     ("3-best, no scores", "their going to the station\nthey're going to the station\nthere going to the station"),
 ]
 
+GED_HEADERS = ["word", "start", "end", "p", "type", "category", "rule", "message", "suggestions"]
 CSS = "#model-info p { margin: 0; } #status-highlight, #status-ged, #status-rerank { min-height: 1.5em; }"
 
 
@@ -164,6 +165,30 @@ def check_threshold(threshold: Any) -> float:
     return value
 
 
+MAX_WORDS = 1000  # the page's own dictionary words (each is looked up in the inflection tables)
+
+
+def own_words(words: Any) -> tuple[str, ...]:
+    """The personal-words box: words or phrases, one a line or comma-separated."""
+    if words is None:
+        return ()
+    if not isinstance(words, str):
+        raise InputProblem("Your words must be text: one word a line, or comma-separated.")
+    found = tuple(w.strip() for w in re.split(r"[,\n]", words) if w.strip())
+    if len(found) > MAX_WORDS:
+        raise InputProblem(f"{len(found):,} words in the box; the demo takes at most {MAX_WORDS:,}. Put more in your "
+                           f"dictionary file (docs/writers.md).")
+    return found
+
+
+def suggestion_cell(text: str, suggestions: list[Any]) -> str:
+    """A flagged word's suggestions in one cell: ``go → went, goes`` (a deletion is "(delete)")."""
+    if not suggestions:
+        return "–"
+    target = text[suggestions[0].start:suggestions[0].end]
+    return f"{target} → " + ", ".join(s.value or "(delete)" for s in suggestions)
+
+
 # ------------------------------------------------------------------------------------- model loading
 
 def find_export(model: str | Path) -> Path | None:
@@ -232,11 +257,15 @@ def model_name(model_dir: Path) -> str:
 class DemoApp:
     """The demo's state (one calibrated and one raw view of the same Detector) and its handlers."""
 
-    def __init__(self, detector: Any, note: str = "", threshold: float = 0.5) -> None:
-        from electra_detect.tasks.ged.suggestions import Suggester
+    def __init__(self, detector: Any, note: str = "", threshold: float = 0.5, dictionary: Any = None) -> None:
+        from electra_detect.tasks.ged.check import GedChecker
+        from electra_detect.tasks.ged.dictionary import PersonalDictionary
+        from electra_detect.tasks.rerank.fusion import HypothesisScore
 
         self.detector = detector
-        self.suggester = Suggester()
+        # The GED task flags, types, explains and suggests; the page only shows its records.
+        self.checker = GedChecker(detector, dictionary=dictionary or PersonalDictionary())
+        self.hypothesis = HypothesisScore.for_model(detector.model_dir)  # a learned reranker when the model has one
         self.threshold = threshold  # the slider's starting value
         self.has_calibration = detector.calibration != "raw"
         self.info = ModelInfo(name=model_name(Path(detector.model_dir)), path=str(detector.model_dir),
@@ -250,25 +279,33 @@ class DemoApp:
             return self.detector.score([text], calibrated=calibration != "raw")[0]
 
     # -- tab 1: highlighted words
-    def highlight(self, text: Any, threshold: Any = 0.5, calibration: str = "calibrated"
+    def highlight(self, text: Any, threshold: Any = 0.5, calibration: str = "calibrated", words: Any = ""
                   ) -> tuple[list[tuple[str, str | None]], str]:
-        """(HighlightedText value, summary or message). Words with score >= threshold get their band."""
+        """(HighlightedText value, summary or message). Words with score >= threshold get their band, except the
+        personal dictionary's and the page's own ``words`` (never flagged)."""
+        from electra_detect.tasks.ged.check import in_dictionary
+        from electra_detect.tasks.ged.flags import FlaggedWord
+        from electra_detect.tasks.ged.options import GedOptions
+
         try:
             text = check_text(text)
             threshold = check_threshold(threshold)
+            vocabulary = self.checker.vocabulary(GedOptions(words=own_words(words)))
         except InputProblem as problem:
             return [], f"⚠️ {problem}"
         scores = self._score(text, calibration)
+        flagged = [w for w in scores.words if w.score >= threshold
+                   and not in_dictionary(text, FlaggedWord.of_word(w), vocabulary)]
+        shown = {(w.start, w.end) for w in flagged}
         pieces: list[tuple[str, str | None]] = []
         cursor = 0
         for word in scores.words:
             if word.start > cursor:
                 pieces.append((text[cursor:word.start], None))
-            pieces.append((word.word, band(word.score) if word.score >= threshold else None))
+            pieces.append((word.word, band(word.score) if (word.start, word.end) in shown else None))
             cursor = word.end
         if cursor < len(text):
             pieces.append((text[cursor:], None))
-        flagged = [w for w in scores.words if w.score >= threshold]
         top = max(scores.words, key=lambda w: w.score, default=None)
         kind = "raw" if calibration == "raw" or not self.has_calibration else self.info.calibration
         summary = (f"**{len(flagged)} of {len(scores.words)} words flagged** at threshold {threshold:.2f} "
@@ -278,60 +315,53 @@ class DemoApp:
             summary += f" Highest: “{escape_md(top.word)}” p = {top.score:.3f}."
         return pieces, summary
 
-    def _suggestions(self, scores: Any, threshold: float, calibration: str) -> dict[int, str]:
-        """Flagged word start -> its suggestions as one cell ("go → goes, went"; a deletion is "(delete)"); a
-        written word split into flagged pieces (don ' t) shows its suggestions once."""
-        with self._lock:
-            flagged = self.suggester.flagged(lambda texts: self.detector.score(texts, calibrated=calibration != "raw"),
-                                             [scores], threshold)[0]
-        cells, seen = {}, set()
-        for word in flagged:
-            found = word["suggestions"]
-            if not found or (found[0]["start"], found[0]["end"]) in seen:
-                continue
-            seen.add((found[0]["start"], found[0]["end"]))
-            target = scores.text[found[0]["start"]:found[0]["end"]]
-            cells[word["start"]] = f"{target} → " + ", ".join(s["value"] or "(delete)" for s in found)
-        return cells
+    def picky_threshold(self, picky: Any, calibration: str = "calibrated") -> float:
+        """Where the slider goes when picky is switched on or off: the model's threshold at that level (``ged.json``;
+        picky flags more), rounded to the slider's step."""
+        level = "picky" if picky else "default"
+        return round(self.detector.threshold(calibrated=calibration != "raw" and self.has_calibration, level=level), 2)
 
-    # -- tab 2: GED spans
-    def ged(self, text: Any, threshold: Any = 0.5, calibration: str = "calibrated") -> tuple[list[list[Any]], str]:
-        """Flagged spans (runs of adjacent flagged words) with their probabilities and suggested replacements,
-        highest first."""
+    # -- tab 2: the GED task's flagged words
+    def ged(self, text: Any, threshold: Any = 0.5, calibration: str = "calibrated", off: Any = None,
+            picky: Any = False, words: Any = "") -> tuple[list[list[Any]], str]:
+        """The GED task's flagged words (``GedChecker``: typed, with rule, category, message and suggestions),
+        with the categories in ``off`` switched off, ``picky`` (never a higher threshold than the model's picky
+        one) and the page's own dictionary ``words``; in text order."""
+        from electra_detect.tasks.ged.options import GedOptions, GedOptionsError
+
         try:
             text = check_text(text)
             threshold = check_threshold(threshold)
-        except InputProblem as problem:
+            level = "picky" if picky else "default"
+            if picky:
+                threshold = min(threshold, self.picky_threshold(True, calibration))
+            options = GedOptions(threshold=threshold, level=level, disabled_categories=list(off or []),
+                                 words=own_words(words), suggest=True, calibrated=calibration != "raw")
+        except (InputProblem, GedOptionsError) as problem:
             return [], f"⚠️ {problem}"
-        scores = self._score(text, calibration)
-        suggested = self._suggestions(scores, threshold, calibration)
-        spans: list[list[Any]] = []  # each: [words]
-        previous = -2
-        for index, word in enumerate(scores.words):
-            if word.score < threshold:
-                continue
-            if index == previous + 1 and spans:
-                spans[-1].append(word)
-            else:
-                spans.append([word])
-            previous = index
-        rows = [[text[group[0].start:group[-1].end], group[0].start, group[-1].end,
-                 round(max(w.score for w in group), 4),
-                 ", ".join(f"{w.word} {w.score:.3f}" for w in group),
-                 ", ".join(f"{w.operation}:{w.error_type} {w.type_score:.2f}" for w in group if w.error_type)
-                 or "– (untyped model)",
-                 "; ".join(suggested[w.start] for w in group if w.start in suggested) or "–"] for group in spans]
-        rows.sort(key=lambda row: -row[3])
+        from electra_detect.app.languagetool import quoted  # the record's *emphasis* as quotes, as /v2/check gives
+
+        with self._lock:
+            flagged = self.checker.check_texts([text], options)[0]
+        rows = [[w.word, w.start, w.end, round(w.score, 4),
+                 f"{w.operation}:{w.type}" if w.type else "– (untyped model)", w.rule.category, w.rule.id,
+                 quoted(w.message), suggestion_cell(text, w.suggestions or [])] for w in flagged]
+        switched = f" Categories off: {', '.join(sorted(options.disabled_categories))}." \
+            if options.disabled_categories else ""
+        if not rows and options.disabled_categories:
+            return [], f"No flagged word at threshold {threshold:.2f} outside the categories switched off.{switched}"
         if not rows:
-            return [], f"No word reaches the threshold {threshold:.2f}; lower it to see weaker suspicions."
-        return rows, f"**{len(rows)} flagged span(s)** at threshold {threshold:.2f}."
+            return [], (f"No word reaches the threshold {threshold:.2f}{' (picky)' if picky else ''}; lower it to see "
+                        f"weaker suspicions.")
+        return rows, (f"**{len(rows)} flagged word(s)** at threshold {threshold:.2f}{' (picky)' if picky else ''}: "
+                      f"each with its error type, category, rule and message.{switched}")
 
     # -- tab 3: n-best reranking
     def rerank(self, nbest: Any, lm_weight: Any = 1.0, length_weight: Any = 0.0,
                calibration: str = "calibrated") -> tuple[list[list[Any]], str]:
         """The pasted n-best list, best first, with each component of the total."""
         from electra_detect.errors import RerankError
-        from electra_detect.tasks.rerank.fusion import rerank_hypotheses
+        from electra_detect.tasks.rerank.fusion import rank_hypotheses
         from electra_detect.tasks.rerank.nbest import parse_hypothesis_lines
 
         try:
@@ -352,22 +382,35 @@ class DemoApp:
                     weights.append(float(value))
                 except (TypeError, ValueError):
                     raise InputProblem(f"The {name} must be a number, got {value!r}.") from None
+            chosen = self.hypothesis  # the task's ranker and its choice of score, as the CLI's and the server's
             with self._lock:
-                rows = rerank_hypotheses(self.detector, hyps, lm_weight=weights[0], length_weight=weights[1],
-                                         calibrated=calibration != "raw")
+                results = self.detector.score([text for text, _ in hyps], batch_size=64,
+                                              calibrated=calibration != "raw" and chosen.calibrated)
+            rows = rank_hypotheses(hyps, chosen.of(results), weights[0], weights[1], chosen.name)
         except (InputProblem, RerankError) as problem:
             return [], f"⚠️ {problem}"
-        table = [[row["rank"], row["text"], round(row["asr_score"], 4), round(row["electra_score"], 4),
+        table = [[row["rank"], row["text"], round(row["asr_score"], 4), round(row[chosen.name], 4),
                   row["length"], round(row["total"], 4)] for row in rows]
-        kind = "raw" if calibration == "raw" or not self.has_calibration else self.info.calibration
-        return table, (f"**{len(rows)} hypotheses reranked**: total = ASR + {weights[0]:g} × ELECTRA "
-                       f"+ {weights[1]:g} × length; ELECTRA = sum of log(1−p) ({kind} probabilities). "
+        if chosen.reranker is not None:
+            score = "the learned reranker's score (reranker.json; raw probabilities)"
+        else:
+            kind = "raw" if calibration == "raw" or not self.has_calibration else self.info.calibration
+            score = f"sum of log(1−p) ({kind} probabilities)"
+        return table, (f"**{len(rows)} hypotheses reranked**: total = ASR + {weights[0]:g} × {self.lm_label} "
+                       f"+ {weights[1]:g} × length; {self.lm_label} = {score}. "
                        f"Best: “{escape_md(rows[0]['text'])}”.")
+
+    @property
+    def lm_label(self) -> str:
+        """What the rerank table calls the model's sentence score."""
+        return "reranker" if self.hypothesis.reranker is not None else "ELECTRA"
 
     # ------------------------------------------------------------------------------------ the page
     def build(self) -> Any:
         """The Gradio Blocks page (not yet launched)."""
         import gradio as gr
+
+        from electra_detect.tasks.ged.rule_table import CATEGORIES  # the rule table's categories: the page's switches
 
         calib_choices = ["calibrated", "raw"]
         with gr.Blocks(title="electra-detect demo", analytics_enabled=False) as page:
@@ -385,6 +428,16 @@ class DemoApp:
                                              if self.has_calibration else
                                              "raw only: this model dir has no calibration.json"),
                                        elem_id="calibration")
+            with gr.Row():
+                picky = gr.Checkbox(False, label="Picky", elem_id="picky",
+                                    info="flag more: moves the threshold to the lower one tuned for it (ged.json)")
+                off = gr.CheckboxGroup([(f"{name} ({key})", key) for key, name in CATEGORIES.items()], value=[],
+                                       label="Switch categories off", elem_id="categories-off",
+                                       info="flags of these categories are not shown (GED tab)")
+                words = gr.Textbox(label="Your words", lines=2, max_lines=6, elem_id="own-words",
+                                   placeholder="Kubernetes, Hamming",
+                                   info="never flagged nor suggested, beside your dictionary file; one a line or "
+                                        "comma-separated (inflections included)")
             with gr.Tabs():
                 with gr.Tab("Highlight", id="highlight"):
                     text = gr.Textbox(label="Text", lines=3, max_lines=12, elem_id="text-input",
@@ -395,13 +448,13 @@ class DemoApp:
                                                      elem_id="highlighted")
                     status = gr.Markdown(elem_id="status-highlight")
                     gr.Examples(EXAMPLES, inputs=[text], label="Examples")
-                with gr.Tab("GED spans", id="ged"):
+                with gr.Tab("Errors", id="ged"):
                     ged_text = gr.Textbox(label="Text", lines=3, max_lines=12, elem_id="ged-input")
                     ged_button = gr.Button("Find errors", variant="primary", elem_id="ged-button")
-                    ged_table = gr.Dataframe(headers=["span", "start", "end", "max p", "words (p)",
-                                                      "error type (p), typed models", "suggestions"],
-                                             datatype=["str", "number", "number", "number", "str", "str", "str"],
-                                             interactive=False, elem_id="ged-table", label="Flagged spans")
+                    ged_table = gr.Dataframe(headers=GED_HEADERS,
+                                             datatype=["str", "number", "number", "number", "str", "str", "str", "str",
+                                                       "str"],
+                                             interactive=False, wrap=True, elem_id="ged-table", label="Flagged words")
                     ged_status = gr.Markdown(elem_id="status-ged")
                     gr.Examples(EXAMPLES, inputs=[ged_text], label="Examples")
                 with gr.Tab("Rerank", id="rerank"):
@@ -411,7 +464,7 @@ class DemoApp:
                         lm_weight = gr.Number(1.0, label="LM weight (ELECTRA)", elem_id="lm-weight")
                         length_weight = gr.Number(0.0, label="length weight (per word)", elem_id="length-weight")
                     rerank_button = gr.Button("Rerank", variant="primary", elem_id="rerank-button")
-                    rerank_table = gr.Dataframe(headers=["rank", "hypothesis", "ASR score", "ELECTRA score",
+                    rerank_table = gr.Dataframe(headers=["rank", "hypothesis", "ASR score", f"{self.lm_label} score",
                                                          "words", "total"],
                                                 datatype=["number", "str", "number", "number", "number", "number"],
                                                 interactive=False, elem_id="rerank-table", label="Reranked")
@@ -419,18 +472,20 @@ class DemoApp:
                     gr.Examples([[nbest_list] for _label, nbest_list in NBEST_EXAMPLES], inputs=[nbest],
                                 label="Examples", example_labels=[label for label, _list in NBEST_EXAMPLES])
 
-            highlight_io = dict(fn=self.highlight, inputs=[text, threshold, calibration],
+            highlight_io = dict(fn=self.highlight, inputs=[text, threshold, calibration, words],
                                 outputs=[highlighted, status])
             button.click(**highlight_io)
             text.submit(**highlight_io)
-            ged_io = dict(fn=self.ged, inputs=[ged_text, threshold, calibration], outputs=[ged_table, ged_status])
+            ged_io = dict(fn=self.ged, inputs=[ged_text, threshold, calibration, off, picky, words],
+                          outputs=[ged_table, ged_status])
             ged_button.click(**ged_io)
             ged_text.submit(**ged_io)
-            for control in (threshold, calibration):  # re-colour what is shown; say nothing while empty
-                control.change(fn=self._quiet(self.highlight, 2), inputs=[text, threshold, calibration],
+            picky.input(fn=self.picky_threshold, inputs=[picky, calibration], outputs=[threshold])  # the slider moves
+            for control in (threshold, calibration, off, words):  # re-check what is shown; say nothing while empty
+                control.change(fn=self._quiet(self.highlight, 2), inputs=[text, threshold, calibration, words],
                                outputs=[highlighted, status])
-                control.change(fn=self._quiet(self.ged, 2), inputs=[ged_text, threshold, calibration],
-                               outputs=[ged_table, ged_status])
+                control.change(fn=self._quiet(self.ged, 2), inputs=[ged_text, threshold, calibration, off, picky,
+                                                                    words], outputs=[ged_table, ged_status])
             rerank_io = dict(fn=self.rerank, inputs=[nbest, lm_weight, length_weight, calibration],
                              outputs=[rerank_table, rerank_status])
             rerank_button.click(**rerank_io)
@@ -450,7 +505,8 @@ class DemoApp:
 
 
 def build_app(model: str | Path, engine: str = "auto", device: str | None = None,
-              variant: str | None = None, threshold: float | None = None) -> DemoApp:
+              variant: str | None = None, threshold: float | None = None,
+              dictionary: str | Path | None = None) -> DemoApp:
     """Load the model once and wrap it for the page.
 
     ``threshold`` starts the slider; by default the model's tuned ``ged.json`` threshold, else 0.5
@@ -460,7 +516,10 @@ def build_app(model: str | Path, engine: str = "auto", device: str | None = None
         raise DemoError(f"--threshold must be between 0 and 1, got {threshold}")
     detector, note = load_detector(model, engine=engine, device=device, variant=variant, task="ged")
     threshold = detector.threshold() if threshold is None else threshold
-    return DemoApp(detector, note=note, threshold=round(threshold, 2))
+    from electra_detect.tasks.ged.dictionary import PersonalDictionary
+
+    personal = PersonalDictionary(Path(dictionary)) if dictionary is not None else PersonalDictionary()
+    return DemoApp(detector, note=note, threshold=round(threshold, 2), dictionary=personal)
 
 
 def launch(app: DemoApp, host: str = "127.0.0.1", port: int = DEFAULT_PORT, block: bool = True,

@@ -14,6 +14,7 @@ import pytest
 from electra_detect.app.demo import (
     BANDS,
     COLOR_MAP,
+    GED_HEADERS,
     MAX_CHARS,
     MAX_HYPOTHESES,
     DemoApp,
@@ -24,6 +25,7 @@ from electra_detect.app.demo import (
     find_export,
     launch,
     load_detector,
+    suggestion_cell,
 )
 from electra_detect.detector import Detector
 
@@ -31,8 +33,16 @@ SENTENCE = "The farmer go to the market yesterday."
 
 
 @pytest.fixture(scope="module")
-def app(micro_run: Path) -> DemoApp:
-    return build_app(micro_run)
+def dictionary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page's personal dictionary file (empty at first): never the user's own."""
+    path = tmp_path_factory.mktemp("dictionary") / "dictionary.txt"
+    path.write_text("", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def app(micro_run: Path, dictionary: Path) -> DemoApp:
+    return build_app(micro_run, dictionary=dictionary)
 
 
 @pytest.fixture(scope="module")
@@ -78,21 +88,86 @@ def test_bad_threshold_gives_a_message(app: DemoApp, threshold) -> None:
     assert pieces == [] and "threshold" in message
 
 
-def test_ged_merges_adjacent_flagged_words_into_spans(app: DemoApp, scores) -> None:
-    rows, message = app.ged(SENTENCE, 0.0, "calibrated")  # every word flagged: one span over all of them
-    assert len(rows) == 1 and "1 flagged span" in message
-    span, start, end, max_p, words, types, suggestions = rows[0]
-    assert types == "– (untyped model)" and isinstance(suggestions, str)
-    assert (start, end) == (scores.words[0].start, scores.words[-1].end) and span == SENTENCE[start:end]
-    assert max_p == pytest.approx(max(w.score for w in scores.words), abs=1e-4)
-    assert words.count(",") == len(scores.words) - 1
-    ranked = sorted(scores.words, key=lambda w: -w.score)
-    threshold = ranked[0].score - 1e-6
-    rows, _ = app.ged(SENTENCE, threshold, "calibrated")
-    assert any(ranked[0].word in row[0] for row in rows if row[3] == rows[0][3])  # ties: any top row
-    assert [r[3] for r in rows] == sorted((r[3] for r in rows), reverse=True)
-    rows, message = app.ged(SENTENCE, 1.0, "calibrated") if ranked[0].score < 1.0 else ([], "No word")
+def test_ged_tab_shows_the_ged_tasks_records(app: DemoApp, scores) -> None:
+    from electra_detect.app.languagetool import quoted
+    from electra_detect.tasks.ged.options import GedOptions
+
+    rows, message = app.ged(SENTENCE, 0.0, "calibrated")  # every word flagged, each typed by its best edit
+    expected = app.checker.check_texts([SENTENCE], GedOptions(threshold=0.0, suggest=True))[0]
+    assert len(rows) == len(scores.words) == len(expected) and f"{len(rows)} flagged word(s)" in message
+    for row, word in zip(rows, expected, strict=True):
+        assert dict(zip(GED_HEADERS, row, strict=True)) == {
+            "word": word.word, "start": word.start, "end": word.end, "p": round(word.score, 4),
+            "type": f"{word.operation}:{word.type}" if word.type else "– (untyped model)",
+            "category": word.rule.category, "rule": word.rule.id, "message": quoted(word.message),
+            "suggestions": suggestion_cell(SENTENCE, word.suggestions)}
+    assert any(row[4] != "– (untyped model)" for row in rows)  # an untyped model's words typed by their edits
+    top = max(scores.words, key=lambda w: w.score)
+    rows, _ = app.ged(SENTENCE, top.score - 1e-6, "calibrated")
+    assert top.word in [row[0] for row in rows]
+    rows, message = app.ged(SENTENCE, 1.0, "calibrated") if top.score < 1.0 else ([], "No word")
     assert rows == [] and "No word" in message
+
+
+def test_categories_off_picky_and_own_words_on_the_ged_tab(app: DemoApp, micro_run: Path, tmp_path: Path) -> None:
+    from electra_detect.tasks.ged.dictionary import Vocabulary
+
+    rows, _ = app.ged(SENTENCE, 0.0, "calibrated")
+    category = rows[0][5]
+    off, message = app.ged(SENTENCE, 0.0, "calibrated", [category])
+    assert [r[0] for r in off] == [r[0] for r in rows if r[5] != category] and category in message
+    suggested = [v.strip() for r in rows for v in r[8].split("→")[-1].split(",") if v.strip().isalpha()]
+    own = [rows[1][0], suggested[0]]
+    known = Vocabulary.of(own)
+    taught, _ = app.ged(SENTENCE, 0.0, "calibrated", [], False, "\n".join(own))
+    assert taught and not any(known.knows(r[0]) for r in taught), (own, taught)
+    assert not any(known.knows(v.strip()) for r in taught for v in r[8].split("→")[-1].split(","))
+    pieces, _ = app.highlight(SENTENCE, 0.0, "calibrated", ", ".join(own))
+    assert not any(known.knows(piece) for piece, label in pieces if label is not None)
+    assert app.ged(SENTENCE, 0.0, "calibrated", [], False, "w," * 1001)[1].startswith("⚠️")
+    model = tmp_path / "picky"
+    shutil.copytree(micro_run / "discriminator", model)
+    (model / "ged.json").write_text(json.dumps({"threshold": 0.999, "levels": {"picky": 0.0}}))
+    strict = build_app(model, dictionary=tmp_path / "none.txt")
+    assert strict.threshold == 1.0 and (strict.picky_threshold(True), strict.picky_threshold(False)) == (0.0, 1.0)
+    default, _ = strict.ged(SENTENCE, 1.0, "calibrated")
+    picky, message = strict.ged(SENTENCE, 1.0, "calibrated", [], True)  # never above the model's picky threshold
+    assert default == [] and len(picky) == len(rows) and "(picky)" in message
+
+
+def test_the_dictionary_file_is_never_flagged_nor_suggested_on_the_page(app: DemoApp, dictionary: Path) -> None:
+    rows, _ = app.ged(SENTENCE, 0.0, "calibrated")
+    word = rows[0][0]
+    try:
+        dictionary.write_text(f"# mine\n{word.upper()}\n", encoding="utf-8")
+        rows, _ = app.ged(SENTENCE, 0.0, "calibrated")
+        assert word.lower() not in [r[0].lower() for r in rows]
+        assert not any(v.strip().lower() == word.lower() for r in rows for v in r[8].split("→")[-1].split(","))
+        pieces, summary = app.highlight(SENTENCE, 0.0, "calibrated")
+        assert word not in [piece for piece, label in pieces if label is not None]
+    finally:
+        dictionary.write_text("", encoding="utf-8")
+    assert word in [r[0] for r in app.ged(SENTENCE, 0.0, "calibrated")[0]]  # read again once it changed
+
+
+def test_rerank_uses_the_learned_reranker_when_the_model_has_one(micro_run: Path, tmp_path: Path) -> None:
+    from electra_detect.tasks.rerank.fusion import rerank_hypotheses
+    from electra_detect.tasks.rerank.listwise import Reranker
+    from electra_detect.tasks.rerank.nbest import parse_hypothesis_lines
+
+    model = tmp_path / "reranked"
+    shutil.copytree(micro_run / "discriminator", model)
+    Reranker({"sum": 0.5, "count": -3.0, "words": 0.25}).save(model)
+    app = build_app(model, dictionary=tmp_path / "none.txt")
+    assert app.hypothesis.reranker is not None and app.lm_label == "reranker"
+    nbest = "the farmer saw a red house\t-3.5\nthe farmer go a red house\t-3.4\n"
+    table, message = app.rerank(nbest, 1.0, 0.0)
+    expected = rerank_hypotheses(app.detector, parse_hypothesis_lines(nbest))  # the task's choice: the reranker
+    learned = Reranker.load(model).lm_scores(app.detector.score([h for h, _ in parse_hypothesis_lines(nbest)],
+                                                                calibrated=False))
+    assert [row[1] for row in table] == [row["text"] for row in expected]
+    assert [row[3] for row in table] == [round(row["electra_score"], 4) for row in expected]
+    assert sorted(row[3] for row in table) == sorted(round(v, 4) for v in learned) and "learned" in message
 
 
 def test_rerank_tab_matches_the_shared_rerank_api(app: DemoApp) -> None:
@@ -211,6 +286,10 @@ def test_page_has_every_widget_the_issue_asks_for(app: DemoApp) -> None:
     assert isinstance(components["threshold"], gr.Slider)
     assert isinstance(components["calibration"], gr.Radio)
     assert isinstance(components["ged-table"], gr.Dataframe) and isinstance(components["rerank-table"], gr.Dataframe)
+    assert components["ged-table"].headers == GED_HEADERS  # each flagged word's type, category, rule and message
+    assert isinstance(components["picky"], gr.Checkbox) and isinstance(components["own-words"], gr.Textbox)
+    assert [value for _label, value in components["categories-off"].choices] == [
+        "GRAMMAR", "TYPOS", "PUNCTUATION", "CASING", "STYLE"]
     assert app.info.engine in components["model-info"].value
 
 

@@ -77,9 +77,10 @@ def export_dir(micro_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 @pytest.fixture(scope="module")
 def server(export_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    srv = Server(export_dir, tmp_path_factory.mktemp("log") / "server.log", "--max-texts", "8", "--max-chars", "300",
+    logs = tmp_path_factory.mktemp("log")
+    srv = Server(export_dir, logs / "server.log", "--max-texts", "8", "--max-chars", "300",
                  "--max-body-bytes", "8192", "--timeout", "20", "--max-wait-ms", "20", "--max-batch", "64",
-                 "--batching", "on")
+                 "--batching", "on", env={"ELECTRA_DETECT_DICTIONARY": str(logs / "no-dictionary.txt")})
     yield srv
     assert srv.stop() == 0
 
@@ -131,6 +132,46 @@ def test_score_matches_in_process_detector(server: Server, export_dir: Path) -> 
         assert remote["sentence_mean"] == pytest.approx(mine.sentence_mean, abs=1e-6)
     short = post(server, "/v1/score", {"texts": texts[:1], "tokens": False}).json()
     assert "tokens" not in short["results"][0] and short["results"][0]["words"]
+
+
+def test_ged_gives_the_tasks_records_and_honours_the_options(server: Server) -> None:
+    from electra_detect.tasks.ged.dictionary import Vocabulary
+    from electra_detect.tasks.ged.rule_table import RULES_BY_ID
+
+    text = "He go to the store yesterday ."
+
+    def flagged(**options: object) -> list[dict[str, object]]:
+        response = post(server, "/v1/ged", {"texts": [text], "threshold": 0, **options})
+        assert response.status_code == 200, response.text
+        return response.json()["results"][0]["flagged"]
+
+    everything = flagged()
+    assert len(everything) == 7 and all({"word", "start", "end", "score", "rule", "category", "message"} <= set(f)
+                                        for f in everything)
+    assert all(RULES_BY_ID[f["rule"]].category == f["category"] and f["message"] for f in everything)
+    assert all("suggestions" not in f for f in everything)  # not asked for
+    suggested = flagged(suggest=True)  # the same types, rules and messages' rule with suggestions shown
+    assert [(f["word"], f["rule"], f.get("type")) for f in suggested] == [
+        (f["word"], f["rule"], f.get("type")) for f in everything]
+    assert all(isinstance(f["suggestions"], list) for f in suggested)
+    rules, categories = [f["rule"] for f in everything], [f["category"] for f in everything]
+    assert [f["rule"] for f in flagged(disabled_rules=[rules[0], "NO_SUCH_RULE"])] == [r for r in rules
+                                                                                       if r != rules[0]]
+    assert [f["rule"] for f in flagged(enabled_rules=[rules[0].lower()], enabled_only=True)] == [
+        r for r in rules if r == rules[0]]
+    assert [f["category"] for f in flagged(disabled_categories=[categories[0]])] == [
+        c for c in categories if c != categories[0]]
+    assert [f["category"] for f in flagged(enabled_categories=[categories[0]], enabled_only=True)] == [
+        c for c in categories if c == categories[0]]
+    values = [s["value"] for f in suggested for s in f["suggestions"] if s["value"].isalpha()]
+    own = ["store", values[0]]
+    known = Vocabulary.of(own)
+    taught = flagged(words=own, suggest=True)
+    assert not any(known.knows(f["word"]) for f in taught), (own, taught)
+    assert not any(known.knows(s["value"]) for f in taught for s in f["suggestions"]), own
+    for bad in ({"enabled_only": True}, {"level": "fussy"}, {"words": "store"}, {"disabled_rules": "X"}):
+        response = post(server, "/v1/ged", {"texts": [text], **bad})
+        assert response.status_code == 422 and response.json()["error"]["type"] == "invalid_request", bad
 
 
 def test_ged_uses_model_threshold(server: Server) -> None:
