@@ -10,7 +10,7 @@ import pytest
 spacy = pytest.importorskip("spacy")
 
 from electra_detect.detector import Detector, TextScores, TokenScore, WordScore  # noqa: E402
-from electra_detect.spacy_component import annotate, error_label  # noqa: E402
+from electra_detect.spacy_component import annotate, error_label, register_extensions  # noqa: E402
 from electra_detect.tasks.ged.flags import FlaggedWord  # noqa: E402
 
 TEXTS = ["He go to the store yesterday and buyed three apple.", "The farmer saw a red house.",
@@ -66,6 +66,7 @@ def test_a_tagged_pipeline_keeps_its_annotations(micro_run: Path) -> None:
 
 
 def test_typed_words_give_errant_labels_and_a_merged_span_keeps_the_top_score() -> None:
+    register_extensions()  # what the component does when it is made: this test calls annotate alone
     nlp = spacy.blank("en")
     text = "She don't like it."
     doc = nlp.make_doc(text)  # She | do | n't | like | it | . ; the detector's words: don | ' | t

@@ -29,7 +29,7 @@ from benchmarks.common.run import command_line
 from electra_detect.detector import Detector
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.tasks.ged.alignment import TypedTokens, to_token_scores, token_spans
-from electra_detect.tasks.ged.check import GedChecker
+from electra_detect.tasks.ged.check import GedChecker, TypingRule
 from electra_detect.tasks.ged.edit_types import split_type
 from electra_detect.tasks.ged.metrics import flatten, tune_threshold, type_metrics
 from electra_detect.tasks.ged.options import GedOptions
@@ -77,13 +77,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", default="auto", help="the engine `ged` runs (default auto)")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--out-dir", type=Path, default=Path("benchmarks/results/ged_types"))
+    parser.add_argument("--ranked", action="store_true",
+                        help="type by the edit to the model's best candidate (every candidate scored; the default "
+                             "types by the first proposed one)")
     args = parser.parse_args(argv)
 
     sentences = read_bea_json(args.fce / "fce-dev.json")
     tune, report = split_sentences(sentences, 0.5, args.seed)
     detector = Detector.load(args.model, task="ged", engine=args.engine)
     print(detector.describe(), file=sys.stderr)
-    checker = GedChecker(detector)
+    checker = GedChecker(detector, typing=TypingRule(ranked=args.ranked))
     halves = {"tune": tune, "report": report}
     scored, score_ms = {}, {}
     for name, group in halves.items():  # the scoring itself, to set the check's cost beside
