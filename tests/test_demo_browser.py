@@ -52,11 +52,11 @@ def browser_missing() -> str | None:
 class DemoProcess:
     """``electra-detect demo --port 0`` in a child process; the URL is read from its first line."""
 
-    def __init__(self, model: Path, timeout: float = 120.0) -> None:
+    def __init__(self, model: Path, timeout: float = 120.0, *args: str) -> None:
         env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
         started = time.perf_counter()
         self.proc = subprocess.Popen([sys.executable, "-m", "electra_detect.cli", "demo", "--model", str(model),
-                                      "--port", "0"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                      "--port", "0", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
         self.lines: queue.Queue[str] = queue.Queue()
         self.output: list[str] = []
@@ -158,6 +158,28 @@ def rerank_list(page: Any, nbest: str) -> list[list[str]]:
     return rows
 
 
+def find_errors(page: Any, text: str, threshold: float) -> list[dict[str, str]]:
+    """The Errors tab's table for ``text`` at ``threshold`` (with the controls as they are set): one dict a row."""
+    page.get_by_role("tab", name="Errors").click()
+    set_threshold(page, threshold)
+    page.locator("#ged-input textarea").fill(text)
+    page.locator("#ged-button").click()
+    return read_errors(page, f"at threshold {threshold:.2f}")
+
+
+def read_errors(page: Any, status: str) -> list[dict[str, str]]:
+    """The Errors table's rows once the status line says ``status`` (or that nothing is flagged)."""
+    from electra_detect.app.demo import GED_HEADERS
+
+    page.wait_for_function("t => document.querySelector('#status-ged').innerText.includes(t)", arg=status,
+                           timeout=30_000)
+    count = page.locator("#ged-table [data-testid^='cell-'][data-testid$='-0']").count()
+    if "flagged word" not in page.locator("#status-ged").inner_text():
+        return []
+    return [{name: page.locator(f"#ged-table [data-testid='cell-{r}-{c}']").inner_text().strip()
+             for c, name in enumerate(GED_HEADERS)} for r in range(count)]
+
+
 def threshold_for(words: list[Any]) -> tuple[Any, float]:
     """The top-scoring word and a 2-decimal slider value at or under its score, so it is always flagged."""
     top = max(words, key=lambda w: w.score)
@@ -171,8 +193,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.skipif(MISSING i
 
 
 @pytest.fixture(scope="module")
-def demo(micro_run: Path) -> Iterator[DemoProcess]:
-    process = DemoProcess(micro_run)
+def demo(micro_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoProcess]:
+    dictionary = tmp_path_factory.mktemp("dictionary") / "dictionary.txt"
+    dictionary.write_text("", encoding="utf-8")  # never the user's own
+    process = DemoProcess(micro_run, 120.0, "--dictionary", str(dictionary))
     print(f"\ndemo start-up: {process.startup_s:.1f} s (process start to HTTP 200)")
     yield process
     process.stop()
@@ -220,20 +244,46 @@ def test_typed_sentence_is_highlighted_and_the_top_word_flagged(demo: DemoProces
         set_threshold(page, 1.0)
         page.wait_for_function("() => document.querySelector('#status-highlight').innerText.includes('1.00')")
         assert page.locator("#highlighted .token.highlighted").count() == 0
-    # the GED tab lists the same top word among its flagged spans
-    page.get_by_role("tab", name="GED spans").click()
-    set_threshold(page, threshold)
-    page.locator("#ged-input textarea").fill(SENTENCE)
-    page.locator("#ged-button").click()
-    page.wait_for_function("() => document.querySelector('#status-ged').innerText.includes('flagged span')",
-                           timeout=30_000)
-    spans = page.locator("#ged-table [data-testid^='cell-'][data-testid$='-0']").all_inner_texts()
-    assert spans and any(top.word in span for span in spans)
+    # the Errors tab lists the same top word among its flagged words
+    rows = find_errors(page, SENTENCE, threshold)
+    assert rows and top.word in [row["word"] for row in rows]
     page.get_by_role("tab", name="Highlight").click()
     set_threshold(page, threshold)
     page.screenshot(path=str(tmp_path / "demo.png"), full_page=True)
     assert (tmp_path / "demo.png").stat().st_size > 10_000
     assert external == [], f"the page tried to load external assets: {external}"
+
+
+def test_errors_tab_shows_messages_and_categories_and_honours_the_controls(demo: DemoProcess, browser: Any,
+                                                                          detector: Any) -> None:
+    from electra_detect.tasks.ged.rule_table import RULES_BY_ID
+
+    external: list[str] = []
+    page = open_page(browser, demo.url, external)
+    rows = find_errors(page, SENTENCE, 0.0)  # every word flagged, each with its type, category, rule and message
+    assert len(rows) == len(detector.score([SENTENCE])[0].words)
+    assert all(RULES_BY_ID[row["rule"]].category == row["category"] and row["message"] for row in rows)
+    assert any(f'"{row["word"]}"' in row["message"] for row in rows)  # the message names the word
+    category = rows[0]["category"]
+    page.locator("#categories-off").get_by_label(re.compile(rf"\({category}\)")).check()
+    off = read_errors(page, f"Categories off: {category}")
+    assert [row["word"] for row in off] == [row["word"] for row in rows if row["category"] != category]
+    page.locator("#categories-off").get_by_label(re.compile(rf"\({category}\)")).uncheck()
+    page.wait_for_function("() => !document.querySelector('#status-ged').innerText.includes('Categories off')",
+                           timeout=30_000)
+    word = next(row["word"] for row in rows if row["word"].isalpha() and row["word"].lower() != "the")
+    page.locator("#own-words textarea").fill(word)
+    page.locator("#own-words textarea").press("Tab")
+    page.wait_for_function("n => document.querySelectorAll(\"#ged-table [data-testid^='cell-'][data-testid$='-0']\")"
+                           ".length < n", arg=len(rows), timeout=30_000)
+    taught = read_errors(page, "flagged word")
+    assert word not in [row["word"] for row in taught]
+    assert not any(word.lower() in row["suggestions"].split("→")[-1].lower().split(", ") for row in taught)
+    page.locator("#picky input").check()  # the slider moves to the model's picky threshold
+    picky = round(detector.threshold(level="picky"), 2)
+    page.wait_for_function("v => Math.abs(parseFloat(document.querySelector('#threshold input[type=range]').value)"
+                           " - v) < 1e-9", arg=picky, timeout=10_000)
+    assert external == []
 
 
 def test_rerank_tab_shows_the_reranked_table(demo: DemoProcess, browser: Any, detector: Any,
@@ -288,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--model", required=True)
     parser.add_argument("--out", default="docs/images/demo.png")
+    parser.add_argument("--messages-out", default="docs/images/demo_messages.png",
+                        help="the Errors tab's screenshot (each flagged word's type, category, rule and message)")
     parser.add_argument("--text", default="He go to the store yesterday and buyed three apple.")
     parser.add_argument("--nbest", default="i want to recognize speech\\t-12.1\\ni want to wreck a nice beach\\t-11.8"
                         "\\neye want to recognise speech\\t-12.6\\ni want two recognize speech\\t-12.0",
@@ -302,7 +354,9 @@ def main(argv: list[str] | None = None) -> int:
     detector = Detector.load(args.model, task="ged")
     threshold = args.threshold if args.threshold is not None else detector.threshold()
     words = detector.score([args.text])[0].words
-    process = DemoProcess(Path(args.model))
+    dictionary = Path(os.environ.get("TMPDIR", "/tmp")) / "electra-detect-screenshot-dictionary.txt"
+    dictionary.write_text("", encoding="utf-8")  # the screenshot shows the model, not the maker's own words
+    process = DemoProcess(Path(args.model), 120.0, "--dictionary", str(dictionary))
     print(f"start-up {process.startup_s:.1f} s; " + ", ".join(f"{w.word} {w.score:.3f}" for w in words))
     try:
         with sync_playwright() as playwright:
@@ -313,11 +367,15 @@ def main(argv: list[str] | None = None) -> int:
             out = Path(args.out)
             out.parent.mkdir(parents=True, exist_ok=True)
             _save(page, out)
+            rows = find_errors(page, args.text, threshold)
+            print("errors tab: " + "; ".join(f"{r['word']} {r['type']} {r['category']} {r['message']}" for r in rows))
+            messages_out = Path(args.messages_out)
+            _save(page, messages_out)
             rerank_list(page, args.nbest.replace("\\t", "\t").replace("\\n", "\n"))
             rerank_out = out.with_name(f"{out.stem}-rerank{out.suffix}")
             _save(page, rerank_out)
             chromium.close()
-            print(f"wrote {out} and {rerank_out}; external requests: {external or 'none'}")
+            print(f"wrote {out}, {messages_out} and {rerank_out}; external requests: {external or 'none'}")
     finally:
         process.stop()
     return 0
