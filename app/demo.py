@@ -59,7 +59,8 @@ NBEST_EXAMPLES = [  # (label shown on the button, list): a multi-line value woul
     ("3-best, no scores", "their going to the station\nthey're going to the station\nthere going to the station"),
 ]
 
-GED_HEADERS = ["word", "start", "end", "p", "type", "category", "rule", "message", "suggestions"]
+GED_HEADERS = ["word", "message", "category", "type", "rule", "suggestions", "p", "start", "end"]
+GED_WIDTHS = ["8%", "27%", "9%", "11%", "18%", "12%", "7%", "4%", "4%"]  # the message gets the room
 CSS = "#model-info p { margin: 0; } #status-highlight, #status-ged, #status-rerank { min-height: 1.5em; }"
 
 
@@ -343,9 +344,9 @@ class DemoApp:
 
         with self._lock:
             flagged = self.checker.check_texts([text], options)[0]
-        rows = [[w.word, w.start, w.end, round(w.score, 4),
-                 f"{w.operation}:{w.type}" if w.type else "– (untyped model)", w.rule.category, w.rule.id,
-                 quoted(w.message), suggestion_cell(text, w.suggestions or [])] for w in flagged]
+        rows = [[w.word, quoted(w.message), w.rule.category, f"{w.operation}:{w.type}" if w.type else
+                 "– (untyped model)", w.rule.id, suggestion_cell(text, w.suggestions or []), round(w.score, 4),
+                 w.start, w.end] for w in flagged]
         switched = f" Categories off: {', '.join(sorted(options.disabled_categories))}." \
             if options.disabled_categories else ""
         if not rows and options.disabled_categories:
@@ -429,12 +430,12 @@ class DemoApp:
                                              "raw only: this model dir has no calibration.json"),
                                        elem_id="calibration")
             with gr.Row():
-                picky = gr.Checkbox(False, label="Picky", elem_id="picky",
+                picky = gr.Checkbox(False, label="Picky", elem_id="picky", scale=1,
                                     info="flag more: moves the threshold to the lower one tuned for it (ged.json)")
                 off = gr.CheckboxGroup([(f"{name} ({key})", key) for key, name in CATEGORIES.items()], value=[],
-                                       label="Switch categories off", elem_id="categories-off",
+                                       label="Switch categories off", elem_id="categories-off", scale=3,
                                        info="flags of these categories are not shown (GED tab)")
-                words = gr.Textbox(label="Your words", lines=2, max_lines=6, elem_id="own-words",
+                words = gr.Textbox(label="Your words", lines=2, max_lines=6, elem_id="own-words", scale=2,
                                    placeholder="Kubernetes, Hamming",
                                    info="never flagged nor suggested, beside your dictionary file; one a line or "
                                         "comma-separated (inflections included)")
@@ -452,9 +453,10 @@ class DemoApp:
                     ged_text = gr.Textbox(label="Text", lines=3, max_lines=12, elem_id="ged-input")
                     ged_button = gr.Button("Find errors", variant="primary", elem_id="ged-button")
                     ged_table = gr.Dataframe(headers=GED_HEADERS,
-                                             datatype=["str", "number", "number", "number", "str", "str", "str", "str",
-                                                       "str"],
-                                             interactive=False, wrap=True, elem_id="ged-table", label="Flagged words")
+                                             datatype=["str", "str", "str", "str", "str", "str", "number", "number",
+                                                       "number"],
+                                             interactive=False, wrap=True, column_widths=GED_WIDTHS,
+                                             elem_id="ged-table", label="Flagged words")
                     ged_status = gr.Markdown(elem_id="status-ged")
                     gr.Examples(EXAMPLES, inputs=[ged_text], label="Examples")
                 with gr.Tab("Rerank", id="rerank"):

@@ -30,6 +30,7 @@ from electra_detect.app.demo import (
 from electra_detect.detector import Detector
 
 SENTENCE = "The farmer go to the market yesterday."
+CATEGORY, SUGGESTIONS = GED_HEADERS.index("category"), GED_HEADERS.index("suggestions")  # the Errors table's columns
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +102,8 @@ def test_ged_tab_shows_the_ged_tasks_records(app: DemoApp, scores) -> None:
             "type": f"{word.operation}:{word.type}" if word.type else "– (untyped model)",
             "category": word.rule.category, "rule": word.rule.id, "message": quoted(word.message),
             "suggestions": suggestion_cell(SENTENCE, word.suggestions)}
-    assert any(row[4] != "– (untyped model)" for row in rows)  # an untyped model's words typed by their edits
+    types = [row[GED_HEADERS.index("type")] for row in rows]
+    assert any(kind != "– (untyped model)" for kind in types)  # an untyped model's words typed by their edits
     top = max(scores.words, key=lambda w: w.score)
     rows, _ = app.ged(SENTENCE, top.score - 1e-6, "calibrated")
     assert top.word in [row[0] for row in rows]
@@ -113,15 +115,15 @@ def test_categories_off_picky_and_own_words_on_the_ged_tab(app: DemoApp, micro_r
     from electra_detect.tasks.ged.dictionary import Vocabulary
 
     rows, _ = app.ged(SENTENCE, 0.0, "calibrated")
-    category = rows[0][5]
+    category = rows[0][CATEGORY]
     off, message = app.ged(SENTENCE, 0.0, "calibrated", [category])
-    assert [r[0] for r in off] == [r[0] for r in rows if r[5] != category] and category in message
-    suggested = [v.strip() for r in rows for v in r[8].split("→")[-1].split(",") if v.strip().isalpha()]
+    assert [r[0] for r in off] == [r[0] for r in rows if r[CATEGORY] != category] and category in message
+    suggested = [v.strip() for r in rows for v in r[SUGGESTIONS].split("→")[-1].split(",") if v.strip().isalpha()]
     own = [rows[1][0], suggested[0]]
     known = Vocabulary.of(own)
     taught, _ = app.ged(SENTENCE, 0.0, "calibrated", [], False, "\n".join(own))
     assert taught and not any(known.knows(r[0]) for r in taught), (own, taught)
-    assert not any(known.knows(v.strip()) for r in taught for v in r[8].split("→")[-1].split(","))
+    assert not any(known.knows(v.strip()) for r in taught for v in r[SUGGESTIONS].split("→")[-1].split(","))
     pieces, _ = app.highlight(SENTENCE, 0.0, "calibrated", ", ".join(own))
     assert not any(known.knows(piece) for piece, label in pieces if label is not None)
     assert app.ged(SENTENCE, 0.0, "calibrated", [], False, "w," * 1001)[1].startswith("⚠️")
@@ -142,7 +144,8 @@ def test_the_dictionary_file_is_never_flagged_nor_suggested_on_the_page(app: Dem
         dictionary.write_text(f"# mine\n{word.upper()}\n", encoding="utf-8")
         rows, _ = app.ged(SENTENCE, 0.0, "calibrated")
         assert word.lower() not in [r[0].lower() for r in rows]
-        assert not any(v.strip().lower() == word.lower() for r in rows for v in r[8].split("→")[-1].split(","))
+        offered = [v.strip().lower() for r in rows for v in r[SUGGESTIONS].split("→")[-1].split(",")]
+        assert word.lower() not in offered
         pieces, summary = app.highlight(SENTENCE, 0.0, "calibrated")
         assert word not in [piece for piece, label in pieces if label is not None]
     finally:
