@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -80,3 +81,15 @@ def micro_paper_run(tmp_path_factory: pytest.TempPathFactory, corpus_file: Path,
     out = tmp_path_factory.mktemp("runs") / "micro_paper"
     Trainer(micro_config(corpus_file, cache_dir, paper=True, max_steps=30), out, show_progress=False).run()
     return out
+
+
+@pytest.fixture()
+def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    return tmp_path / "xdg" / "electra-detect" / "onnx"
+
+
+@pytest.fixture()
+def run_copy(micro_run: Path, tmp_path: Path) -> Path:
+    """A run of its own: tests that calibrate or export must not change the shared micro run."""
+    return Path(shutil.copytree(micro_run / "discriminator", tmp_path / "model"))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,18 +21,6 @@ from electra_detect.onnx.cache import export_key
 
 TEXTS = ["The farmer saw a red house yesterday.", "A doctor", "Every student painted the river again and again.",
          " ".join(["The children visited the quiet village before the storm."] * 12)]  # several windows
-
-
-@pytest.fixture()
-def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    return tmp_path / "xdg" / "electra-detect" / "onnx"
-
-
-@pytest.fixture()
-def run_copy(micro_run: Path, tmp_path: Path) -> Path:
-    """A run of its own: tests that calibrate or export must not change the shared micro run."""
-    return Path(shutil.copytree(micro_run / "discriminator", tmp_path / "model"))
 
 
 def test_first_use_exports_once_into_the_cache_keyed_by_the_weights(run_copy: Path, empty_cache: Path,

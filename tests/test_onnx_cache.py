@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,17 +17,6 @@ from electra_detect.onnx import cache
 from electra_detect.onnx.manifest import VARIANT_FILES
 
 TEXT = "The farmer saw a red house yesterday."
-
-
-@pytest.fixture()
-def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    return tmp_path / "xdg" / "electra-detect" / "onnx"
-
-
-@pytest.fixture()
-def run_copy(micro_run: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(micro_run / "discriminator", tmp_path / "model"))
 
 
 def replace_keeping_stamp(path: Path, data: bytes) -> None:
@@ -70,11 +58,11 @@ def test_a_tampered_shipped_export_without_weights_is_refused(run_copy: Path, em
     from electra_detect.onnx.export import export_model
 
     shipped = export_model(run_copy, tmp_path / "shipped", variants=("fp32", "int8"), progress=False).out_dir
-    assert Detector.load(shipped, engine="onnx").engine.variant == "int8"
-    target = shipped / VARIANT_FILES["int8"]
+    chosen = Detector.load(shipped, engine="onnx").engine.variant  # the one the export measured fastest here
+    target = shipped / VARIANT_FILES[chosen]
     replace_keeping_stamp(target, flipped(target.read_bytes()))
     for engine in ("onnx", "auto"):
-        with pytest.raises(DetectorError, match="refusing a corrupt ONNX export: .*model_int8.onnx.*no weights"):
+        with pytest.raises(DetectorError, match=f"refusing a corrupt ONNX export: .*{target.name}.*no weights"):
             Detector.load(shipped, engine=engine)
 
 

@@ -36,7 +36,7 @@ from benchmarks.common.run import command_line
 from electra_detect.detector import Detector
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.tasks.ged.alignment import flags_to_token_labels, score_tokens, score_typed_tokens
-from electra_detect.tasks.ged.metrics import f_beta, flatten, token_metrics, tune_threshold, type_metrics
+from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold, type_metrics
 from electra_detect.tasks.ged.readers import GedSentence
 
 DATA_FILES = {"fce": ["fce-train.json"], "wi": ["A.train.json", "B.train.json", "C.train.json"]}
@@ -62,18 +62,10 @@ def parse_arm(spec: str) -> dict[str, Any]:
 
 def travelling_threshold(tunes: list[tuple[np.ndarray, np.ndarray]]) -> float:
     """The threshold that maximises the mean token F0.5 over several tuning sets (labels, scores): one threshold
-    for more than one learner population."""
-    grid = np.round(np.arange(0.02, 0.98, 0.005), 3)
-    means = []
-    for threshold in grid:
-        scores = []
-        for labels, values in tunes:
-            flagged = values >= threshold
-            tp = float((flagged & (labels == 1)).sum())
-            precision, recall = tp / max(flagged.sum(), 1), tp / max(labels.sum(), 1)
-            scores.append(f_beta(precision, recall))
-        means.append(np.mean(scores))
-    return float(grid[int(np.argmax(means))])
+    for more than one learner population (``tasks.ged.metrics.shared_threshold``)."""
+    from electra_detect.tasks.ged.metrics import shared_threshold
+
+    return shared_threshold(tunes)
 
 
 def interval(a: dict[str, list[int]], b: dict[str, list[int]], resamples: np.ndarray) -> dict[str, float]:

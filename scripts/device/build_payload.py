@@ -142,18 +142,19 @@ def build(args: argparse.Namespace) -> Path:
     return stage
 
 
-def pack(stage: Path, parts_dir: Path) -> list[Path]:
-    """tar | split: ``parts_dir/p00``, ``p01``, ... of PART_BYTES each (DEVICE.md; runs/ is git-ignored: carry only)."""
+def pack(stage: Path, parts_dir: Path, prefix: str = "p", arcname: str = "payload") -> list[Path]:
+    """tar | split: ``parts_dir/p00``, ``p01``, ... of PART_BYTES each (DEVICE.md; runs/ is git-ignored: carry only);
+    the archive's top folder is ``arcname``."""
     parts_dir.mkdir(parents=True, exist_ok=True)
-    for old in parts_dir.glob("p[0-9][0-9]"):
+    for old in parts_dir.glob(f"{prefix}[0-9][0-9]"):
         old.unlink()
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        tar.add(stage, arcname="payload")
+        tar.add(stage, arcname=arcname)
     blob = buffer.getvalue()
     parts = []
     for index, start in enumerate(range(0, len(blob), PART_BYTES)):
-        part = parts_dir / f"p{index:02d}"
+        part = parts_dir / f"{prefix}{index:02d}"
         part.write_bytes(blob[start:start + PART_BYTES])
         parts.append(part)
     return parts

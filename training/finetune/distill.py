@@ -472,26 +472,6 @@ def distill_loss(output: torch.Tensor, rows: torch.Tensor, targets: dict[str, to
     return loss, parts
 
 
-def length_batches(examples: Sequence[tuple[list[int], list[int]]], batch_size: int, pad_id: int,
-                   rng: random.Random) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """(ids, attention, target rows) batches formed inside shuffled pools sorted by length, as ``ged train``'s."""
-    from electra_detect.batching import pad_ids
-    from electra_detect.training.finetune.ged_finetune import LENGTH_POOL
-
-    order = list(range(len(examples)))
-    rng.shuffle(order)
-    pool = batch_size * LENGTH_POOL
-    groups = []
-    for start in range(0, len(order), pool):
-        chunk = sorted(order[start:start + pool], key=lambda i: len(examples[i][0]))
-        groups += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
-    rng.shuffle(groups)
-    for group in groups:
-        ids, attention = pad_ids([examples[i][0] for i in group], pad_id)
-        rows, _ = pad_ids([examples[i][1] for i in group], -1)
-        yield torch.from_numpy(ids), torch.from_numpy(attention), torch.from_numpy(rows)
-
-
 def student_model(source: Path, channels: Sequence[str]) -> Any:
     """The start under its stock token classifier with the teacher's channels; the start's own head rows are kept
     by channel name where it has them (a typed start: ``ged-synthetic``), the rest start fresh."""
@@ -526,29 +506,12 @@ def teacher_gap(detector: Any, examples: Sequence[Example]) -> dict[str, float]:
             "agreement": round(float(((ours >= 0.5) == (theirs >= 0.5)).mean()), 4)}
 
 
-def shared_threshold(tunes: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
-    """The threshold with the highest mean token F0.5 over several tuning sets (labels, scores): one threshold for
-    several learner populations (``benchmarks/quality/ged_learner.py``'s travelling threshold)."""
-    from electra_detect.tasks.ged.metrics import f_beta
-
-    grid = np.round(np.arange(0.02, 0.98, 0.005), 3)
-    means = []
-    for threshold in grid:
-        values = []
-        for labels, scores in tunes:
-            flagged = scores >= threshold
-            tp = float((flagged & (labels == 1)).sum())
-            values.append(f_beta(tp / max(flagged.sum(), 1), tp / max(labels.sum(), 1)))
-        means.append(np.mean(values))
-    return float(grid[int(np.argmax(means))])
-
-
 def dev_report(model_dir: Path, dev: dict[str, list[GedSentence]], device: str | None = None) -> dict[str, Any]:
     """Each dev set cut into its tuning and report halves (``ged eval --split``'s seed); the shared threshold tuned
     on the tuning halves; per set F0.5 etc. on both halves at that threshold and at the set's own tuned one."""
     from electra_detect.detector import Detector
     from electra_detect.tasks.ged.alignment import score_tokens
-    from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold
+    from electra_detect.tasks.ged.metrics import flatten, shared_threshold, token_metrics, tune_threshold
 
     detector = Detector.load(model_dir, device=device, engine="torch")
     halves, tunes = {}, []
@@ -577,6 +540,7 @@ def distill(start: str | Path, out: str | Path, labelled: Sequence[tuple[Path, P
 
     from electra_detect.engines import usable_positions
     from electra_detect.model_dir import resolve_model_dir
+    from electra_detect.training.finetune.ged_finetune import length_batches
     from electra_detect.training.optim import build_optimizer, fine_tune_step, warmup_linear_decay
 
     config = config or DistillConfig()

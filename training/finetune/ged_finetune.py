@@ -173,7 +173,9 @@ def typed_model(source: Path, channels: Sequence[str]) -> Any:
 LENGTH_POOL = 50
 
 
-def _batches(examples: list[tuple[list[int], list[int]]], batch_size: int, pad_id: int, rng: random.Random):
+def length_batches(examples: Sequence[tuple[list[int], list[int]]], batch_size: int, pad_id: int,
+                   rng: random.Random) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """(ids, attention, per-token rows padded with -1) batches, formed inside shuffled pools sorted by length."""
     order = list(range(len(examples)))
     rng.shuffle(order)
     pool = batch_size * LENGTH_POOL
@@ -229,7 +231,7 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     skip = step  # the batch order is replayed from the seed, and the batches already trained on are skipped
     bar = tqdm(total=total, initial=step, desc="ged train", unit="step", disable=not show_progress)
     while step < total:
-        for ids, attention, labels in _batches(examples, config.batch_size, tokenizer.pad_token_id, rng):
+        for ids, attention, labels in length_batches(examples, config.batch_size, tokenizer.pad_token_id, rng):
             if skip:
                 skip -= 1
                 continue

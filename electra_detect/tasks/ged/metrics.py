@@ -82,6 +82,21 @@ def type_metrics(sentences: Sequence[GedSentence], predictions: Sequence[TypedTo
                          for name, (n, found, right) in sorted(per_type.items())}}
 
 
+def shared_threshold(tunes: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
+    """The threshold with the highest mean token F0.5 over several tuning sets (labels, scores): one threshold for
+    several learner populations (the distillation trainer's and ``benchmarks/quality/ged_learner.py``'s)."""
+    grid = np.round(np.arange(0.02, 0.98, 0.005), 3)
+    means = []
+    for threshold in grid:
+        values = []
+        for labels, scores in tunes:
+            flagged = scores >= threshold
+            tp = float((flagged & (labels == 1)).sum())
+            values.append(f_beta(tp / max(flagged.sum(), 1), tp / max(labels.sum(), 1)))
+        means.append(np.mean(values))
+    return float(grid[int(np.argmax(means))])
+
+
 def flatten(sentences: Sequence[GedSentence], scores: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     labels = np.concatenate([np.asarray(s.labels) for s in sentences])
     return labels, np.concatenate(list(scores))
