@@ -192,8 +192,8 @@ def test_the_demo_shows_suggestions_in_the_ged_table(shipped: Detector) -> None:
 
     app = DemoApp(shipped, threshold=shipped.threshold())
     rows, message = app.ged("She go to school every day.", shipped.threshold(), "raw")
-    assert "flagged span" in message
-    cell = next(row[6] for row in rows if "go" in row[0].split())
+    assert "flagged word" in message
+    cell = next(row[5] for row in rows if "go" in row[0].split())  # word, message, category, type, rule, suggestions
     assert cell.startswith("go → ") and "goes" in cell
 
 
