@@ -93,10 +93,14 @@ class Service:
         return replace(options, threshold=fixed if level == "default" else min(fixed, self.detector.threshold(
             calibrated=options.calibrated, level=level)))
 
-    def check_cost(self, job: ScoringJob, options: GedOptions) -> int:
-        """The model tokens checking ``job``'s texts may cause (:func:`check_cost`): with candidates whenever any
-        may be scored, for suggestions or for naming a type by its edit."""
-        return check_cost(job.cost, options.suggest or self.checker.typer.available)
+    def candidates(self, options: GedOptions) -> bool:
+        """Whether a check may score candidates: for suggestions, or to name a word's type by its edit."""
+        return options.suggest or self.checker.typer.available
+
+    def ged_cost(self, job: ScoringJob, options: GedOptions) -> int:
+        """The model tokens a /v1/ged of ``job`` may cause: its own, and its candidates' (:func:`check_cost`'s bound,
+        cut to ``max_tokens`` as :meth:`flagged` cuts the candidates' job)."""
+        return job.cost + min(self.settings.max_tokens, check_cost(job.cost, self.candidates(options)) - job.cost)
 
     async def checked(self, request: Request, job: ScoringJob, cost: int, options: GedOptions,
                       deadline: float) -> tuple[list[TextScores], list[list[FlaggedWord]]]:
@@ -113,11 +117,20 @@ class Service:
         more job of the request, within its deadline; targets that would take that job over ``budget`` model
         tokens (at most ``max_tokens``) get none (and keep the type head's type)."""
         budget = min(budget, self.settings.max_tokens)
-        plan = await asyncio.to_thread(
-            lambda: self.checker.prepare(scored, options).within(budget, lambda texts: self.detector.job(texts).cost))
+        plan = await self.in_thread(
+            lambda: self.checker.prepare(scored, options).within(budget, lambda texts: self.detector.job(texts).cost),
+            deadline)
         texts = plan.texts
         scores = await self.run(request, await self.prepare(texts, deadline), deadline) if texts else []
-        return await asyncio.to_thread(self.checker.finish, plan, scores)
+        return await self.in_thread(lambda: self.checker.finish(plan, scores), deadline)
+
+    async def in_thread(self, work: Callable[[], Any], deadline: float) -> Any:
+        """``work()`` off the event loop, answered 504 when it has not returned by ``deadline``."""
+        remaining = max(0.0, deadline - asyncio.get_running_loop().time())
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(work), remaining)
+        except TimeoutError:
+            raise self._timeout() from None
 
     async def prepare(self, texts: list[str], deadline: float, calibrated: bool = True) -> ScoringJob:
         """``texts`` tokenised into a scoring job (off the event loop: a large request takes a while), refused 413

@@ -174,6 +174,21 @@ def test_ged_gives_the_tasks_records_and_honours_the_options(server: Server) -> 
         assert response.status_code == 422 and response.json()["error"]["type"] == "invalid_request", bad
 
 
+def test_ged_with_suggestions_is_admitted_by_its_cost_like_a_check(micro_run: Path, tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from electra_detect.app.server import create_app
+    from electra_detect.app.settings import ServerSettings
+
+    detector = Detector.load(micro_run / "discriminator", engine="torch")
+    settings = ServerSettings(check_budget=5000, dictionary=str(tmp_path / "none.txt"))
+    texts = ["a,b,c,d,e,f,g,h " * 30]  # 450 tokens: 450 + 16 x 450 with suggestions, over 5,000
+    with TestClient(create_app(detector, settings)) as client:
+        refused = client.post("/v1/ged", json={"texts": texts, "suggest": True})
+        assert refused.status_code == 413 and refused.json()["error"]["type"] == "over_budget", refused.text
+        assert client.post("/v1/ged", json={"texts": texts}).status_code == 200  # without: its candidates cut
+
+
 def test_ged_uses_model_threshold(server: Server) -> None:
     body = post(server, "/v1/ged", {"texts": ["He go to the store yesterday ."]}).json()
     assert body["threshold"] == pytest.approx(0.123)

@@ -8,7 +8,7 @@ from fastapi.responses import Response
 
 from electra_detect.app.api_errors import ERROR_RESPONSES, ApiError
 from electra_detect.app.schemas import GedRequest, check_texts, ged_options
-from electra_detect.app.service import ServiceDep, reply
+from electra_detect.app.service import ServiceDep, check_cost, reply
 from electra_detect.tasks.ged.flags import flagged_dicts
 from electra_detect.tasks.ged.options import GedOptionsError
 
@@ -24,7 +24,14 @@ async def ged(body: GedRequest, request: Request, service: ServiceDep) -> Respon
         raise ApiError(422, "invalid_request", str(exc)) from None
     deadline = service.deadline()
     job = await service.prepare(body.texts, deadline)
-    scored, flagged = await service.checked(request, job, service.check_cost(job, options), options, deadline)
+    cost = service.ged_cost(job, options)
+    if options.suggest and check_cost(job.cost, True) > service.settings.check_budget:  # as /v2/check's, before work
+        service.metrics.refused.labels("check_budget").inc()
+        raise ApiError(413, "over_budget", f"checking these texts with suggestions may cost "
+                                           f"{check_cost(job.cost, True)} model tokens; this server's budget per "
+                                           f"check with suggestions is {service.settings.check_budget}: send less "
+                                           f"text, or ask without suggestions")
+    scored, flagged = await service.checked(request, job, cost, options, deadline)
     return await reply(lambda: {
         "threshold": service.checker.threshold(options), "level": options.level,
         "calibration": service.detector.calibration,

@@ -91,7 +91,7 @@ async def check(request: Request, service: ServiceDep) -> Response:
     if re.search(NOT_BLANK, document.checked):  # an empty document has no matches, as in LanguageTool
         check_texts([document.checked], settings, "text")
         deadline = service.deadline()
-        candidates = options.suggest or service.checker.typer.available
+        candidates = service.candidates(options)
         # Every word is at least one model token, so its words (+ [CLS]/[SEP]) bound its cost from below: a text
         # over budget by that count is refused on the event loop, before it queues for the tokenizer's thread.
         least = check_cost(len(document.checked.split()) + 2, candidates)
