@@ -27,7 +27,7 @@ from electra_detect.tasks.ged.dictionary import PersonalDictionary, Vocabulary
 from electra_detect.tasks.ged.edit_typing import Edit, EditTyper
 from electra_detect.tasks.ged.flags import FlaggedWord
 from electra_detect.tasks.ged.options import GedOptions
-from electra_detect.tasks.ged.suggestions import Suggester, Suggestion, SuggestionPlan, target_span
+from electra_detect.tasks.ged.suggestions import Suggester, Suggestion, SuggestionPlan, replace_span, target_span
 
 ScoreTexts = Callable[[list[str]], list[TextScores]]
 
@@ -191,13 +191,13 @@ class GedChecker:
         typed = [w for w in words if self.typing.by_edit(w)]
         if not typed:
             return []
-        plan = self.suggester.plan(text, [(w.start, w.end) for w in typed])
+        plan = self.suggester.plan(text, [(w.start, w.end) for w in typed], first_only=True)
         found = []
         for word, index in zip(typed, plan.order, strict=True):
             target = plan.targets[index]
             edits = [e for e in target.edits if not (e[0] and vocabulary.knows(e[0]))]
-            if repeats_the_word_before(target.sentence, *target.span):  # "the the": its deletion comes first
-                edits.sort(key=lambda e: e[0] != "")
+            if repeats_the_word_before(target.sentence, *target.span):  # "the the": its deletion, whatever comes first
+                edits = [("", "delete", *replace_span(target.sentence, *target.span, ""))]
             if edits:
                 value, _source, edited, span = edits[0]
                 found.append((word, Edit(target.sentence, *target.span, edited, span)))

@@ -184,12 +184,13 @@ class Suggester:
 
         return SpellChecker()
 
-    def spellings(self, word: str, limit: int = 5) -> list[str]:
-        """A spellchecker's corrections of ``word`` when it is not a known word, commonest first."""
+    def spellings(self, word: str, limit: int = 5, two_edits: bool = True) -> list[str]:
+        """A spellchecker's corrections of ``word`` when it is not a known word, commonest first; ``two_edits=False``
+        looks one edit away only (the two-edit search is most of a typed word's time)."""
         lower = word.lower()
         if not lower.isalpha() or self.checker.known([lower]):
             return []
-        found = self.near_words(lower)
+        found = self.near_words(lower) if two_edits else self.checker.known(self.checker.edit_distance_1(lower))
         return sorted((c for c in found if c != lower and "'" not in c),
                       key=lambda c: (-self.checker.word_usage_frequency(c), c))[:limit]
 
@@ -214,6 +215,29 @@ class Suggester:
         return sorted((c for c in found if c.isalpha()), key=lambda c: (-self.checker.word_usage_frequency(c), c))[
             :limit]
 
+    def first_candidate(self, word: str) -> list[tuple[str, str]]:
+        """The first of :meth:`candidates` (at most one), found without the later sources' work and with
+        spellings one edit away: what typing a word by its edit needs when no candidate is scored."""
+        sources = self.setting.sources
+        proposals = {"confusion": lambda: confusions(word), "inflection": lambda: inflections(word),
+                     "spelling": lambda: self.spellings(word, two_edits=False),
+                     "real_word": lambda: self.real_words(word)}
+        for source in SOURCES:
+            if source not in sources:
+                continue
+            if source in proposals:
+                values = [match_case(word, value) for value in proposals[source]()]
+            elif source == "case" and word[:1].isalpha():
+                values = sorted({word.lower(), word[:1].upper() + word[1:]})
+            elif source == "delete":
+                values = [""]
+            else:
+                values = []
+            values = [v for v in values if v != word]
+            if values:
+                return [(values[0], source)]
+        return []
+
     def candidates(self, word: str) -> list[tuple[str, str]]:
         """(replacement, source) for ``word``, in ``SOURCES`` order, cased like ``word``, without ``word`` itself
         and at most ``max_candidates`` of them."""
@@ -236,9 +260,10 @@ class Suggester:
         return list(found.items())[:self.setting.max_candidates]
 
     # -------------------------------------------------------------------------------------------- ranking
-    def plan(self, text: str, spans: Sequence[tuple[int, int]]) -> SuggestionPlan:
+    def plan(self, text: str, spans: Sequence[tuple[int, int]], first_only: bool = False) -> SuggestionPlan:
         """The sentences to score for suggestions for the words at ``spans`` of ``text``: each span's target in
-        its sentence (``context_words`` words each side at most), unedited and with each candidate in place."""
+        its sentence (``context_words`` words each side at most), unedited and with each candidate in place
+        (``first_only``: the first candidate alone, :meth:`first_candidate`)."""
         plan = SuggestionPlan(text)
         index: dict[tuple[int, int], int] = {}
         sentences = sentence_spans(text)
@@ -250,7 +275,8 @@ class Suggester:
                 sentence = text[lo:hi]
                 span = (target[0] - lo, target[1] - lo)
                 edits = [(value, source, *replace_span(sentence, *span, value))
-                         for value, source in self.candidates(text[target[0]:target[1]])]
+                         for value, source in (self.first_candidate if first_only else self.candidates)(
+                             text[target[0]:target[1]])]
                 plan.targets.append(TargetPlan(target, sentence, span, edits))
             plan.order.append(index[target])
         return plan
