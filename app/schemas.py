@@ -67,13 +67,20 @@ class ScoreRequest(BaseModel):
     tokens: StrictBool = Field(True, description="include per-subword scores (true or false; not 1 or \"yes\")")
 
 
-RuleId = Annotated[StrictStr, Field(max_length=200)]
+# An id holds a character that is neither a comma nor blank (Python's whitespace, as NOT_BLANK): checked in
+# ged_options, declared as a pattern (the lists of ids are comma-separated strings in LanguageTool's form).
+_ID_CHAR = r"[^,\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+RuleId = Annotated[StrictStr, Field(max_length=200, json_schema_extra={"pattern": _ID_CHAR})]
 DictionaryWord = Annotated[StrictStr, Field(max_length=200)]
 MAX_IDS = 1000  # rule or category ids, or dictionary words, in one request
+# enabled_only needs an enabled rule or category: a rule across fields, declared for clients (and schemathesis).
+_ENABLED_ONLY_NEEDS = {"if": {"properties": {"enabled_only": {"const": True}}, "required": ["enabled_only"]},
+                       "then": {"anyOf": [{"required": [name], "properties": {name: {"minItems": 1}}}
+                                          for name in ("enabled_rules", "enabled_categories")]}}
 
 
 class GedRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_ENABLED_ONLY_NEEDS)
     texts: list[Text] = Field(min_length=1, description="texts to check (limits as for /v1/score)")
     threshold: Threshold | None = Field(None, description="in [0, 1]; default: the server's --ged-threshold, else the "
                                                           "model's ged.json at the level, else 0.5")
@@ -171,6 +178,9 @@ def ged_options(body: GedRequest) -> dict[str, Any]:
     threshold); a threshold out of [0, 1] or enabled_only with nothing enabled is a 422."""
     if body.threshold is not None and not 0 <= float(body.threshold) <= 1:
         raise ApiError(422, "invalid_request", "threshold must be in [0, 1]")
+    for name in ("disabled_rules", "enabled_rules", "disabled_categories", "enabled_categories"):
+        if any(not re.search(_ID_CHAR, value) for value in getattr(body, name)):
+            raise ApiError(422, "invalid_request", f"{name}: an id must not be blank")
     if body.enabled_only and not (body.enabled_rules or body.enabled_categories):
         raise ApiError(422, "invalid_request", "enabled_only needs enabled_rules or enabled_categories: the rules "
                                                "to keep")
@@ -234,7 +244,6 @@ CHECK_FORM_BODY = {"required": True,  # text or data: a request without a form i
 
 
 # The LanguageTool options /v2/check reads (app/languagetool.py: parse_options), as the form and the query declare them.
-_ID_CHAR = r"[^,\t-\r\x1c- \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"  # an id is not blank
 CHECK_OPTIONS: dict[str, dict[str, Any]] = {
     "disabledRules": {"type": "string", "description": "comma-separated rule ids never flagged (docs/ged_rules.md); "
                                                        "unknown ids are ignored"},

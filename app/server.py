@@ -98,13 +98,17 @@ def add_error_handlers(app: FastAPI) -> None:
                               details=details)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 400:
             kind, message = json_error(exc.__cause__)
             return error_response(400, kind, message)
         kind = "not_found" if exc.status_code == 404 else "http_error"
         response = error_response(exc.status_code, kind, str(exc.detail))
         response.headers.update(exc.headers or {})  # a 405 must say which methods are allowed (Allow)
+        if exc.status_code == 405:  # every method of the path (/v2/check has a GET and a POST), not one route's
+            methods = {m.upper() for m in app.openapi().get("paths", {}).get(request.url.path, {})}
+            if methods:
+                response.headers["allow"] = ", ".join(sorted(methods))
         return response
 
     @app.exception_handler(Exception)

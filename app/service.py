@@ -94,8 +94,9 @@ class Service:
             calibrated=options.calibrated, level=level)))
 
     def candidates(self, options: GedOptions) -> bool:
-        """Whether a check may score candidates: for suggestions, or to name a word's type by its edit."""
-        return options.suggest or self.checker.typer.available
+        """Whether a check may score candidates: for suggestions, or to name a word's type by the edit to its best
+        candidate (``TypingRule.ranked``; the default types by the first proposed one, scoring none)."""
+        return options.suggest or (self.checker.typer.available and self.checker.typing.ranked)
 
     def ged_cost(self, job: ScoringJob, options: GedOptions) -> int:
         """The model tokens a /v1/ged of ``job`` may cause: its own, and its candidates' (:func:`check_cost`'s bound,

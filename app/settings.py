@@ -84,8 +84,8 @@ class ServerSettings:
     ged_threshold: float | None = field(default=None, metadata=_flag(
         "--ged-threshold", "default /v1/ged threshold (default: ged.json, else 0.5)"))
     suggest: bool = field(default=True, metadata=_flag(
-        "--no-suggest", "answer /v2/check without replacements (saves the scoring of most candidates: those that name "
-                        "a word's type by its edit are still scored, so the types are the same)"))
+        "--no-suggest", "answer /v2/check without replacements (saves the scoring of the candidates; the types are the "
+                        "same: a type names the edit to the first candidate, found without scoring)"))
     # The personal dictionary file (`serve --dictionary`); None: $ELECTRA_DETECT_DICTIONARY, else the XDG file.
     dictionary: str | None = None
 

@@ -350,6 +350,11 @@ def test_languages_and_openapi(client) -> None:
     query = {p["name"]: p for p in spec["paths"]["/v2/check"]["get"]["parameters"]}
     assert query["text"]["required"] is True and query["text"]["schema"]["maxLength"] == 300
     assert query["level"]["schema"]["enum"] == ["default", "picky"] and "disabledRules" in query
+    wrong = client.put("/v2/check", data={"text": "a"})  # a 405 names both methods of the path
+    assert wrong.status_code == 405 and wrong.headers["allow"] == "GET, POST"
+    assert client.delete("/v2/languages").headers["allow"] == "GET"
+    ged = spec["components"]["schemas"]["GedRequest"]  # enabled_only needs an enabled id, declared as the server checks
+    assert ged["if"]["properties"]["enabled_only"] == {"const": True} and len(ged["then"]["anyOf"]) == 2
 
 
 def head_in_pieces(port: int, start: bytes) -> bytes:

@@ -169,7 +169,8 @@ def test_ged_gives_the_tasks_records_and_honours_the_options(server: Server) -> 
     taught = flagged(words=own, suggest=True)
     assert not any(known.knows(f["word"]) for f in taught), (own, taught)
     assert not any(known.knows(s["value"]) for f in taught for s in f["suggestions"]), own
-    for bad in ({"enabled_only": True}, {"level": "fussy"}, {"words": "store"}, {"disabled_rules": "X"}):
+    for bad in ({"enabled_only": True}, {"level": "fussy"}, {"words": "store"}, {"disabled_rules": "X"},
+                {"enabled_rules": [" , "], "enabled_only": True}, {"disabled_categories": [""]}):
         response = post(server, "/v1/ged", {"texts": [text], **bad})
         assert response.status_code == 422 and response.json()["error"]["type"] == "invalid_request", bad
 

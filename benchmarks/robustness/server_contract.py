@@ -64,14 +64,15 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         server.terminate()
         server.wait(timeout=60)
     log = done.stdout + done.stderr
-    cases = re.search(r"(\d+) generated, (\d+) passed(?:, (\d+) failed)?", log)
+    # "N generated, N passed" when every case passed, "N generated, N found M unique failures" when not
+    cases = re.search(r"(\d+) generated(?:, (\d+) passed)?(?:, (\d+) failed)?", log)
     suites = ET.parse(junit).getroot()
     operations = [{"operation": case.get("name"), "seconds": round(float(case.get("time", 0)), 1),
                    "failures": [f.get("message", "")[:300] for f in case.findall("failure")]}
                   for case in suites.iter("testcase")]
     all_statuses = sum(statuses.values(), Counter())
     return {"schemathesis_exit": done.returncode, "seconds": round(seconds, 1),
-            "generated": int(cases[1]) if cases else None, "passed": int(cases[2]) if cases else None,
+            "generated": int(cases[1]) if cases else None, "passed": int(cases[2]) if cases and cases[2] else None,
             "failed": int(cases[3] or 0) if cases else None,
             "failures": sum(len(o["failures"]) for o in operations), "operations": operations,
             "served_statuses": {path: dict(sorted(c.items())) for path, c in sorted(statuses.items())},
@@ -85,7 +86,7 @@ def table(result: dict[str, Any]) -> str:
              f"Command: `{result['command']}` ({result['date']}); schemathesis {result['schemathesis']}, "
              f"`--checks all`, `--max-time {result['max_time']}`, seed {result['seed']}, model `{result['model']}` "
              "(ONNX fp32, `serve --engine onnx`), `schemathesis.toml` of the repository.", "",
-             f"**{result['generated']:,} generated cases, {result['failures']} failures, "
+             f"**{result['generated'] or 0:,} generated cases, {result['failures']} failures, "
              f"{result['served_5xx']} answers 5xx** (counted by the server's `/metrics`); schemathesis exit "
              f"status {result['schemathesis_exit']}.", "",
              "| operation | seconds | failures |", "|---|---:|---:|"]
