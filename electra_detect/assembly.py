@@ -68,7 +68,7 @@ def assemble(texts: Sequence[str], encodings: Sequence[TextEncoding], probs: np.
     joins = contraction_joins(texts, offsets[words, 0], offsets[lasts, 1], text_of)
     # a joining apostrophe and the word after it continue the word before it
     starts_word = ~(joins | np.r_[False, joins[:-1]])
-    firsts, lasts = words[starts_word], lasts[np.r_[starts_word[1:], True]]
+    firsts, lasts = words[starts_word], lasts[np.r_[starts_word[1:], True]] if len(words) else lasts
     text_of = owner[firsts]
     lengths = lasts - firsts + 1
     span = np.repeat(np.arange(len(firsts)), lengths)  # the word of each token in a word, in order

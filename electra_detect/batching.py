@@ -62,7 +62,8 @@ def plan_windows(windows: Sequence[tuple[int, list[int]]], tokens: int, cls_id: 
     # one winner per token: the largest edge distance, then the first window in engine order
     ranked = np.lexsort((owners, -edge, targets))
     keep = np.zeros(len(targets), dtype=bool)
-    keep[ranked[np.r_[True, targets[ranked][1:] != targets[ranked][:-1]]]] = True
+    if len(targets):  # texts without a token (empty, or control characters only) still run, as [CLS] [SEP]
+        keep[ranked[np.r_[True, targets[ranked][1:] != targets[ranked][:-1]]]] = True
     bounds = np.concatenate([[0], np.cumsum(np.bincount(owners[keep], minlength=len(chunks)))])
     return WindowPlan(ids, starts, lengths + 2, pad_id, tokens, targets[keep], positions[keep] + 1, owners[keep],
                       bounds, cls_id, sep_id)

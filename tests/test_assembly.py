@@ -198,3 +198,11 @@ def test_a_merged_job_and_a_budgeted_step_change_nothing() -> None:
 def test_paragraphs_long_windows_and_contractions_match_the_per_text_assembly() -> None:
     detector = Detector.load(SHIPPED / "ged", engine="torch", threads=1)
     check_variant(detector, hard_texts() * 4, min_flagged=4)
+
+
+def test_texts_without_a_token_score_alone_and_together() -> None:
+    detector = Detector.load(SHIPPED / "ged-synthetic", engine="torch", threads=1)
+    for texts in (["\x00"], ["", "\u200b"], ["\x07\x8a\x17", "He go home."]):
+        scored = detector.score(texts)
+        assert [s.text for s in scored] == texts
+        assert all(s.words == [] and s.tokens == [] for s in scored if s.text != "He go home.")

@@ -92,7 +92,8 @@ def post(server: Server, path: str, body: object, **kwargs: object) -> httpx.Res
 def test_health_docs_and_openapi(server: Server) -> None:
     health = httpx.get(f"{server.url}/healthz").json()
     assert health["status"] == "ok" and health["engine"] == "onnx"
-    assert health["provider"] == "CPUExecutionProvider" and health["variant"] == "fp32"
+    assert health["provider"] == "CPUExecutionProvider"
+    assert health["variant"] in ("fp32", "optimized")  # the one the export measured fastest here (no int8 exported)
     assert health["batching"] == "True"
     spec = httpx.get(f"{server.url}/openapi.json").json()
     assert {"/v1/score", "/v1/ged", "/v1/rerank", "/healthz", "/metrics"} <= set(spec["paths"])
