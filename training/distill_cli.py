@@ -11,23 +11,13 @@ import json
 from pathlib import Path
 
 from electra_detect.cli import verb
+from electra_detect.training.cli import no_subverb, positive_int
 
 
 def _errors() -> tuple[type[BaseException], ...]:
     from electra_detect.errors import DetectorError, GedDataError
 
     return DetectorError, GedDataError
-
-
-def _no_subverb(args: argparse.Namespace) -> int:  # argparse requires distill_verb; never reached
-    return 2
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be a positive integer")
-    return value
 
 
 def _count(text: str) -> int:
@@ -38,7 +28,7 @@ def _count(text: str) -> int:
 
 
 def add_distill(sub: argparse._SubParsersAction) -> None:
-    p = verb(sub, "distill", _no_subverb, errors=_errors,
+    p = verb(sub, "distill", no_subverb, errors=_errors,
              help="distil a large GED teacher into a small student (text sets, teacher labels, student training)",
              description="Three steps: `distill text` writes the text to label (learner sentences in two halves, "
                          "corpus sentences with realistic errors, clean ones); `distill label` runs the teacher(s) "
@@ -69,8 +59,8 @@ def add_distill(sub: argparse._SubParsersAction) -> None:
     lab.add_argument("--half-teachers", nargs=2, default=[], metavar=("A", "B"),
                      help="A trained on learner half 0, B on half 1: each learner sentence is labelled by the one "
                           "that did not see it (sentences without a half by --teacher, else by both)")
-    lab.add_argument("--shard-size", type=_positive, default=10_000)
-    lab.add_argument("--batch-size", type=_positive, default=64, help="windows per engine run")
+    lab.add_argument("--shard-size", type=positive_int, default=10_000)
+    lab.add_argument("--batch-size", type=positive_int, default=64, help="windows per engine run")
     lab.add_argument("--device", help="cpu or cuda (default: cuda when there is one)")
     lab.add_argument("--limit", type=_count, default=0, help="label only the first N sentences (0: all)")
     lab.add_argument("--part", default="0/1", metavar="I/N",
@@ -87,10 +77,10 @@ def add_distill(sub: argparse._SubParsersAction) -> None:
                     help="the arm: learner | learner corrupted | learner corrupted clean")
     tr.add_argument("--dev", nargs="*", default=[], metavar="PATH[:FORMAT]",
                     help="dev sets whose tuning halves (split seed 13) tune the threshold; figures on both halves")
-    tr.add_argument("--epochs", type=_positive, default=1)
+    tr.add_argument("--epochs", type=positive_int, default=1)
     tr.add_argument("--max-steps", type=_count, default=0)
     tr.add_argument("--max-minutes", type=float, default=0.0, help="stop training after this long (0: no limit)")
-    tr.add_argument("--batch-size", type=_positive, default=32)
+    tr.add_argument("--batch-size", type=positive_int, default=32)
     tr.add_argument("--lr", type=float, default=1e-4)
     tr.add_argument("--temperature", type=float, default=1.0)
     tr.add_argument("--gold-weight", type=float, default=1.0, help="weight of the gold BCE on learner words")
