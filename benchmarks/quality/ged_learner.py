@@ -36,7 +36,7 @@ from benchmarks.common.run import command_line
 from electra_detect.detector import Detector
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.tasks.ged.alignment import flags_to_token_labels, score_tokens, score_typed_tokens
-from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold, type_metrics
+from electra_detect.tasks.ged.metrics import flatten, shared_threshold, token_metrics, tune_threshold, type_metrics
 from electra_detect.tasks.ged.readers import GedSentence
 
 DATA_FILES = {"fce": ["fce-train.json"], "wi": ["A.train.json", "B.train.json", "C.train.json"]}
@@ -58,14 +58,6 @@ def parse_arm(spec: str) -> dict[str, Any]:
         parsed[name] = LEVERS[name](value)
     return {"spec": spec, "start": start, "data": data, "count": None if count == "all" else int(count),
             "levers": parsed}
-
-
-def travelling_threshold(tunes: list[tuple[np.ndarray, np.ndarray]]) -> float:
-    """The threshold that maximises the mean token F0.5 over several tuning sets (labels, scores): one threshold
-    for more than one learner population (``tasks.ged.metrics.shared_threshold``)."""
-    from electra_detect.tasks.ged.metrics import shared_threshold
-
-    return shared_threshold(tunes)
 
 
 def interval(a: dict[str, list[int]], b: dict[str, list[int]], resamples: np.ndarray) -> dict[str, float]:
@@ -149,7 +141,7 @@ def evaluate(scored: dict[str, Any], sets: dict[str, dict[str, list]]) -> tuple[
         return [getattr(p, "scores", p) for p in scored[name, half]]
 
     tunes = {name: flatten(sets[name]["tune"], values(name, "tune")) for name in SETS}
-    travel = travelling_threshold(list(tunes.values()))
+    travel = shared_threshold(list(tunes.values()))  # one threshold for every learner population
     row: dict[str, Any] = {"travelling_threshold": travel, "sentences_per_s": scored["sentences_per_s"], "sets": {}}
     counts = {}
     for name in SETS:

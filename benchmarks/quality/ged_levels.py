@@ -16,30 +16,14 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from benchmarks.common.ged_halves import load_sets
 from benchmarks.common.run import command_line
 from electra_detect.detector import Detector
 from electra_detect.fileio import atomic_write_json
 from electra_detect.tasks.ged.alignment import score_tokens
-from electra_detect.tasks.ged.metrics import f_beta, flatten, token_metrics
+from electra_detect.tasks.ged.metrics import f_beta, flatten, shared_threshold, token_metrics
 
 SHIPPED = Path(__file__).resolve().parents[2] / "models" / "electra-minilm"
-GRID = np.round(np.arange(0.02, 0.98, 0.005), 3)
-
-
-def travelling(tunes: list[tuple[np.ndarray, np.ndarray]], beta: float) -> float:
-    """The grid threshold with the highest mean F-beta over the tuning sets (labels, scores)."""
-    means = []
-    for threshold in GRID:
-        values = []
-        for labels, scores in tunes:
-            flagged = scores >= threshold
-            tp = float((flagged & (labels == 1)).sum())
-            values.append(f_beta(tp / max(flagged.sum(), 1), tp / max(labels.sum(), 1), beta))
-        means.append(np.mean(values))
-    return float(GRID[int(np.argmax(means))])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     scores = {name: {half: score_tokens(detector, split[half]) for half in ("tune", "report")}
               for name, split in sets.items()}
     tunes = [flatten(sets[name]["tune"], scores[name]["tune"]) for name in sets]
-    thresholds = {"default (ged.json)": detector.threshold(), "picky (max mean F1)": travelling(tunes, 1.0)}
+    thresholds = {"default (ged.json)": detector.threshold(), "picky (max mean F1)": shared_threshold(tunes, 1.0)}
     rows = {}
     for label, threshold in thresholds.items():
         rows[label] = {"threshold": threshold}

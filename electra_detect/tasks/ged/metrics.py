@@ -82,9 +82,9 @@ def type_metrics(sentences: Sequence[GedSentence], predictions: Sequence[TypedTo
                          for name, (n, found, right) in sorted(per_type.items())}}
 
 
-def shared_threshold(tunes: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
-    """The threshold with the highest mean token F0.5 over several tuning sets (labels, scores): one threshold for
-    several learner populations (the distillation trainer's and ``benchmarks/quality/ged_learner.py``'s)."""
+def shared_threshold(tunes: Sequence[tuple[np.ndarray, np.ndarray]], beta: float = 0.5) -> float:
+    """The threshold with the highest mean token F-beta over several tuning sets (labels, scores): one threshold for
+    several learner populations (the distillation trainer's, ``ged train``'s benchmarks'; beta 1 for ``picky``)."""
     grid = np.round(np.arange(0.02, 0.98, 0.005), 3)
     means = []
     for threshold in grid:
@@ -92,7 +92,7 @@ def shared_threshold(tunes: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
         for labels, scores in tunes:
             flagged = scores >= threshold
             tp = float((flagged & (labels == 1)).sum())
-            values.append(f_beta(tp / max(flagged.sum(), 1), tp / max(labels.sum(), 1)))
+            values.append(f_beta(tp / max(flagged.sum(), 1), tp / max(labels.sum(), 1), beta))
         means.append(np.mean(values))
     return float(grid[int(np.argmax(means))])
 
