@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,7 @@ from electra_detect.tasks.ged.readers import GedSentence, read_m2, read_token_ts
 from electra_detect.training.finetune.distill import (
     DistillConfig,
     build_text_sets,
+    corrupt_in_chunks,
     distill,
     label_text_set,
     load_labelled_set,
@@ -25,6 +28,16 @@ from electra_detect.training.finetune.ged_finetune import FinetuneConfig, finetu
 from tests.conftest import synthetic_text
 
 KINDS = {"house": "R:NOUN:NUM", "red": "U:ADJ"}
+DEVICE_SCRIPTS = Path(__file__).resolve().parent.parent / "scripts" / "device"
+
+
+def _script(name: str):
+    """A module of scripts/device/ (run there as scripts: they import each other by bare name)."""
+    sys.path.insert(0, str(DEVICE_SCRIPTS))
+    spec = importlib.util.spec_from_file_location(name, DEVICE_SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _sentences(count: int, seed: int) -> list[list[str]]:
@@ -169,3 +182,76 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
         assert capsys.readouterr().err.count("\n") == 1, argv
     assert parse_data_spec("runs/a/en_fce_dev.tsv:tsv") == (Path("runs/a/en_fce_dev.tsv"), "tsv")
     assert parse_data_spec("A.train.gold.bea19.m2") == (Path("A.train.gold.bea19.m2"), "m2")
+
+
+def _rows(path: Path) -> list[dict]:
+    return list(read_set(path))
+
+
+def test_corrupted_chunks_resume_and_do_not_depend_on_the_workers(tmp_path: Path, corpus_file: Path) -> None:
+    one = build_text_sets(tmp_path / "one", (), [str(corpus_file)], corrupted=30, clean=6, seed=3, chunk_size=8)
+    two = build_text_sets(tmp_path / "two", (), [str(corpus_file)], corrupted=30, clean=6, seed=3, chunk_size=8,
+                          workers=2)
+    rows = _rows(tmp_path / "one" / "corrupted.jsonl.gz")
+    assert len(rows) == 30 and rows == _rows(tmp_path / "two" / "corrupted.jsonl.gz")  # one gzip stream of 4
+    assert one["sets"]["corrupted"]["chunk_size"] == 8 and two["sets"] == one["sets"]
+    assert _rows(tmp_path / "one" / "clean.jsonl.gz") == _rows(tmp_path / "two" / "clean.jsonl.gz")
+    assert not (tmp_path / "one" / "corrupted.chunks").exists()  # the set is whole: its chunks are gone
+    assert sum(sum(r["labels"]) for r in rows) > 0
+    # a stopped run: chunk 2 missing; a re-run makes only it, the same as before
+    sentences = [r["tokens"] for r in _rows(tmp_path / "one" / "clean.jsonl.gz")] * 3
+    folder = tmp_path / "chunks"
+    paths = corrupt_in_chunks(sentences, folder, 3, None, chunk_size=5)
+    before = [_rows(p) for p in paths]
+    paths[2].unlink()
+    stamp = paths[1].stat().st_mtime_ns
+    messages: list[str] = []
+    corrupt_in_chunks(sentences, folder, 3, None, chunk_size=5, log=messages.append)
+    assert [_rows(p) for p in paths] == before and paths[1].stat().st_mtime_ns == stamp
+    assert messages[0].startswith("corrupted: 3/4 chunks already there; 1 to make") and len(messages) == 2
+    with pytest.raises(ValueError, match="other sentences or settings"):
+        corrupt_in_chunks(sentences, folder, 4, None, chunk_size=5)
+
+
+def test_tags_are_the_full_pipelines(corpus_file: Path) -> None:
+    from spacy.tokens import Doc
+
+    from electra_detect.tasks.ged.nlp import load_tagger
+    from electra_detect.training.synthetic.realistic_errors import clean_sentences, tag_tokens
+
+    sentences = clean_sentences([str(corpus_file)], 40, 1)
+    nlp = load_tagger()
+    full = [[t.tag_ for t in doc] for doc in nlp.pipe(Doc(nlp.vocab, words=list(s)) for s in sentences)]
+    assert tag_tokens(sentences, nlp) == full and any(tag.startswith("VB") for tags in full for tag in tags)
+
+
+def test_payload_base_and_text_parts_unpack_on_the_device(tmp_path: Path, monkeypatch) -> None:
+    build_payload, device = _script("build_payload"), _script("distill_device")
+    monkeypatch.setattr(build_payload, "PART_BYTES", 20_000)
+    base = tmp_path / "stage" / "payload"
+    (base / "data").mkdir(parents=True)
+    (base / "data" / "a.tsv").write_bytes(bytes(range(256)) * 200)
+    text = tmp_path / "stage-text" / "text"
+    text.mkdir(parents=True)
+    (text / "manifest.json").write_text('{"sets": {}}')
+    parts = tmp_path / "parts"
+    made = build_payload.pack(base, parts, prefix="p")
+    build_payload.pack(text, parts, prefix="t", arcname="payload/text")
+    listing = json.loads((parts / "p.json").read_text())["parts"]
+    assert len(made) >= 3 and [p["part"] for p in listing] == [p.name for p in made]
+    assert [p["bytes"] for p in listing] == [p.stat().st_size for p in made]
+    args = type("Args", (), {"root": str(tmp_path / "device"), "parts": str(parts), "install": False})()
+    log = device.Log(tmp_path / "setup.log")
+    payload = device.setup(args, log)
+    assert (payload / "data" / "a.tsv").read_bytes() == bytes(range(256)) * 200
+    assert (payload / "text" / "manifest.json").exists()
+    device.setup(args, log)  # unpacked once: a second call (call 2) reuses it
+    assert log.path.read_text().count("unpacked") == 2
+    (tmp_path / "device" / ".unpacked-t").unlink()
+    (parts / "t00").unlink()
+    with pytest.raises(SystemExit, match="no text payload parts"):
+        device.setup(args, log)
+    (tmp_path / "device" / ".unpacked-p").unlink()
+    (parts / "p01").write_bytes(b"cut")
+    with pytest.raises(SystemExit, match="do not unpack"):
+        device.setup(args, log)

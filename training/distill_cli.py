@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from electra_detect.cli import verb
@@ -49,6 +50,10 @@ def add_distill(sub: argparse._SubParsersAction) -> None:
                    help="model whose input embeddings give the word-choice errors (e.g. the MiniLM discriminator)")
     t.add_argument("--seed", type=int, default=0, help="seed of the halves, the draw and the errors")
     t.add_argument("--overwrite", action="store_true", help="rewrite sets already in --out")
+    t.add_argument("--workers", type=positive_int, default=1,
+                   help="processes making the corrupted set (one a core; the text does not depend on it)")
+    t.add_argument("--chunk-size", type=positive_int, default=5_000,
+                   help="corrupted sentences a chunk: each is written as done, a re-run resumes after them")
     t.set_defaults(func=run_text)
 
     lab = verbs.add_parser("label", help="label a text set with the teacher(s); resumable")
@@ -104,7 +109,8 @@ def run_text(args: argparse.Namespace) -> int:
 
         raise CliError("nothing to write: give --learner FILES and/or --corrupted N / --clean N")
     manifest = build_text_sets(args.out, learner, args.corpus, args.corrupted, args.clean, args.seed,
-                               args.neighbours_from, args.overwrite)
+                               args.neighbours_from, args.overwrite, args.workers, args.chunk_size,
+                               log=lambda message: print(message, file=sys.stderr, flush=True))
     print(json.dumps({name: entry["sentences"] for name, entry in manifest["sets"].items()}))
     return 0
 

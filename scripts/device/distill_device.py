@@ -3,10 +3,10 @@
     python3 scripts/device/distill_device.py call1 [--profile h200|h100] [--halves]   # teachers, then labels
     python3 scripts/device/distill_device.py call2 [--profile h200|h100]              # students
 
-Both start with ``setup``: the payload parts carried to ``/tmp/w`` (scripts/device/build_payload.py) are joined and
-unpacked into ``/tmp/payload`` once, and this project's pins of transformers/tokenizers/huggingface_hub and the
-checkout itself are installed into ``/tmp/site`` (put first on PYTHONPATH). ``/tmp`` survives between calls while the
-machine is warm, so call 2 reads what call 1 left there.
+Both start with ``setup``: the payload parts carried to ``/tmp/w`` (scripts/device/build_payload.py: the base parts
+``pNN`` and the text parts ``tNN``) are joined and unpacked into ``/tmp/payload`` once, and this project's pins of
+transformers/tokenizers/huggingface_hub and the checkout itself are installed into ``/tmp/site`` (put first on
+PYTHONPATH). ``/tmp`` survives between calls while the machine is warm, so call 2 reads what call 1 left there.
 
 call 1: the teacher's arms side by side on the one GPU (``ged train --model <MPNet dir> --types --bf16`` on MultiGED's
 FCE train TSV + W&I+LOCNESS train A/B/C M2; two learning rates x two seeds on an H200, two learning rates on an
@@ -87,15 +87,22 @@ def setup(args: argparse.Namespace, log: Log) -> Path:
     """Join and unpack the payload once; install the pinned libraries and this checkout into the site folder."""
     root = Path(args.root)
     payload = root / "payload"
-    if not (payload / "text" / "manifest.json").exists():
-        parts = sorted(Path(args.parts).glob("p[0-9][0-9]"))
+    root.mkdir(parents=True, exist_ok=True)
+    for prefix, what in (("p", "base"), ("t", "text")):  # build_payload.py's two archives, each in parts
+        stamp = root / f".unpacked-{prefix}"
+        if stamp.exists():
+            continue
+        parts = sorted(Path(args.parts).glob(f"{prefix}[0-9][0-9]"))
         if not parts:
-            raise SystemExit(f"error: no payload parts in {args.parts} (copy the carried parts there first)")
-        root.mkdir(parents=True, exist_ok=True)
+            raise SystemExit(f"error: no {what} payload parts ({prefix}00, ...) in {args.parts}: copy the carried "
+                             "parts there first (docs/distillation.md)")
         cat = subprocess.Popen(["cat", *map(str, parts)], stdout=subprocess.PIPE)
-        subprocess.run(["tar", "xf", "-", "-C", str(root)], stdin=cat.stdout, check=True)
-        cat.wait()
-        log(f"unpacked {len(parts)} parts into {payload}")
+        tar = subprocess.run(["tar", "xf", "-", "-C", str(root)], stdin=cat.stdout)
+        if cat.wait() or tar.returncode:
+            raise SystemExit(f"error: the {what} parts {', '.join(p.name for p in parts)} do not unpack: one is "
+                             f"missing or cut short (compare their sizes with runs/distill/parts/{prefix}.json)")
+        stamp.write_text(" ".join(p.name for p in parts) + "\n")
+        log(f"unpacked the {what} parts ({', '.join(p.name for p in parts)}) into {payload}")
     site = root / "site"
     if args.install and not (site / ".installed").exists():
         site.mkdir(parents=True, exist_ok=True)

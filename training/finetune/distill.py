@@ -24,7 +24,7 @@ import gzip
 import json
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -131,29 +131,89 @@ def learner_rows(files: Sequence[tuple[Path, str]], out: Path, seed: int) -> tup
     return rows, records
 
 
-def corpus_rows(corpus: Sequence[str], corrupted: int, clean: int, seed: int,
-                neighbours_from: str | None) -> tuple[list[dict], list[dict]]:
-    """``corrupted + clean`` distinct corpus sentences drawn by the seed: the first ``corrupted`` with realistic
-    synthetic errors (training/synthetic/realistic_errors.py; labels and types kept), the rest as they are."""
-    from electra_detect.training.synthetic.realistic_errors import (
-        EmbeddingNeighbours,
-        RealisticErrorMaker,
-        clean_sentences,
-        tag_tokens,
-    )
+CHUNK = "chunk-{:05d}.jsonl.gz"
+
+
+def sentences_sha256(sentences: Sequence[Sequence[str]]) -> str:
+    """A digest of a list of token lists (which draw a chunk folder was made from)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for tokens in sentences:
+        digest.update(("\t".join(tokens) + "\n").encode("utf-8"))
+    return digest.hexdigest()
+
+
+def corrupt_in_chunks(sentences: Sequence[list[str]], folder: Path, seed: int, neighbours_from: str | None,
+                      chunk_size: int = 5_000, workers: int = 1,
+                      log: Callable[[str], None] | None = None) -> list[Path]:
+    """Realistic errors on ``sentences`` in chunks of ``chunk_size`` (``realistic_errors.corrupt_chunk``, chunk i
+    seeded ``"{seed}:{i}"``), each written atomically as ``folder/chunk-NNNNN.jsonl.gz``; ``workers`` processes
+    share the chunks. A re-run keeps the chunks there (same sentences and settings) and makes the rest; the text
+    does not depend on ``workers`` or on where a run stopped. Returns the chunk files in order."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    from electra_detect.training.synthetic.realistic_errors import corrupt_chunk
+
+    setting = {"sentences": len(sentences), "sentences_sha256": sentences_sha256(sentences), "seed": seed,
+               "neighbours_from": neighbours_from, "chunk_size": chunk_size}
+    settings_path = folder / "settings.json"
+    if settings_path.exists() and json.loads(settings_path.read_text()) != setting:
+        raise GedDataError(f"{folder} holds chunks made with other sentences or settings: rerun with --overwrite")
+    atomic_write_json(settings_path, setting)
+    paths = [folder / CHUNK.format(i) for i in range(-(-len(sentences) // chunk_size))]
+    todo = [i for i, path in enumerate(paths) if not path.exists()]
+    say = log or (lambda message: None)
+    say(f"corrupted: {len(paths) - len(todo)}/{len(paths)} chunks already there; {len(todo)} to make "
+        f"({workers} process{'es' if workers > 1 else ''})")
+    started, made = time.monotonic(), 0
+    to_make = sum(min(chunk_size, len(sentences) - i * chunk_size) for i in todo)
+
+    def save(index: int, corrupted: list[GedSentence]) -> None:
+        nonlocal made
+        write_set(paths[index], [{"tokens": s.tokens, "labels": s.labels, "types": first_types(s)} for s in corrupted])
+        made += len(corrupted)
+        seconds = time.monotonic() - started
+        rate = made / max(seconds, 1e-9)
+        say(f"corrupted: chunk {index + 1}/{len(paths)} written; {made:,} sentences in {seconds:.0f} s "
+            f"({rate:.0f}/s), about {(to_make - made) / rate / 60:.1f} min left")
+
+    def chunk(index: int) -> list[list[str]]:
+        return [list(tokens) for tokens in sentences[index * chunk_size:(index + 1) * chunk_size]]
+
+    if workers <= 1:
+        for index in todo:
+            save(index, corrupt_chunk(chunk(index), f"{seed}:{index}", neighbours_from))
+    elif todo:  # spawned: the workers load spaCy and the neighbour table once each, without torch
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+            futures = {pool.submit(corrupt_chunk, chunk(i), f"{seed}:{i}", neighbours_from): i for i in todo}
+            for future in as_completed(futures):
+                save(futures[future], future.result())
+    return paths
+
+
+def concatenate_chunks(paths: Sequence[Path], target: Path) -> None:
+    """The chunk files as one set, atomically: gzip members back to back are one gzip stream to every reader."""
+    with atomic_open(target, "wb") as out:
+        for path in paths:
+            out.write(path.read_bytes())
+
+
+def corpus_rows(corpus: Sequence[str], corrupted: int, clean: int, seed: int, neighbours_from: str | None,
+                chunks: Path, chunk_size: int = 5_000, workers: int = 1,
+                log: Callable[[str], None] | None = None) -> tuple[list[Path], list[dict]]:
+    """``corrupted + clean`` distinct corpus sentences drawn by the seed: the first ``corrupted`` given realistic
+    synthetic errors (training/synthetic/realistic_errors.py; labels and types kept) in chunk files under
+    ``chunks`` (:func:`corrupt_in_chunks`), the rest as they are. Returns (the chunk files, the clean rows)."""
+    from electra_detect.training.synthetic.realistic_errors import clean_sentences
 
     drawn = clean_sentences(list(corpus), corrupted + clean, seed)
     if len({" ".join(tokens) for tokens in drawn}) < corrupted + clean:  # clean_sentences repeats a small corpus
         raise GedDataError(f"the corpus holds fewer than the {corrupted + clean:,} distinct sentences asked for")
     to_corrupt, kept = drawn[:corrupted], drawn[corrupted:]
-    made: list[dict] = []
-    if to_corrupt:
-        neighbours = EmbeddingNeighbours.from_model(neighbours_from) if neighbours_from else None
-        maker = RealisticErrorMaker(neighbours, seed)
-        for tokens, tags in zip(to_corrupt, tag_tokens(to_corrupt), strict=True):
-            sentence = maker.corrupt(tokens, tags)
-            made.append({"tokens": sentence.tokens, "labels": sentence.labels, "types": first_types(sentence)})
-    return made, [{"tokens": tokens} for tokens in kept]
+    paths = corrupt_in_chunks(to_corrupt, chunks, seed, neighbours_from, chunk_size, workers, log) if to_corrupt else []
+    return paths, [{"tokens": tokens} for tokens in kept]
 
 
 def corpus_licences(corpus: Sequence[str]) -> list[dict[str, Any]]:
@@ -175,9 +235,11 @@ def corpus_licences(corpus: Sequence[str]) -> list[dict[str, Any]]:
 
 def build_text_sets(out: str | Path, learner: Sequence[tuple[Path, str]] = (), corpus: Sequence[str] = (),
                     corrupted: int = 0, clean: int = 0, seed: int = 0, neighbours_from: str | None = None,
-                    overwrite: bool = False) -> dict[str, Any]:
+                    overwrite: bool = False, workers: int = 1, chunk_size: int = 5_000,
+                    log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Write ``out/{learner,corrupted,clean}.jsonl.gz`` (the sets asked for) and ``out/manifest.json``; a set
-    already written is kept unless ``overwrite`` (corrupting 200k sentences takes minutes: a re-run resumes)."""
+    already written is kept unless ``overwrite``. The corrupted set is made in chunks under ``out/corrupted.chunks``
+    by ``workers`` processes (200k sentences: minutes a core); a stopped run resumes after the chunks written."""
     out = Path(out)
     manifest_path = out / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() and not overwrite else {"sets": {}}
@@ -192,16 +254,28 @@ def build_text_sets(out: str | Path, learner: Sequence[tuple[Path, str]] = (), c
     if wanted and (overwrite or any(name not in manifest["sets"] for name in wanted)):
         if not corpus:
             raise GedDataError("--corrupted/--clean need --corpus (a `corpus build` folder or text files)")
-        made, kept = corpus_rows(corpus, corrupted, clean, seed, neighbours_from)
+        chunks = out / "corrupted.chunks"
+        if overwrite and chunks.exists():
+            import shutil
+
+            shutil.rmtree(chunks)
+        paths, kept = corpus_rows(corpus, corrupted, clean, seed, neighbours_from, chunks, chunk_size, workers, log)
         licences = corpus_licences(corpus)
-        for name, rows in (("corrupted", made), ("clean", kept)):
-            if rows:
-                write_set(out / f"{name}.jsonl.gz", rows)
-                manifest["sets"][name] = {"sentences": len(rows), "corpus": [str(c) for c in corpus],
+        if paths:
+            concatenate_chunks(paths, out / "corrupted.jsonl.gz")
+        if kept:
+            write_set(out / "clean.jsonl.gz", kept)
+        for name, count in (("corrupted", corrupted if paths else 0), ("clean", len(kept))):
+            if count:
+                manifest["sets"][name] = {"sentences": count, "corpus": [str(c) for c in corpus],
                                           "sources": licences, "seed": seed,
-                                          **({"errors": "realistic", "neighbours_from": neighbours_from}
-                                             if name == "corrupted" else {})}
+                                          **({"errors": "realistic", "neighbours_from": neighbours_from,
+                                              "chunk_size": chunk_size} if name == "corrupted" else {})}
         atomic_write_json(manifest_path, manifest)
+        if paths:  # the set is whole and named in the manifest: the chunks have served
+            import shutil
+
+            shutil.rmtree(chunks)
     return manifest
 
 

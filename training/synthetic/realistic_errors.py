@@ -125,7 +125,7 @@ class Draft:
 class RealisticErrorMaker:
     """Seeded corruption of POS-tagged sentences (Penn tags, one per token) into typed GED examples."""
 
-    def __init__(self, neighbours: EmbeddingNeighbours | None = None, seed: int = 0,
+    def __init__(self, neighbours: EmbeddingNeighbours | None = None, seed: int | str = 0,
                  shares: dict[str, float] | None = None, density: list[float] | None = None,
                  judge: Callable[[list[str], int], float] | None = None, judge_threshold: float = 0.2) -> None:
         self.rng = random.Random(seed)
@@ -342,7 +342,9 @@ class RealisticErrorMaker:
         def edit(i: int) -> bool:
             options = words.real_word_neighbours(draft.tokens[i], 1e-5)
             mine = words.all_lemmas(draft.tokens[i])
-            options = [(w, f) for w, f in options if not mine & words.all_lemmas(w)]  # not an inflection
+            # not an inflection; sorted, since the spellchecker's candidates come as a set, whose order changes
+            # with each process's string hashing (the same seed must make the same text in any process)
+            options = sorted((w, f) for w, f in options if not mine & words.all_lemmas(w))
             return bool(options) and draft.replace(
                 i, self.rng.choices([w for w, _ in options], weights=[f ** 0.5 for _, f in options])[0], "R:SPELL")
 
@@ -416,6 +418,11 @@ class RealisticErrorMaker:
         return True
 
 
+# Penn tags are the tagger's alone: the parser and the attribute ruler (POS, morphology, lemmas; its one TAG rule
+# is for whitespace tokens, which whitespace-split text never has) only cost time, ~40% of tagging (cProfile)
+NOT_FOR_TAGS = ("parser", "attribute_ruler", "ner", "lemmatizer")
+
+
 def tag_tokens(sentences: list[list[str]], nlp=None) -> list[list[str]]:
     """Penn tags of pre-tokenised sentences, tagged in context with the tokens kept as they are."""
     from spacy.tokens import Doc
@@ -424,7 +431,24 @@ def tag_tokens(sentences: list[list[str]], nlp=None) -> list[list[str]]:
 
     nlp = nlp or load_tagger()
     docs = (Doc(nlp.vocab, words=list(tokens)) for tokens in sentences)
-    return [[token.tag_ for token in doc] for doc in nlp.pipe(docs, batch_size=256, disable=["parser"])]
+    return [[token.tag_ for token in doc] for doc in nlp.pipe(docs, batch_size=256, disable=list(NOT_FOR_TAGS))]
+
+
+_LOADED: dict[str, object] = {}  # per process: the tagger and the neighbour table, loaded once for every chunk
+
+
+def corrupt_chunk(sentences: list[list[str]], seed: str, neighbours_from: str | None) -> list[GedSentence]:
+    """One chunk of clean sentences, tagged and corrupted by a maker seeded with ``seed`` (e.g. ``"0:17"``, the
+    run's seed and the chunk's index): a chunk's errors depend on its sentences and seed alone, so chunks give the
+    same text in any process, in any order, and a stopped run resumes after the chunks it wrote."""
+    if _LOADED.get("neighbours_from", "?") != neighbours_from:
+        from electra_detect.tasks.ged.nlp import load_tagger
+
+        _LOADED.update(neighbours_from=neighbours_from, nlp=_LOADED.get("nlp") or load_tagger(),
+                       neighbours=EmbeddingNeighbours.from_model(neighbours_from) if neighbours_from else None)
+    maker = RealisticErrorMaker(_LOADED["neighbours"], seed)  # type: ignore[arg-type]
+    return [maker.corrupt(tokens, tags)
+            for tokens, tags in zip(sentences, tag_tokens(sentences, _LOADED["nlp"]), strict=True)]
 
 
 def clean_sentences(corpus: list[str], count: int, seed: int) -> list[list[str]]:
