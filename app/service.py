@@ -53,6 +53,7 @@ class Service:
         self.suggester = Suggester()
         dictionary = PersonalDictionary(Path(settings.dictionary)) if settings.dictionary else PersonalDictionary()
         self.checker = GedChecker(detector, self.suggester, shared_typer(), dictionary)  # /v1/ged and /v2/check
+        self.checker.preload()  # spaCy and ERRANT load while the server starts, not in its first request
         self.batcher: MicroBatcher | None = None  # from the app's startup to the end of its shutdown
         self.shares = Shares(settings, lambda: self.batcher.rate if self.batcher is not None else 0.0)
 

@@ -221,3 +221,50 @@ def test_picky_flags_more_at_the_threshold_tuned_for_it(checker) -> None:
     more = checker.check(scored, GedOptions(level="picky", use_dictionary_file=False))[0]
     assert {w.start for w in some} <= {w.start for w in more}
     assert [w.start for w in more] == [w.start for w in scored[0].words if w.score >= picky]
+
+
+def test_a_preload_and_a_check_load_the_typing_stack_once_between_them(monkeypatch) -> None:
+    """``GedChecker.preload`` loads spaCy and ERRANT in a thread; a check that needs them meanwhile waits for that
+    load rather than starting a second one, and gets the same annotator."""
+    import threading
+
+    from electra_detect.tasks.ged import edit_typing
+    from electra_detect.tasks.ged.check import GedChecker
+
+    loads, release = [], threading.Event()
+
+    def slow_load() -> object:
+        loads.append(threading.current_thread().name)
+        release.wait(5)
+        return object()
+
+    monkeypatch.setattr(edit_typing, "_load_annotator", slow_load)
+    typer = edit_typing.EditTyper()
+    monkeypatch.setattr(edit_typing.EditTyper, "available", True)
+    thread = GedChecker(detector=None, typer=typer).preload()  # type: ignore[arg-type]
+    got: list[object] = []
+    asker = threading.Thread(target=lambda: got.append(typer.annotator))
+    time.sleep(0.05)
+    asker.start()
+    time.sleep(0.05)
+    release.set()
+    thread.join(5)
+    asker.join(5)
+    assert loads == ["electra-detect-preload"] and got == [typer.annotator]
+
+
+def test_ged_on_onnx_types_by_edits_without_importing_torch(checker) -> None:
+    """spaCy's thinc, and lemminflect through it, import torch whenever it is installed: seconds of every ``ged``
+    run that the ONNX engine does not need. The check, suggestions and the dictionary forms run without it (the
+    export, which needs torch, is already in the cache: the ``checker`` fixture made it)."""
+    code = ("import sys\nfrom electra_detect.detector import Detector\n"
+            "from electra_detect.tasks.ged.check import GedChecker\nfrom electra_detect.tasks.ged.options import "
+            "GedOptions\nfrom electra_detect.tasks.ged.dictionary import word_forms\n"
+            f"checker = GedChecker(Detector.load({str(SHIPPED)!r}, task='ged', engine='onnx', threads=1))\n"
+            f"found = checker.check_texts({QUICKSTART!r}, GedOptions(suggest=True, use_dictionary_file=False))\n"
+            "word_forms('finetune')\n"
+            "print(sum(w.type_source == 'edit' for words in found for w in words), 'torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    typed, torch_loaded = out.stdout.split()
+    assert int(typed) >= 3 and torch_loaded == "False"

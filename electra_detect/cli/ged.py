@@ -134,6 +134,8 @@ def run_ged(args: argparse.Namespace) -> int:
         return 0
     detector = load_detector(args, task="ged")
     checker = GedChecker(detector, dictionary=dictionary)
+    if args.file:
+        checker.preload()  # a file is long enough to use the seconds the engine's first batches take
     threshold = checker.threshold(options)
     served = {"model": detector.name, "variant": detector.variant}  # every answer says what made it
     write = sys.stdout.write

@@ -18,6 +18,7 @@ for those words even when suggestions are not shown, and ``ged`` and ``ged --sug
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -98,6 +99,27 @@ class GedChecker:
         self.typer = typer or EditTyper()
         self.dictionary = dictionary or PersonalDictionary()
         self.typing = typing or TypingRule()
+
+    def preload(self) -> threading.Thread | None:
+        """Load what typing by edits needs (spaCy, ERRANT, lemminflect's tables: seconds) in a background thread,
+        while the engine scores the first batches on the other cores; a check that needs them first waits for them,
+        one that does not (the first line of a file, often) goes out at once. None when typing by edits is not
+        installed."""
+        if not self.typer.available:
+            return None
+
+        def load() -> None:
+            from electra_detect.tasks.ged.nlp import import_lemminflect
+
+            try:
+                _ = self.typer.annotator  # loads it
+                import_lemminflect()
+            except Exception:  # noqa: BLE001 - the check that needs them loads again and reports the error
+                pass
+
+        thread = threading.Thread(target=load, name="electra-detect-preload", daemon=True)
+        thread.start()
+        return thread
 
     def threshold(self, options: GedOptions) -> float:
         """The flag threshold: the options' own, else the rules' tuned one (``with_rules``), else the model's at the

@@ -37,7 +37,9 @@ def default_dictionary_path() -> Path:
 def word_forms(word: str) -> set[str]:
     """The lower-cased forms a dictionary word matches: itself, its lemmas and their inflections (lemminflect; a word
     it does not know takes the regular noun and verb forms)."""
-    import lemminflect
+    from electra_detect.tasks.ged.nlp import import_lemminflect
+
+    lemminflect = import_lemminflect()
 
     lower = word.strip().lower()
     if not lower:

@@ -9,6 +9,7 @@ alignment is needed.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,16 +29,20 @@ class Edit:
 
 
 class EditTyper:
-    """ERRANT over the packaged spaCy pipeline, loaded on first use (``available`` says whether it can be)."""
+    """ERRANT over the packaged spaCy pipeline, loaded on first use (``available`` says whether it can be), by
+    whichever thread asks first: a background preload or the first check; the other waits for it."""
 
-    @functools.cached_property
+    def __init__(self) -> None:
+        self._annotator: Any = None
+        self._loading = threading.Lock()
+
+    @property
     def annotator(self) -> Any:
-        from electra_detect.tasks.ged.nlp import import_spacy, load_spacy
-
-        import_spacy()  # before errant imports it: spaCy without torch
-        import errant
-
-        return errant.load("en", load_spacy("typing edits needs spaCy", disable=("ner",)))
+        if self._annotator is None:
+            with self._loading:
+                if self._annotator is None:
+                    self._annotator = _load_annotator()
+        return self._annotator
 
     @functools.cached_property
     def available(self) -> bool:
@@ -58,6 +63,15 @@ class EditTyper:
         texts = list(dict.fromkeys(t for e in edits for t in (e.sentence, e.edited)))
         docs = dict(zip(texts, annotator.nlp.pipe(texts), strict=True))
         return [_classify(annotator, docs[e.sentence], docs[e.edited], e) for e in edits]
+
+
+def _load_annotator() -> Any:
+    from electra_detect.tasks.ged.nlp import import_spacy, load_spacy
+
+    import_spacy()  # before errant imports it: spaCy without torch
+    import errant
+
+    return errant.load("en", load_spacy("typing edits needs spaCy", disable=("ner",)))
 
 
 def _classify(annotator: Any, orig: Any, cor: Any, edit: Edit) -> tuple[str, str] | None:

