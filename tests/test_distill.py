@@ -255,3 +255,21 @@ def test_payload_base_and_text_parts_unpack_on_the_device(tmp_path: Path, monkey
     (parts / "p01").write_bytes(b"cut")
     with pytest.raises(SystemExit, match="do not unpack"):
         device.setup(args, log)
+
+
+def test_device_figures_pick_by_the_tuning_halves() -> None:
+    device = _script("distill_device")
+    rng = np.random.default_rng(0)
+
+    def half(n: int, noise: float) -> tuple[list[GedSentence], list[np.ndarray]]:
+        sentences = [GedSentence(["w"] * 6, list(rng.integers(0, 2, 6))) for _ in range(n)]
+        return sentences, [np.clip(np.array(s.labels) * 0.6 + rng.random(6) * noise, 0, 1) for s in sentences]
+
+    good = {name: (*half(30, 0.3), *half(30, 0.3)) for name in ("fce.tsv", "jfleg.tsv")}
+    poor = {name: (*half(30, 1.0), *half(30, 1.0)) for name in ("fce.tsv", "jfleg.tsv")}
+    figures = {arm: device.figures(scored) for arm, scored in (("good", good), ("poor", poor))}
+    assert figures["good"]["select"] > figures["poor"]["select"]
+    assert 0 < figures["good"]["shared_threshold"] < 1
+    assert set(figures["good"]["sets"]["fce.tsv"]) == {"own_threshold", "report_at_own", "tune_at_shared",
+                                                       "report_at_shared"}
+    assert figures["good"]["sets"]["fce.tsv"]["report_at_own"]["f05"] > 0.8

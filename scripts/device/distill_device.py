@@ -204,8 +204,7 @@ def figures(scored: dict[str, tuple]) -> dict:
     threshold shared by both sets' tuning halves; ``select``: the mean tuning-half F0.5 at the shared one."""
     import numpy as np
 
-    from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold
-    from electra_detect.training.finetune.distill import shared_threshold
+    from electra_detect.tasks.ged.metrics import flatten, shared_threshold, token_metrics, tune_threshold
 
     flat = {name: (flatten(tune, ts), flatten(report, rs)) for name, (tune, ts, report, rs) in scored.items()}
     shared = shared_threshold([t for t, _ in flat.values()])
