@@ -273,3 +273,17 @@ def test_device_figures_pick_by_the_tuning_halves() -> None:
     assert set(figures["good"]["sets"]["fce.tsv"]) == {"own_threshold", "report_at_own", "tune_at_shared",
                                                        "report_at_shared"}
     assert figures["good"]["sets"]["fce.tsv"]["report_at_own"]["f05"] > 0.8
+
+
+def test_device_starts_no_labelling_for_a_set_labelled_whole(tmp_path: Path) -> None:
+    device = _script("distill_device")
+    payload, labels = tmp_path / "payload", tmp_path / "labels"
+    (payload / "text").mkdir(parents=True)
+    (payload / "text" / "manifest.json").write_text(json.dumps({"sets": {"learner": {}, "clean": {}}}))
+    for name, shards in (("learner", 3), ("clean", 2)):  # 25 sentences in shards of 10: 3 shards make a set whole
+        (labels / name).mkdir(parents=True)
+        (labels / name / "labels.json").write_text(json.dumps({"sentences": 25, "shard_size": 10}))
+        for index in range(shards):
+            (labels / name / f"shard-{index:05d}.npz").write_bytes(b"")
+    args = type("Args", (), {"limit": 0, "shard_size": 10})()
+    assert sorted(device.label_jobs(payload, labels, ["t"], [], device.PROFILES["h100"], args)) == ["label-clean-0"]

@@ -224,13 +224,23 @@ def mean_scores(a: dict[str, tuple], b: dict[str, tuple]) -> dict[str, tuple]:
             for name, (tune, _, report, _) in a.items()}
 
 
+def labelled(folder: Path) -> bool:
+    """Every shard of a set's labels is there (``distill label``'s labels.json and shard files)."""
+    manifest = folder / "labels.json"
+    if not manifest.exists():
+        return False
+    info = json.loads(manifest.read_text())
+    return all((folder / f"shard-{i:05d}.npz").exists() for i in range(-(-info["sentences"] // info["shard_size"])))
+
+
 def label_jobs(payload: Path, labels: Path, teachers: list[str], halves: list[str], profile: dict,
                args: argparse.Namespace) -> dict[str, list[str]]:
-    """One ``distill label`` process per (set, part): the sets in parallel, each cut into parts by shard."""
+    """One ``distill label`` process per (set, part): the sets in parallel, each cut into parts by shard; none for
+    a set labelled whole already (call 2 after a call 1 that finished: no processes loading the teacher for nothing)."""
     manifest = json.loads((payload / "text" / "manifest.json").read_text())
     jobs = {}
     for name in ("learner", "corrupted", "clean"):
-        if name not in manifest["sets"]:
+        if name not in manifest["sets"] or labelled(labels / name):
             continue
         limit = args.limit or profile["limits"].get(name, 0)
         procs = profile["label_procs"][name]
