@@ -10,6 +10,7 @@ makes them when asked): on a GPU this stage was 80% of ``Detector.score``'s time
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -21,17 +22,25 @@ APOSTROPHES = ("'", "\u2019")
 
 def flat_tokens(encodings: Sequence[TextEncoding]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every token of the texts in one row: (word key [tokens] (-1 outside any word; unique across texts),
-    character offsets [tokens, 2], text index [tokens])."""
-    keys, offsets, owner, shift = [], [], [], 0
-    for index, encoding in enumerate(encodings):
-        ids = np.array([-1 if w is None else w for w in encoding.word_ids], dtype=np.int64)
-        keys.append(np.where(ids >= 0, ids + shift, -1))
-        shift += int(ids.max(initial=-1)) + 1
-        offsets.append(np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2))
-        owner.append(np.full(len(ids), index, dtype=np.int64))
-    if not keys:
+    character offsets [tokens, 2], text index [tokens]). Read from the tokenizer's encodings of every sentence at
+    once: one list per field for the whole job, then numpy (a list per text cost more than the engine on a GPU)."""
+    parts = [enc for encoding in encodings for enc in encoding.parts]
+    if not parts:
         return np.zeros(0, np.int64), np.zeros((0, 2), np.int64), np.zeros(0, np.int64)
-    return np.concatenate(keys), np.concatenate(offsets), np.concatenate(owner)
+    lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+    shifts = np.fromiter(chain.from_iterable(e.starts for e in encodings), dtype=np.int64, count=len(parts))
+    text_of_part = np.repeat(np.arange(len(encodings)), [len(e.parts) for e in encodings])
+    pairs = chain.from_iterable(chain.from_iterable(enc.offsets for enc in parts))  # ints: np.array of tuples is slow
+    offsets = np.fromiter(pairs, dtype=np.int64, count=2 * int(lengths.sum())).reshape(-1, 2)
+    offsets += np.repeat(shifts, lengths)[:, None]
+    word_ids = list(chain.from_iterable(enc.word_ids for enc in parts))
+    keys = np.array([-1 if w is None else w for w in word_ids] if None in word_ids else word_ids, dtype=np.int64)
+    # a part's word ids start at 0: shift each by the word count of all parts before it (unique across texts)
+    ends = np.cumsum(lengths)
+    counts = np.maximum.reduceat(np.r_[keys, -1], np.r_[0, ends[:-1]])[:len(parts)] + 1
+    counts[lengths == 0] = 0  # reduceat gives an empty part its next part's first key
+    keys = np.where(keys >= 0, keys + np.repeat(np.cumsum(counts) - counts, lengths), -1)
+    return keys, offsets, np.repeat(text_of_part, lengths)
 
 
 def word_runs(keys: np.ndarray, owner: np.ndarray) -> np.ndarray:
@@ -90,17 +99,20 @@ def assemble(texts: Sequence[str], encodings: Sequence[TextEncoding], probs: np.
     fluency = np.log1p(-np.minimum(probs, 1 - 1e-12))
     text_start = np.searchsorted(owner, np.arange(len(texts) + 1))
     word_start = np.searchsorted(text_of, np.arange(len(texts) + 1))
+    sizes = np.diff(text_start)
+    totals = np.add.reduceat(np.r_[fluency, 0.0], text_start[:-1]) if len(texts) else np.zeros(0)
+    totals[sizes == 0] = 0.0  # reduceat gives an empty text the next token's value
+    means = np.divide(totals, sizes, out=np.zeros(len(texts)), where=sizes > 0)
+    # each word's span and token range relative to its text, for every text at once: the loop below only slices
+    word_begin, word_end, relative = offsets[firsts, 0], offsets[lasts, 1], text_start[text_of]
+    first_token, last_token = firsts - relative, lasts - relative
+    ts, ws = text_start.tolist(), word_start.tolist()
     results = []
-    for index, text in enumerate(texts):
-        t0, t1, w0, w1 = int(text_start[index]), int(text_start[index + 1]), int(word_start[index]), \
-            int(word_start[index + 1])
-        total = float(fluency[t0:t1].sum())
-        encoding = encodings[index]
-        arrays = WordArrays(offsets[firsts[w0:w1], 0], offsets[lasts[w0:w1], 1], maxima[w0:w1],
-                            firsts[w0:w1] - t0, lasts[w0:w1] - t0,
-                            None if operation is None else operation[w0:w1],
+    for index, (text, total, mean) in enumerate(zip(texts, totals.tolist(), means.tolist(), strict=True)):
+        t0, t1, w0, w1 = ts[index], ts[index + 1], ws[index], ws[index + 1]
+        arrays = WordArrays(word_begin[w0:w1], word_end[w0:w1], maxima[w0:w1], first_token[w0:w1],
+                            last_token[w0:w1], None if operation is None else operation[w0:w1],
                             None if error_type is None else error_type[w0:w1],
                             None if type_score is None else type_score[w0:w1])
-        results.append(TextScores.from_arrays(text, encoding.tokens, encoding.offsets, probs[t0:t1], arrays,
-                                              total / (t1 - t0) if t1 > t0 else 0.0, total))
+        results.append(TextScores.from_arrays(text, encodings[index], probs[t0:t1], arrays, mean, total))
     return results

@@ -105,21 +105,26 @@ class TextScores:
     words: list[WordScore] = _Built()  # type: ignore[assignment]
     sentence_mean: float = 0.0
     sentence_sum: float = 0.0
-    _token_arrays: tuple[list[str], list[tuple[int, int]], np.ndarray] | None = field(
+    _token_arrays: tuple[Any, np.ndarray] | None = field(
         default=None, repr=False, compare=False, init=False)
     _word_arrays: WordArrays | None = field(default=None, repr=False, compare=False, init=False)
 
     @classmethod
-    def from_arrays(cls, text: str, token_strings: list[str], offsets: list[tuple[int, int]], probs: np.ndarray,
-                    words: WordArrays, sentence_mean: float, sentence_sum: float) -> TextScores:
-        scores = cls(text, None, None, sentence_mean, sentence_sum)
-        scores._token_arrays = (token_strings, offsets, probs)
-        scores._word_arrays = words
+    def from_arrays(cls, text: str, encoding: Any, probs: np.ndarray, words: WordArrays, sentence_mean: float,
+                    sentence_sum: float) -> TextScores:
+        """Scores whose tokens are ``encoding``'s (``windows.TextEncoding``: ``tokens`` and ``offsets``, read when
+        the tokens are), with ``probs`` [tokens], and whose words are ``words``."""
+        scores = cls.__new__(cls)  # the fields set directly: the dataclass __init__ cost more than the assembly
+        scores.__dict__.update(text=text, sentence_mean=sentence_mean, sentence_sum=sentence_sum,
+                               _token_arrays=(encoding, probs), _word_arrays=words)
         return scores
 
     def _build_tokens(self) -> list[TokenScore]:
-        strings, offsets, probs = self._token_arrays or ([], [], np.zeros(0))
-        return [TokenScore(t, s, e, p) for t, (s, e), p in zip(strings, offsets, probs.tolist(), strict=True)]
+        if self._token_arrays is None:
+            return []
+        encoding, probs = self._token_arrays
+        return [TokenScore(t, s, e, p)
+                for t, (s, e), p in zip(encoding.tokens, encoding.offsets, probs.tolist(), strict=True)]
 
     def _build_words(self) -> list[WordScore]:
         arrays = self._word_arrays
@@ -129,7 +134,7 @@ class TextScores:
     def token_probs(self) -> np.ndarray:
         """p(replaced) of every token [tokens] (without building ``TokenScore`` objects when it need not)."""
         if self.__dict__.get("_tokens") is None and self._token_arrays is not None:
-            return self._token_arrays[2]
+            return self._token_arrays[1]
         return np.array([t.p_replaced for t in self.tokens], dtype=np.float64)
 
     def words_at_least(self, threshold: float) -> list[WordScore]:

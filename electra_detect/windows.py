@@ -6,8 +6,8 @@ the same windows (``batching`` then orders and pads them).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from electra_detect.sentences import sentence_spans
@@ -22,33 +22,46 @@ def split_windows(ids: list[int], body: int) -> list[tuple[int, list[int]]]:
     return [(s, ids[s:s + body]) for s in starts]
 
 
-@dataclass
 class TextEncoding:
-    """A text's tokens: its sentences' tokenizer encodings joined, offsets into the text, word ids unique across
-    sentences; ``segments`` are the sentences' token ranges, and no model window crosses one."""
+    """A text's tokens: its sentences' tokenizer encodings (``parts``, beginning at characters ``starts``) joined,
+    offsets into the text, word ids unique across sentences; ``segments`` are the sentences' token ranges, and no
+    model window crosses one. ``ids`` and ``segments`` are made at once (every text is windowed); ``tokens``,
+    ``offsets`` and ``word_ids`` only when read (the assembly reads the parts in bulk: ``assembly.flat_tokens``)."""
 
-    ids: list[int]
-    tokens: list[str]
-    offsets: list[tuple[int, int]]
-    word_ids: list[int | None]
-    segments: list[tuple[int, int]]
+    def __init__(self, parts: Sequence[Any], starts: Sequence[int]) -> None:
+        self.parts, self.starts = list(parts), list(starts)
+        if len(self.parts) == 1:
+            self.ids: list[int] = self.parts[0].ids
+            self.segments = [(0, len(self.ids))]
+        else:
+            self.ids, self.segments = [], []
+            for enc in self.parts:
+                first = len(self.ids)
+                self.ids += enc.ids
+                self.segments.append((first, len(self.ids)))
 
     @classmethod
     def join(cls, parts: Sequence[Any], starts: Sequence[int]) -> TextEncoding:
         """One encoding of tokenizer encodings of pieces of a text that begin at character ``starts``."""
-        if len(parts) == 1 and not starts[0]:  # one sentence at the text's start: nothing to shift
-            enc = parts[0]
-            return cls(enc.ids, enc.tokens, enc.offsets, enc.word_ids, [(0, len(enc.ids))])
-        joined = cls([], [], [], [], [])
+        return cls(parts, starts)
+
+    @functools.cached_property
+    def tokens(self) -> list[str]:
+        return [token for enc in self.parts for token in enc.tokens]
+
+    @functools.cached_property
+    def offsets(self) -> list[tuple[int, int]]:
+        return [(s + shift, e + shift) for enc, shift in zip(self.parts, self.starts, strict=True)
+                for s, e in enc.offsets]
+
+    @functools.cached_property
+    def word_ids(self) -> list[int | None]:
+        joined: list[int | None] = []
         next_word = 0
-        for enc, shift in zip(parts, starts, strict=True):
-            first, word_ids = len(joined.ids), enc.word_ids
-            joined.ids += enc.ids
-            joined.tokens += enc.tokens
-            joined.offsets += [(s + shift, e + shift) for s, e in enc.offsets]
-            joined.word_ids += [None if w is None else w + next_word for w in word_ids]
+        for enc in self.parts:
+            word_ids = enc.word_ids
+            joined += [None if w is None else w + next_word for w in word_ids]
             next_word += 1 + max((w for w in word_ids if w is not None), default=-1)
-            joined.segments.append((first, len(joined.ids)))
         return joined
 
     def windows(self, body: int) -> list[tuple[int, list[int]]]:

@@ -41,7 +41,7 @@ def hard_texts() -> list[str]:
     """Paragraphs, windows that overlap, contractions with both apostrophes, empty and odd texts."""
     long_sentence = ", and ".join(["the people of this nation don't want their taxes raised again"] * 30) + "."
     return [long_sentence, "She don't like it. He won\u2019t go, y'all'd say. 'Tis the season's end.",
-            "", "   ", "''' '' ' x'y 3'a a'3 don't'", "The the cat sat on on the mat.\n\nHe go home."]
+            "", "   ", "''' '' ' x'y 3'a a'3 don't'", "The the cat sat on on the mat.\n\nHe go home.", "Yes\nNo\nmaybe"]
 
 
 class RecordingEngine:
@@ -147,7 +147,7 @@ def assert_same(new: list[TextScores], old: list[TextScores]) -> None:
         assert np.allclose(a.token_probs, [t.p_replaced for t in b.tokens], rtol=0, atol=1e-6)
         assert abs(a.sentence_sum - b.sentence_sum) <= 1e-6 and abs(a.sentence_mean - b.sentence_mean) <= 1e-6
         for threshold in (0.3, 0.5, 0.64, 0.9):  # what a front writes: flags from the arrays, before .words
-            fresh = TextScores.from_arrays(a.text, [], [], a.token_probs, a._word_arrays, 0.0, 0.0) \
+            fresh = TextScores.from_arrays(a.text, a._token_arrays[0], a.token_probs, a._word_arrays, 0.0, 0.0) \
                 if a._word_arrays is not None else a
             assert [w["word"] for w in fresh.flagged(threshold)] == [w["word"] for w in b.flagged(threshold)]
 

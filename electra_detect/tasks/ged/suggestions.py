@@ -269,6 +269,8 @@ class Suggester:
         its sentence (``context_words`` words each side at most), unedited and with each candidate in place
         (``first_only``: the first candidate alone, :meth:`first_candidate`)."""
         plan = SuggestionPlan(text)
+        if not spans:  # most texts of a long file: no sentence to cut
+            return plan
         index: dict[tuple[int, int], int] = {}
         sentences = sentence_spans(text)
         for start, end in spans:
