@@ -138,14 +138,18 @@ print("payload parts:")
 for p in base + text:
     print(f"  {parts / p['part']}  {p['bytes'] / 2**20:5.1f} MiB  sha256 {p['sha256'][:12]}")
 print("device calls, back to back (docs/distillation.md):")
-first = True
-for p in base + text[:-1]:
-    cmd = ("mkdir -p /tmp/w && " if first else "") + f"cp {parts / p['part']} /tmp/w/"
-    print(f'  run command="{cmd}" carry=["{parts / p["part"]}"] timeout_s={120 if first else 60}')
-    first = False
-last = text[-1]["part"]
-print(f'  run command="cp {parts / last} /tmp/w/ && python3 scripts/device/distill_device.py call1" '
-      f'carry=["{parts / last}"] timeout_s=480')
+names = [p["part"] for p in base + text]
+sizes = dict((p["part"], p["bytes"]) for p in base + text)
+ride = [names.pop()]  # call 1 carries the last parts whose sum fits one part's size (a small last base part too)
+while names and sum(sizes[n] for n in ride) + sizes[names[-1]] <= 48_000_000:
+    ride.insert(0, names.pop())
+for i, name in enumerate(names):
+    cmd = ("mkdir -p /tmp/w && " if i == 0 else "") + f"cp {parts / name} /tmp/w/"
+    print(f'  run command="{cmd}" carry=["{parts / name}"] timeout_s={120 if i == 0 else 60}')
+carry = ", ".join(f'"{parts / n}"' for n in ride)
+first = "mkdir -p /tmp/w && " if not names else ""
+print(f'  run command="{first}cp {" ".join(str(parts / n) for n in ride)} /tmp/w/ && '
+      f'python3 scripts/device/distill_device.py call1" carry=[{carry}] timeout_s=480')
 print('  run command="python3 scripts/device/distill_device.py call2" carry=[] timeout_s=330')
 EOF
 echo "before the first call:  git sparse-checkout set --no-cone '/*' '!/models/' '!/benchmarks/results/' '!/benchmarks/quality/asr/'"
