@@ -20,13 +20,18 @@ from electra_detect.windows import TextEncoding, cut_windows
 
 
 def probabilities(engine: Any, calibrator: Any, input_ids: np.ndarray, attention: np.ndarray,
-                  calibrated: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+                  calibrated: bool = True, at: tuple[np.ndarray, np.ndarray] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray | None]:
     """p(error) [batch, seq] and, for a typed model, [batch, seq, 3]: operation index, main-type index and the
-    main type's softmax probability (one engine pass gives both)."""
+    main type's softmax probability (one engine pass gives both). ``at`` = (rows, columns): those positions only,
+    [n] and [n, 3] (padding, and tokens another window scores, are not transformed)."""
     from electra_detect.calibrators import sigmoid
 
     outputs = getattr(engine, "outputs", None)  # an engine with logits() only is an untyped one
     logits, type_logits = outputs(input_ids, attention) if outputs else (engine.logits(input_ids, attention), None)
+    if at is not None:
+        logits = logits[at]
+        type_logits = None if type_logits is None else type_logits[at]
     probs = calibrator.transform(logits) if calibrated and calibrator is not None else sigmoid(logits)
     if type_logits is None:
         return probs, None
@@ -112,13 +117,13 @@ class ScoringJob:
         attention = np.zeros_like(input_ids)
         input_ids[rows, columns] = plan.ids[plan.starts[first]:plan.starts[stop]]
         attention[rows, columns] = 1
-        p, types = probabilities(self.detector.engine, self.detector.calibrator, input_ids, attention,
-                                 self.calibrated)
         entries = slice(int(plan.bounds[first]), int(plan.bounds[stop]))
         rows, columns, targets = plan.owners[entries] - first, plan.columns[entries], plan.targets[entries]
-        self.probs[targets] = p[rows, columns]
+        p, types = probabilities(self.detector.engine, self.detector.calibrator, input_ids, attention,
+                                 self.calibrated, at=(rows, columns))
+        self.probs[targets] = p
         if types is not None and self.types is not None:
-            self.types[targets] = types[rows, columns]
+            self.types[targets] = types
 
     def results(self, start: int = 0, stop: int | None = None) -> list[TextScores]:
         """The scores of texts[start:stop] (a merged job's requests each take their own slice)."""
