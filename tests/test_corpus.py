@@ -517,3 +517,19 @@ def test_loader_reports_a_missing_shard(tmp_path: Path) -> None:
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "x-00000.txt").write_text(f"{PROSE[0]}\n\n")
     assert list(iter_documents(resolve_corpus([str(tmp_path)]))) == [PROSE[0], PROSE[0]]
+
+
+def test_a_relative_cache_reaches_the_fetcher_as_an_absolute_path(tmp_path: Path, monkeypatch) -> None:
+    """The fetcher unpacks with dpkg-deb from another directory: ``corpus build --cache runs/cache`` found nothing."""
+    sources, paths = _fixture_sources(tmp_path)
+    seen: list[Path] = []
+    fetcher = FakeFetcher(paths)
+
+    def recording(source: Source, cache: Path) -> Path:
+        seen.append(cache)
+        return fetcher(source, cache)
+
+    monkeypatch.chdir(tmp_path)
+    build_corpus(sources[:1], tmp_path / "corpus", Path("cache"), fetcher=recording, log=lambda m: None,
+                 progress=False)
+    assert seen == [tmp_path.resolve() / "cache"]

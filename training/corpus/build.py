@@ -180,6 +180,7 @@ def build_corpus(sources: list[Source], out: Path, cache: Path | None = None, ma
         from electra_detect.training.pretraining.data import default_cache_dir
 
         cache = default_cache_dir() / "corpus-packages"
+    cache = cache.resolve()  # the fetcher runs dpkg-deb from another directory: a relative cache was not found
     manifest = load_manifest(out)
     deduper = Deduper()
     for source in sources:
