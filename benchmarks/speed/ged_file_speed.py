@@ -8,7 +8,9 @@ start-up not counted, which favours it). Then, in-process on the same sentences:
 engine, assemble) and the GED check (flags, dictionary, typing by edits) timed apart; and the int8 engine alone on
 the Detector's own batches under session options (graph optimisation level, threads, spinning).
 
-    python -m benchmarks.speed.ged_file_speed --tsv runs/data/multiged/en_fce_dev.tsv
+    python -m benchmarks.speed.ged_file_speed --tsv runs/data/multiged/en_fce_dev.tsv [--baseline REV]
+
+``--baseline REV`` adds ``ged --file`` of a git revision's code (a worktree), alternating with this one's.
 
 Writes result.json, table.md and plot.png to ``--out-dir`` (default benchmarks/results/ged_file_speed/). Run it
 with nothing else on the machine: its figures are ratios within one run.
@@ -42,12 +44,15 @@ def learner_sentences(tsv: Path, count: int) -> list[str]:
     return [detokenize(" ".join(s.tokens))[0] for s in read_token_tsv(tsv)[:count]]
 
 
-def ged_file(path: Path, lines: int, extra: list[str]) -> dict[str, Any]:
-    """``ged --file`` from process start: seconds to the first and to the last line, sentences/s overall."""
+def ged_file(path: Path, lines: int, extra: list[str], code: Path | None = None) -> dict[str, Any]:
+    """``ged --file`` from process start: seconds to the first and to the last line, sentences/s overall;
+    ``code``: a checkout whose ``electra_detect`` runs instead of this one's (a baseline revision)."""
     command = [sys.executable, "-m", "electra_detect.cli", "ged", "--model", str(MODEL), "--file", str(path), *extra]
+    env = {**os.environ, "PYTHONPATH": str(code)} if code else None  # before the editable install's finder
     started = time.perf_counter()
     first, count = None, 0
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                          cwd=code) as process:
         for _ in process.stdout:
             count += 1
             first = first or time.perf_counter() - started
@@ -137,6 +142,25 @@ def session_options(batches: list[Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def side_by_side(path: Path, lines: int, ref: str, rounds: int) -> dict[str, Any]:
+    """``ged --file`` (int8) of this checkout and of revision ``ref`` (a git worktree), alternating ``rounds``
+    times: the ratio of the two codes on this machine at one time, whatever its speed that hour."""
+    import statistics
+
+    tree = Path(tempfile.mkdtemp(prefix="ged-file-baseline-")) / "tree"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), ref], check=True)
+    try:
+        seconds: dict[str, list[float]] = {"current": [], "baseline": []}
+        for _ in range(rounds):
+            seconds["baseline"].append(ged_file(path, lines, ["--variant", "int8"], code=tree)["seconds"])
+            seconds["current"].append(ged_file(path, lines, ["--variant", "int8"])["seconds"])
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+    medians = {k: statistics.median(v) for k, v in seconds.items()}
+    return {"ref": ref, "rounds": rounds, "seconds": seconds, "median_s": medians,
+            "speedup": medians["baseline"] / medians["current"]}
+
+
 def table(result: dict[str, Any]) -> str:
     harper_speed = result["harper"]["sentences_per_s"]
     lines = [f"# `ged --file` against harper-py ({result['machine']}; {result['date']})", "",
@@ -149,6 +173,11 @@ def table(result: dict[str, Any]) -> str:
                      f"{row['sentences_per_s'] / harper_speed:.2f} |")
     peer = result["harper"]
     lines.append(f"| {peer['version']} | | {peer['seconds']:.2f} | {harper_speed:,.0f} | 1.00 |")
+    if result.get("side_by_side"):
+        pair = result["side_by_side"]
+        lines += ["", f"Side by side with revision `{pair['ref']}` (`ged --file --variant int8`, alternating, "
+                      f"{pair['rounds']} rounds): this code {pair['median_s']['current']:.2f} s, `{pair['ref']}` "
+                      f"{pair['median_s']['baseline']:.2f} s (medians; {pair['speedup']:.2f}x)."]
     stage = result["stages"]
     lines += ["", "Where `ged`'s time goes (in-process, one thread, int8): " + ", ".join(
         f"{name} {share:.0%}" for name, share in stage["shares"].items())
@@ -183,6 +212,8 @@ def main() -> int:
     parser.add_argument("--tsv", type=Path, default=Path("runs/data/multiged/en_fce_dev.tsv"))
     parser.add_argument("--sentences", type=int, default=2000)
     parser.add_argument("--out-dir", type=Path, default=OUT_DIR)
+    parser.add_argument("--baseline", help="a git revision whose ged --file runs beside this one's, alternating")
+    parser.add_argument("--rounds", type=int, default=3, help="alternations with --baseline")
     args = parser.parse_args()
     from electra_detect.fileio import atomic_write_json, atomic_write_text
 
@@ -198,6 +229,8 @@ def main() -> int:
                          (("ged --file", []), ("ged --file --variant int8", ["--variant", "int8"]),
                           ("ged --file --suggest", ["--suggest"]))}
         result["harper"] = harper(texts)
+        if args.baseline:
+            result["side_by_side"] = side_by_side(path, len(texts), args.baseline, args.rounds)
         result["stages"], batches = stages(texts)
         result["session_options"] = session_options(batches)
     finally:
