@@ -35,7 +35,7 @@ MODEL = ROOT / "models" / "electra-minilm"
 STAGES = ("tokenizer", "encode", "run", "assemble", "check", "json")
 
 
-def measure(sentences: int, repeats: int) -> dict[str, Any]:
+def measure(sentences: int, repeats: int, model: Path = MODEL, variant: str = "int8") -> dict[str, Any]:
     """Microseconds a sentence of each host stage (best of ``repeats``), the engine's outputs replayed; one
     intra-op thread. Uses only the scoring core's public pieces, so a baseline revision's code runs it too."""
     import numpy as np
@@ -47,7 +47,7 @@ def measure(sentences: int, repeats: int) -> dict[str, Any]:
     from electra_detect.tasks.ged.options import GedOptions
 
     texts = embedded_sentences(sentences)
-    detector = Detector.load(MODEL, task="ged", engine="onnx", variant="int8", threads=1)
+    detector = Detector.load(model, task="ged", engine="onnx", variant=variant, device="cpu", threads=1)
     engine, seen = detector.engine, {}
 
     class Replay:
@@ -178,11 +178,13 @@ def main() -> int:
     parser.add_argument("--sentences", type=int, default=4000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--baseline", help="a git revision measured beside this one, in the same run")
+    parser.add_argument("--model", type=Path, default=MODEL, help="model or export dir (the device has no models/)")
+    parser.add_argument("--variant", default="int8", help="the ONNX variant that makes the replayed outputs")
     parser.add_argument("--out-dir", type=Path, default=OUT_DIR)
     parser.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)  # a baseline's process
     args = parser.parse_args()
     if args.measure_only:
-        print(json.dumps(measure(args.sentences, args.repeats)))
+        print(json.dumps(measure(args.sentences, args.repeats, args.model, args.variant)))
         return 0
     from benchmarks.common.run import command_line
     from electra_detect.fileio import atomic_write_json, atomic_write_text
@@ -193,7 +195,7 @@ def main() -> int:
     if args.baseline:
         result["baseline_ref"] = args.baseline
         result["baseline"] = baseline(args.baseline, args.sentences, args.repeats)
-    result["current"] = measure(args.sentences, args.repeats)
+    result["current"] = measure(args.sentences, args.repeats, args.model, args.variant)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(args.out_dir / "result.json", result)
     atomic_write_text(args.out_dir / "table.md", table(result))

@@ -30,8 +30,13 @@ timeout 330 python3 -m benchmarks.speed.gpu_check /tmp/serving-root/serving/ged 
   --steps environment,export,end_to_end,ged_file >> "$OUT/serving_check.log" 2>&1
 log "gpu_check exit $?"
 
+log "host_cost: GIL-held microseconds a sentence on this machine's CPU (one process's ceiling on this GPU)"
+timeout 40 python3 -m benchmarks.speed.host_cost --model /tmp/serving-root/onnx --variant fp32 --sentences 2000 \
+  --repeats 2 --out-dir "$OUT/host_cost" >> "$OUT/serving_check.log" 2>&1
+log "host_cost exit $?"
+
 log "server_load: serve --device cuda, 1 and 32 clients, both modes, 20 s a cell"
-timeout 200 python3 -m benchmarks.speed.server_load --model /tmp/serving-root/onnx --concurrency 1,32 \
+timeout 180 python3 -m benchmarks.speed.server_load --model /tmp/serving-root/onnx --concurrency 1,32 \
   --duration 20 --warmup 5 --server-args "--device cuda --no-suggest" --out-dir "$OUT/server_load" \
   >> "$OUT/serving_check.log" 2>&1
 log "server_load exit $?"
