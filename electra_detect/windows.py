@@ -40,11 +40,6 @@ class TextEncoding:
                 self.ids += enc.ids
                 self.segments.append((first, len(self.ids)))
 
-    @classmethod
-    def join(cls, parts: Sequence[Any], starts: Sequence[int]) -> TextEncoding:
-        """One encoding of tokenizer encodings of pieces of a text that begin at character ``starts``."""
-        return cls(parts, starts)
-
     @functools.cached_property
     def tokens(self) -> list[str]:
         return [token for enc in self.parts for token in enc.tokens]
@@ -82,7 +77,7 @@ def encode_texts(tokenizer: Any, texts: Sequence[str]) -> list[TextEncoding]:
     encodings, first = [], 0
     for text_spans in spans:
         parts = [encoded[first + i] for i in range(len(text_spans))]
-        encodings.append(TextEncoding.join(parts, [start for start, _ in text_spans]))
+        encodings.append(TextEncoding(parts, [start for start, _ in text_spans]))
         first += len(text_spans)
     return encodings
 

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common.run import command_line
+from benchmarks.common.run import command_line, revision_checkout
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = ROOT / "benchmarks" / "results" / "ged_file_speed"
@@ -147,15 +147,11 @@ def side_by_side(path: Path, lines: int, ref: str, rounds: int) -> dict[str, Any
     times: the ratio of the two codes on this machine at one time, whatever its speed that hour."""
     import statistics
 
-    tree = Path(tempfile.mkdtemp(prefix="ged-file-baseline-")) / "tree"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), ref], check=True)
-    try:
-        seconds: dict[str, list[float]] = {"current": [], "baseline": []}
+    seconds: dict[str, list[float]] = {"current": [], "baseline": []}
+    with revision_checkout(ref) as tree:
         for _ in range(rounds):
             seconds["baseline"].append(ged_file(path, lines, ["--variant", "int8"], code=tree)["seconds"])
             seconds["current"].append(ged_file(path, lines, ["--variant", "int8"])["seconds"])
-    finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
     medians = {k: statistics.median(v) for k, v in seconds.items()}
     return {"ref": ref, "rounds": rounds, "seconds": seconds, "median_s": medians,
             "speedup": medians["baseline"] / medians["current"]}

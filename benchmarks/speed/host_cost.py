@@ -24,7 +24,6 @@ import os
 import platform
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -117,19 +116,16 @@ def measure(sentences: int, repeats: int, model: Path = MODEL, variant: str = "i
 
 def baseline(ref: str, sentences: int, repeats: int) -> dict[str, Any]:
     """:func:`measure` on revision ``ref``'s code, in a git worktree and a process of its own."""
-    work = Path(tempfile.mkdtemp(prefix="host-cost-"))
-    tree = work / "tree"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), ref], check=True)
-    try:
+    from benchmarks.common.run import revision_checkout
+
+    with revision_checkout(ref) as tree:
         env = {**os.environ, "PYTHONPATH": str(tree)}  # before the editable install's finder: the old code
         out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--measure-only", "--sentences",
                               str(sentences), "--repeats", str(repeats)], cwd=tree, env=env, capture_output=True,
                              text=True, check=False)
-        if out.returncode:
-            raise SystemExit(f"baseline {ref} failed: {out.stderr[-800:]}")
-        return json.loads(out.stdout.strip().splitlines()[-1])
-    finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+    if out.returncode:
+        raise SystemExit(f"baseline {ref} failed: {out.stderr[-800:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def table(result: dict[str, Any]) -> str:
