@@ -9,8 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -28,7 +27,7 @@ from electra_detect.app.settings import SUGGESTION_FACTOR, SUGGESTION_FLOOR, Ser
 from electra_detect.detector import Detector, ScoringJob, TextScores
 from electra_detect.tasks.ged.check import GedChecker
 from electra_detect.tasks.ged.dictionary import PersonalDictionary
-from electra_detect.tasks.ged.edit_typing import Edit, EditTyper
+from electra_detect.tasks.ged.edit_typing import EditTyper
 from electra_detect.tasks.ged.flags import FlaggedWord
 from electra_detect.tasks.ged.options import GedOptions
 from electra_detect.tasks.ged.suggestions import Suggester
@@ -53,17 +52,18 @@ class Service:
         self.suggester = Suggester()
         dictionary = PersonalDictionary(Path(settings.dictionary)) if settings.dictionary else PersonalDictionary()
         self.checker = GedChecker(detector, self.suggester, shared_typer(), dictionary)  # /v1/ged and /v2/check
-        self.checker.preload()  # spaCy and ERRANT load while the server starts, not in its first request
         self.batcher: MicroBatcher | None = None  # from the app's startup to the end of its shutdown
         self.shares = Shares(settings, lambda: self.batcher.rate if self.batcher is not None else 0.0)
 
     async def start(self) -> None:
         self.batcher = MicroBatcher(self.detector, self.settings, self.metrics)
         await self.batcher.start()
-        # The word lists and the ERRANT typer's spaCy pipeline load now, not in the first check (types name edits
-        # with or without suggestions shown: both are used either way).
+        # The word lists, lemminflect's tables and the ERRANT typer's spaCy pipeline load now, not in the first check
+        # (types name edits with or without suggestions shown: both are used either way).
         await asyncio.to_thread(self.suggester.candidates, "warm")
-        await asyncio.to_thread(lambda: self.checker.typer.available)
+        loading = self.checker.preload()
+        if loading is not None:
+            await asyncio.to_thread(loading.join)
 
     async def stop(self) -> None:
         if self.batcher is not None:
@@ -234,21 +234,10 @@ def check_cost(tokens: int, candidates: bool) -> int:
     return tokens + max(tokens * SUGGESTION_FACTOR, SUGGESTION_FLOOR) if candidates else tokens
 
 
-class _LockedTyper(EditTyper):
-    """The ERRANT typer with one classification at a time: requests finish their checks in threads, and a spaCy
-    pipeline is not documented as safe to share between them."""
-
-    _lock = threading.Lock()
-
-    def classify(self, edits: Sequence[Edit]) -> list[tuple[str, str] | None]:
-        with self._lock:
-            return super().classify(edits)
-
-
 @functools.cache
 def shared_typer() -> EditTyper:
     """One ERRANT typer (one spaCy pipeline) for every app of the process: loading one takes seconds."""
-    return _LockedTyper()
+    return EditTyper()
 
 
 def model_name(model_dir: Path) -> str:

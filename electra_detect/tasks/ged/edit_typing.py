@@ -35,6 +35,7 @@ class EditTyper:
     def __init__(self) -> None:
         self._annotator: Any = None
         self._loading = threading.Lock()
+        self._classifying = threading.Lock()  # one spaCy pipeline, not documented as safe to share between threads
 
     @property
     def annotator(self) -> Any:
@@ -61,8 +62,9 @@ class EditTyper:
             return []
         annotator = self.annotator
         texts = list(dict.fromkeys(t for e in edits for t in (e.sentence, e.edited)))
-        docs = dict(zip(texts, annotator.nlp.pipe(texts), strict=True))
-        return [_classify(annotator, docs[e.sentence], docs[e.edited], e) for e in edits]
+        with self._classifying:  # a server finishes requests' checks in several threads
+            docs = dict(zip(texts, annotator.nlp.pipe(texts), strict=True))
+            return [_classify(annotator, docs[e.sentence], docs[e.edited], e) for e in edits]
 
 
 def _load_annotator() -> Any:
