@@ -59,8 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         path = detector.model_dir / "ged.json"
         spec = json.loads(path.read_text())
         spec["levels"] = {"picky": thresholds["picky (max mean F1)"],
-                          "picky_tuned_on": "the tuning halves of FCE dev and JFLEG dev (split seed 13): the threshold "
-                                            "with the highest mean F1 over both (benchmarks/quality/ged_levels.py)"}
+                          "picky_tuned_on": f"the tuning halves of FCE dev and JFLEG dev (split seed {args.seed}): the "
+                                            "threshold with the highest mean F1 over both "
+                                            "(benchmarks/quality/ged_levels.py)"}
         atomic_write_json(path, spec)
     print(json.dumps(out))
     return 0

@@ -77,7 +77,7 @@ def measure(sentences: int, repeats: int, model: Path = MODEL, variant: str = "i
 
     detector.engine = Replay()
     checker = GedChecker(detector)
-    type(checker.typer).available = False  # typing by ERRANT is not installed on the device
+    checker.typer.available = False  # typing by ERRANT is not installed on the device (this typer only)
     options = GedOptions()
     threshold = checker.threshold(options)
     served = {"model": detector.name, "variant": detector.variant}  # as `ged` writes them: named once
