@@ -88,14 +88,17 @@ class Detector:
 
         resolve_model_dir(path)  # a bad path fails here, before onnxruntime (or torch) is imported
         try:
+            source = locate(path, make=export)
             try:
-                return cls._load_onnx(locate(path, make=export), variant=variant, **options)
+                return cls._load_onnx(source, variant=variant, **options)
             except CorruptExport as exc:  # a file changed since it was exported: never serve it
                 if not export or not any(resolve_model_dir(path).glob("*.safetensors")):
                     raise CorruptExport(f"refusing a corrupt ONNX export: {exc}; no weights to export it again "
                                         f"from (restore the export, or give the model's weights)") from None
                 warnings.warn(f"{exc}; exporting it again from the weights", RuntimeWarning, stacklevel=2)
-                return cls._load_onnx(locate(path, make=True, rebuild=True), variant=variant, **options)
+                # a corrupt shipped export stays where it is: the cache's export of the weights serves, made once
+                again = locate(path, make=True, skip_shipped=True, rebuild=source.origin != "shipped")
+                return cls._load_onnx(again, variant=variant, **options)
         except CorruptExport:
             raise
         except (DetectorError, ImportError, RuntimeError, ValueError) as exc:

@@ -66,6 +66,27 @@ def test_a_tampered_shipped_export_without_weights_is_refused(run_copy: Path, em
             Detector.load(shipped, engine=engine)
 
 
+def test_a_tampered_shipped_export_with_weights_is_exported_once_into_the_cache(
+        run_copy: Path, empty_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every later load finds the corrupt shipped export again: the cache's export of the weights serves from the
+    second load on, without exporting again."""
+    from electra_detect.onnx import locate
+    from electra_detect.onnx.export import export_model
+
+    shipped = export_model(run_copy, run_copy / "onnx", variants=("fp32",), progress=False).out_dir
+    target = shipped / VARIANT_FILES["fp32"]
+    replace_keeping_stamp(target, flipped(target.read_bytes()))
+    exports: list[Path] = []
+    real = locate.export_to_cache
+    monkeypatch.setattr(locate, "export_to_cache", lambda model_dir, out, log: (exports.append(out),
+                                                                               real(model_dir, out, log)))
+    for _ in range(2):
+        with pytest.warns(RuntimeWarning, match="model.onnx is not the file that was exported"):
+            detector = Detector.load(run_copy, engine="onnx", variant="fp32")
+        assert detector.engine.export_dir != shipped and detector.score(TEXT)[0].words
+    assert len(exports) == 1
+
+
 def test_a_tokenizer_change_is_a_new_export(run_copy: Path, empty_cache: Path) -> None:
     first = Detector.load(run_copy, engine="onnx").engine.export_dir
     spec = json.loads((run_copy / "tokenizer.json").read_text())
