@@ -76,8 +76,9 @@ class OnnxEngine:
         if use_cuda and self.provider != "CUDAExecutionProvider":
             self._no_gpu(f"onnxruntime lists CUDAExecutionProvider but could not use it (no GPU, or CUDA/cuDNN "
                          f"libraries missing); running on {self.provider}", require_gpu)
-            if variant is None and self.variant != pick_variant(manifest, exported, False):
-                self.variant = pick_variant(manifest, exported, False)
+            on_cpu = pick_variant(manifest, exported, False)
+            if variant is None and self.variant != on_cpu:
+                self.variant = on_cpu
                 self.session = self._session(ort, self.variant, False, 0, threads)
                 self.provider = self.session.get_providers()[0]
         self.input_names = [i.name for i in self.session.get_inputs()]

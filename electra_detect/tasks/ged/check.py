@@ -159,12 +159,11 @@ class GedChecker:
         suggestions are asked for, else those the typing rule types by their edit."""
         threshold = self.threshold(options)
         vocabulary = self.vocabulary(options)
-        use_edits = self.typer.available
+        by_ranking = self.typer.available and self.typing.ranked
         words, plans, ranked = [], [], []
         for text in self.lifted(scored, options):
             found = [FlaggedWord.of_word(w) for w in text.words_at_least(threshold)]  # no object per word
             found = [w for w in found if not in_dictionary(text.text, w, vocabulary)]
-            by_ranking = use_edits and self.typing.ranked
             chosen = [i for i, w in enumerate(found) if options.suggest or (by_ranking and self.typing.by_edit(w))]
             words.append(found)
             ranked.append(chosen)
@@ -221,7 +220,7 @@ class GedChecker:
             if repeats_the_word_before(target.sentence, *target.span):  # "the the": its deletion, whatever comes first
                 edits = [("", "delete", *replace_span(target.sentence, *target.span, ""))]
             if edits:
-                value, _source, edited, span = edits[0]
+                _value, _source, edited, span = edits[0]
                 found.append((word, Edit(target.sentence, *target.span, edited, span)))
         return found
 
