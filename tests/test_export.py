@@ -131,7 +131,11 @@ def test_a_failing_reduced_precision_variant_is_dropped_and_the_rest_exported(so
     assert len(tried) >= 2 and parity["variants"]["int8"]["flag_agreement"] == max(tried.values())
     assert "Dropped (failed the gate): int8" in (out / "parity.md").read_text()
     assert not (tmp_path / "onnx.parity_failed.json").exists()
-    assert Detector.load(out, engine="onnx").engine.variant == "fp32"  # the CPU default falls back to what is there
+    # the CPU default falls back to what is there: the variant measured fastest at export, never the dropped int8
+    # (fp32 or the fused graph: on a micro model their timings are too close to name one, CI run 55)
+    preferred = result.manifest["preferred"]["cpu"]
+    assert preferred in ("fp32", "optimized")
+    assert Detector.load(out, engine="onnx").engine.variant == preferred
 
 
 def test_strict_keeps_all_or_nothing(source: Path, tmp_path: Path) -> None:
