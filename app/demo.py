@@ -166,19 +166,18 @@ def check_threshold(threshold: Any) -> float:
     return value
 
 
-MAX_WORDS = 1000  # the page's own dictionary words (each is looked up in the inflection tables)
-
-
 def own_words(words: Any) -> tuple[str, ...]:
     """The personal-words box: words or phrases, one a line or comma-separated."""
     if words is None:
         return ()
     if not isinstance(words, str):
         raise InputProblem("Your words must be text: one word a line, or comma-separated.")
-    found = tuple(w.strip() for w in re.split(r"[,\n]", words) if w.strip())
-    if len(found) > MAX_WORDS:
-        raise InputProblem(f"{len(found):,} words in the box; the demo takes at most {MAX_WORDS:,}. Put more in your "
-                           f"dictionary file (docs/writers.md).")
+    from electra_detect.tasks.ged.dictionary import MAX_REQUEST_WORDS, request_words
+
+    found = request_words(words)
+    if len(found) > MAX_REQUEST_WORDS:
+        raise InputProblem(f"{len(found):,} words in the box; the demo takes at most {MAX_REQUEST_WORDS:,}. Put more "
+                           f"in your dictionary file (docs/writers.md).")
     return found
 
 
@@ -362,7 +361,7 @@ class DemoApp:
                calibration: str = "calibrated") -> tuple[list[list[Any]], str]:
         """The pasted n-best list, best first, with each component of the total."""
         from electra_detect.errors import RerankError
-        from electra_detect.tasks.rerank.fusion import rank_hypotheses
+        from electra_detect.tasks.rerank.fusion import rerank_hypotheses
         from electra_detect.tasks.rerank.nbest import parse_hypothesis_lines
 
         try:
@@ -385,9 +384,8 @@ class DemoApp:
                     raise InputProblem(f"The {name} must be a number, got {value!r}.") from None
             chosen = self.hypothesis  # the task's ranker and its choice of score, as the CLI's and the server's
             with self._lock:
-                results = self.detector.score([text for text, _ in hyps], batch_size=64,
-                                              calibrated=calibration != "raw" and chosen.calibrated)
-            rows = rank_hypotheses(hyps, chosen.of(results), weights[0], weights[1], chosen.name)
+                rows = rerank_hypotheses(self.detector, hyps, weights[0], weights[1],
+                                         calibrated=calibration != "raw", chosen=chosen)
         except (InputProblem, RerankError) as problem:
             return [], f"⚠️ {problem}"
         table = [[row["rank"], row["text"], round(row["asr_score"], 4), round(row[chosen.name], 4),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from electra_detect.sentences import sentence_around, sentence_spans
+from electra_detect.tasks.ged.dictionary import MAX_REQUEST_WORDS, request_words
 from electra_detect.tasks.ged.flags import FlaggedWord
 from electra_detect.tasks.ged.rule_table import MAIN_TYPES, Rule
 
@@ -45,7 +46,6 @@ DATA_PATTERN = rf'^{_WS}\{{{_WS}"annotation"{_WS}:{_WS}\[{_WS}(?:{_PART}(?:{_WS}
 CONTEXT_CHARS = 40  # characters of context on each side of a match, as LanguageTool gives
 
 TRUE = ("true", "yes")  # LanguageTool's enabledOnly: exactly "true" or "yes" turns it on, any other value leaves it off
-MAX_WORDS = 1000  # dictionary words one request may add (each is looked up in lemminflect's tables)
 WORDS_FIELD = "words"  # this server's per-request dictionary: LanguageTool's own ``dicts`` names stored dictionaries
 
 
@@ -142,18 +142,18 @@ def parse_options(fields: Mapping[str, str], suggest: bool) -> dict[str, Any]:
     """The GED options of a /v2/check's fields as ``GedOptions`` fields, read as LanguageTool reads them:
     ``disabledRules``, ``enabledRules``, ``disabledCategories``, ``enabledCategories`` (comma-separated ids; unknown
     ones ignored), ``enabledOnly`` (exactly "true" or "yes"), ``level`` (exactly default or picky), and this server's
-    ``words`` (the request's own dictionary words, comma- or newline-separated, at most ``MAX_WORDS``). ``suggest``:
-    whether replacements are given."""
-    words = [word for word in re.split(r"[,\n]", fields.get(WORDS_FIELD, "")) if word.strip()]
-    if len(words) > MAX_WORDS:
-        raise CheckError(f"{WORDS_FIELD} holds {len(words)} entries; the limit is {MAX_WORDS} a request (put more "
-                         f"in the server's dictionary file)")
+    ``words`` (the request's own dictionary words, comma- or newline-separated, at most ``MAX_REQUEST_WORDS``).
+    ``suggest``: whether replacements are given."""
+    words = request_words(fields.get(WORDS_FIELD, ""))
+    if len(words) > MAX_REQUEST_WORDS:
+        raise CheckError(f"{WORDS_FIELD} holds {len(words)} entries; the limit is {MAX_REQUEST_WORDS} a request (put "
+                         f"more in the server's dictionary file)")
     return {"level": fields.get("level", "default"),
             "disabled_rules": [fields.get("disabledRules", "")], "enabled_rules": [fields.get("enabledRules", "")],
             "disabled_categories": [fields.get("disabledCategories", "")],
             "enabled_categories": [fields.get("enabledCategories", "")],
             "enabled_only": fields.get("enabledOnly") in TRUE,
-            "words": tuple(words), "suggest": suggest}
+            "words": words, "suggest": suggest}
 
 
 def rule_json(rule: Rule) -> dict[str, Any]:

@@ -44,7 +44,7 @@ class Service:
         # What anyone may see (/healthz, /metrics): no file system path.
         self.info = {"engine": engine.name, "provider": str(getattr(engine, "provider", "?")),
                      "variant": str(getattr(engine, "variant", "torch")), "calibration": detector.calibration,
-                     "model": model_name(Path(detector.model_dir)), "batching": str(settings.batching)}
+                     "model": detector.name, "batching": str(settings.batching)}
         self.model_path = str(detector.model_dir)  # /healthz shows it to a client with a valid key only
         self.metrics.info.info(self.info)
         # /v1/rerank's score: a `rerank train` model's learned one when the model has it (the task decides)
@@ -103,6 +103,14 @@ class Service:
         """The model tokens a /v1/ged of ``job`` may cause: its own, and its candidates' (:func:`check_cost`'s bound,
         cut to ``max_tokens`` as :meth:`flagged` cuts the candidates' job)."""
         return job.cost + min(self.settings.max_tokens, check_cost(job.cost, self.candidates(options)) - job.cost)
+
+    def admit_check(self, cost: int, costs: str, advice: str = "send less text") -> None:
+        """A 413 ``over_budget`` (counted) for a check whose ``cost`` model tokens pass this server's budget per
+        check, before any work: ``costs`` says what it may cost, ``advice`` what to do instead."""
+        if cost > self.settings.check_budget:
+            self.metrics.refused.labels("check_budget").inc()
+            raise ApiError(413, "over_budget", f"{costs}; this server's budget per check is "
+                                               f"{self.settings.check_budget}: {advice}")
 
     async def checked(self, request: Request, job: ScoringJob, cost: int, options: GedOptions,
                       deadline: float) -> tuple[list[TextScores], list[list[FlaggedWord]]]:
@@ -238,14 +246,6 @@ def check_cost(tokens: int, candidates: bool) -> int:
 def shared_typer() -> EditTyper:
     """One ERRANT typer (one spaCy pipeline) for every app of the process: loading one takes seconds."""
     return EditTyper()
-
-
-def model_name(model_dir: Path) -> str:
-    """The model's name without its place on disk: the run or model directory's name (an export sits in
-    ``<model>/onnx`` or ``<model>/discriminator/onnx``, a GED head in ``<model>/ged``)."""
-    while model_dir.name in ("onnx", "discriminator", "ged") and model_dir.parent != model_dir:
-        model_dir = model_dir.parent
-    return model_dir.name or "model"
 
 
 def client_of(request: Request) -> str:

@@ -167,9 +167,13 @@ class Detector:
 
     @property
     def name(self) -> str:
-        """The model's name without its location: its directory, with the model dir above a task's (``ged/``)."""
+        """The model's name without its location (every front says it so): its directory's name, the one above
+        an export (``onnx/``) or a discriminator (``discriminator/``), and a task's head named with the model dir
+        it sits in (``electra-minilm/ged``)."""
         path = self.model_dir.resolve()
-        return f"{path.parent.name}/{path.name}" if path.name in ("ged", "discriminator", "onnx") else path.name
+        while path.name in ("onnx", "discriminator") and path.parent != path:
+            path = path.parent
+        return f"{path.parent.name}/{path.name}" if (path.parent / "discriminator").is_dir() else path.name or "model"
 
     @property
     def variant(self) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -83,6 +83,48 @@ def score_stream(detector: Any, batches: Iterable[Sequence[str]], batch_size: in
                 item.cancel()
         reader.join(timeout=5)
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def process_stream(start: Callable[..., None], work: Callable[[Sequence[str]], Any], start_args: tuple,
+                   batches: Iterable[Sequence[str]], processes: int) -> Iterator[Any]:
+    """``work(texts)`` of each batch, in input order, from ``processes`` worker processes that each ran
+    ``start(*start_args)`` once (loading their own model): one process's GIL caps its host work, so a fast
+    engine (a GPU) needs several. ``start`` and ``work`` must be importable module-level functions (spawned
+    workers import them; no forked onnxruntime threads). At most ``2 * processes`` batches are in flight; an
+    error reading the input is raised after the batches read before it have been yielded."""
+    import collections
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from electra_detect.errors import DetectorError
+
+    pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"), initializer=start,
+                               initargs=start_args)
+    pending: collections.deque[Future] = collections.deque()
+    failed: list[Exception] = []
+    try:
+        for texts in _until_error(batches, failed):
+            pending.append(pool.submit(work, list(texts)))
+            if len(pending) > 2 * processes:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    except BrokenProcessPool:
+        raise DetectorError("a scoring process died (out of memory?); the results stop here") from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    if failed:
+        raise failed[0]
+
+
+def _until_error(batches: Iterable[Sequence[str]], failed: list[Exception]) -> Iterator[Sequence[str]]:
+    """``batches`` until one cannot be read (a bad line's CliError), which goes into ``failed``: the batches
+    read before it still go out."""
+    try:
+        yield from batches
+    except Exception as exc:  # noqa: BLE001 - raised by the caller once the earlier results are out
+        failed.append(exc)
 
 
 _END = object()

@@ -257,6 +257,32 @@ def test_ged_is_a_unix_filter(how: str, micro_run: Path) -> None:
     assert all("flagged" in row and "threshold" in row for row in rows)
 
 
+def test_ged_processes_write_what_one_process_writes_in_input_order(tmp_path: Path, micro_run: Path) -> None:
+    # 1,100 lines make four batches (8, 512, 512, 68): two processes finish them out of order
+    lines = [f"Line {i}: the farmer {'saw' if i % 3 else 'see'} {i} red houses." for i in range(1100)]
+    texts = tmp_path / "lines.txt"
+    texts.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ged = ["ged", "--model", str(micro_run), "--engine", "torch", "--file", str(texts)]
+    one, two = run_cli(*ged), run_cli(*ged, "--processes", "2")
+    assert one.returncode == 0 and two.returncode == 0, two.stderr
+    assert [json.loads(line)["text"] for line in two.stdout.splitlines()] == lines
+    assert two.stdout == one.stdout
+    assert two.stderr.count("engine: torch") == 1  # the engine line once, not once a process
+
+
+def test_ged_processes_report_errors_as_one_line(tmp_path: Path, micro_run: Path) -> None:
+    texts = tmp_path / "lines.txt"
+    # the bad bytes past the decoder's first 8 KiB read, so the first batch (8 lines) is read before them
+    texts.write_bytes(b"".join(b"The farmer saw a red house.\n" for _ in range(400)) + b"\xff\xfe\n")
+    bad_line = run_cli("ged", "--model", str(micro_run), "--engine", "torch", "--file", str(texts), "--processes", "2")
+    assert_clean_error(bad_line, "not UTF-8")
+    assert len(bad_line.stdout.splitlines()) == 8  # the batch read before the bad line is written
+    assert_clean_error(run_cli("ged", "--model", str(tmp_path / "none"), "--file", str(texts), "--processes", "2"),
+                       "none")  # the model a worker cannot load, as the one error line
+    assert_clean_error(run_cli("ged", "--model", str(micro_run), "--file", str(texts), "--processes", "0"),
+                       "--processes must be >= 1")
+
+
 @pytest.mark.parametrize("verb", ["score", "ged"])
 def test_empty_input_gives_empty_output(verb: str, tmp_path: Path, micro_run: Path) -> None:
     empty = tmp_path / "empty.txt"

@@ -169,7 +169,7 @@ def test_rerank_uses_the_learned_reranker_when_the_model_has_one(micro_run: Path
     learned = Reranker.load(model).lm_scores(app.detector.score([h for h, _ in parse_hypothesis_lines(nbest)],
                                                                 calibrated=False))
     assert [row[1] for row in table] == [row["text"] for row in expected]
-    assert [row[3] for row in table] == [round(row["electra_score"], 4) for row in expected]
+    assert [row[3] for row in table] == [round(row["reranker_score"], 4) for row in expected]
     assert sorted(row[3] for row in table) == sorted(round(v, 4) for v in learned) and "learned" in message
 
 

@@ -25,12 +25,10 @@ async def ged(body: GedRequest, request: Request, service: ServiceDep) -> Respon
     deadline = service.deadline()
     job = await service.prepare(body.texts, deadline)
     cost = service.ged_cost(job, options)
-    if options.suggest and check_cost(job.cost, True) > service.settings.check_budget:  # as /v2/check's, before work
-        service.metrics.refused.labels("check_budget").inc()
-        raise ApiError(413, "over_budget", f"checking these texts with suggestions may cost "
-                                           f"{check_cost(job.cost, True)} model tokens; this server's budget per "
-                                           f"check with suggestions is {service.settings.check_budget}: send less "
-                                           f"text, or ask without suggestions")
+    if options.suggest:  # as /v2/check's
+        most = check_cost(job.cost, True)
+        service.admit_check(most, f"checking these texts with suggestions may cost {most} model tokens",
+                            "send less text, or ask without suggestions")
     scored, flagged = await service.checked(request, job, cost, options, deadline)
     return await reply(lambda: {
         "threshold": service.checker.threshold(options), "level": options.level,

@@ -95,20 +95,12 @@ async def check(request: Request, service: ServiceDep) -> Response:
         # Every word is at least one model token, so its words (+ [CLS]/[SEP]) bound its cost from below: a text
         # over budget by that count is refused on the event loop, before it queues for the tokenizer's thread.
         least = check_cost(len(document.checked.split()) + 2, candidates)
-        if least > settings.check_budget:
-            service.metrics.refused.labels("check_budget").inc()
-            raise ApiError(413, "over_budget", f"checking this text costs at least {least} model tokens (one a word, "
-                                               f"with its candidates' bound); this server's budget per check is "
-                                               f"{settings.check_budget}: send less text")
+        service.admit_check(least, f"checking this text costs at least {least} model tokens (one a word, with its "
+                                   f"candidates' bound)")
         job = await service.prepare([document.checked], deadline)
         cost = check_cost(job.cost, candidates)
-        if cost > settings.check_budget:  # before planning candidates or scoring anything
-            service.metrics.refused.labels("check_budget").inc()
-            how = f"{job.cost} to score it, and up to {cost - job.cost} for its candidates" if candidates \
-                else "to score it"
-            raise ApiError(413, "over_budget", f"checking this text may cost {cost} model tokens ({how}); this "
-                                               f"server's budget per check is {settings.check_budget}: send less "
-                                               f"text")
+        how = f"{job.cost} to score it, and up to {cost - job.cost} for its candidates" if candidates else "to score it"
+        service.admit_check(cost, f"checking this text may cost {cost} model tokens ({how})")  # before any scoring
         _scored, flagged = await service.checked(request, job, cost, options, deadline)
         found = matches(document, flagged[0])
     return await reply(lambda: check_answer(found_language, found, request.app.version))

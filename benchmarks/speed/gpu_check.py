@@ -74,7 +74,7 @@ def embedded_sentences(count: int) -> list[str]:
     return found
 
 
-def check(model: str, out: Path, onnx_dir: Path, sentences: int = 20000, lines: int = 0,
+def check(model: str, out: Path, onnx_dir: Path, sentences: int = 20000, lines: int = 0, processes: tuple = (1,),
           only: tuple[str, ...] = ()) -> dict[str, Any]:
     """Run every step, rewriting ``out/result.json`` after each; return the report."""
     out.mkdir(parents=True, exist_ok=True)
@@ -218,14 +218,15 @@ def check(model: str, out: Path, onnx_dir: Path, sentences: int = 20000, lines: 
                 "engine_sentences_per_s": len(texts) / engine_s, "detector_tokens_per_s": tokens / score_s,
                 "detector_sentences_per_s": len(texts) / score_s, "detector_share_of_engine": engine_s / score_s}
 
-    def ged_file(device: str) -> dict[str, Any]:
-        """``electra-detect ged --file`` on a ``lines``-line file, first line to last, in a process of its own."""
+    def ged_file(device: str, workers: int) -> dict[str, Any]:
+        """``electra-detect ged --file --processes workers`` on a ``lines``-line file, first line to last, from
+        the process's start."""
         import sys
         texts = state.setdefault("sentences", embedded_sentences(sentences))
         path = out / f"ged_file_{lines}.txt"
         path.write_text("\n".join(texts[i % len(texts)] for i in range(lines)) + "\n")
         command = [sys.executable, "-m", "electra_detect.cli", "ged", "--model", str(onnx_dir), "--engine", "onnx",
-                   "--device", device, "--file", str(path)]
+                   "--device", device, "--file", str(path), "--processes", str(workers)]
         started = time.perf_counter()
         first_line, count = None, 0
         with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
@@ -238,7 +239,8 @@ def check(model: str, out: Path, onnx_dir: Path, sentences: int = 20000, lines: 
         path.unlink()
         if process.returncode or count != lines:
             raise RuntimeError(f"ged --file: exit {process.returncode}, {count} of {lines} lines: {error[-500:]}")
-        return {"lines": lines, "seconds": elapsed, "first_line_s": first_line, "sentences_per_s": lines / elapsed,
+        return {"lines": lines, "processes": workers, "seconds": elapsed, "first_line_s": first_line,
+                "sentences_per_s": lines / elapsed,
                 "engine_line": error.strip().splitlines()[0] if error.strip() else ""}
 
     step("environment", environment)
@@ -252,8 +254,10 @@ def check(model: str, out: Path, onnx_dir: Path, sentences: int = 20000, lines: 
     for variant in ("fp16", "optimized", "fp32") if cuda_listed() else ("int8", "fp32"):
         device = "cuda" if cuda_listed() else "cpu"
         step(f"end_to_end_{variant}_{device}", lambda variant=variant, device=device: end_to_end(variant, device))
-    if lines:
-        step(f"ged_file_{'cuda' if cuda_listed() else 'cpu'}", lambda: ged_file("cuda" if cuda_listed() else "cpu"))
+    for workers in processes if lines else ():
+        device = "cuda" if cuda_listed() else "cpu"
+        step(f"ged_file_{device}" + (f"_p{workers}" if workers > 1 else ""),
+             lambda device=device, workers=workers: ged_file(device, workers))
     for dtype_name in ("fp32", "fp16", "bf16"):
         step(f"torch_cuda_{dtype_name}", lambda dtype_name=dtype_name: torch_cuda(dtype_name))
 
@@ -296,12 +300,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="embedded-corpus sentences the end-to-end rows score (engine alone and Detector.score)")
     parser.add_argument("--ged-file-lines", type=int, default=0,
                         help="also time `ged --file` on a file of this many lines (the issue's row: 100000)")
+    parser.add_argument("--ged-file-processes", default="1",
+                        help="comma-separated --processes values for the ged --file rows (e.g. 1,4,8)")
     parser.add_argument("--steps", default="", help="run only the steps whose names start with these "
                                                     "(comma-separated, e.g. environment,export,end_to_end,ged_file)")
     args = parser.parse_args(argv)
     nvidia_smi(args.out)
     only = tuple(filter(None, args.steps.split(",")))
-    report = check(args.model, args.out, args.export_dir, args.sentences, args.ged_file_lines, only)
+    processes = tuple(int(p) for p in args.ged_file_processes.split(","))
+    report = check(args.model, args.out, args.export_dir, args.sentences, args.ged_file_lines, processes, only)
     print(json.dumps(report["summary"]))
     return 0
 

@@ -19,9 +19,10 @@ def add_model_arg(p: argparse.ArgumentParser, help: str = MODEL_HELP) -> None:
     p.add_argument("--model", default=DEFAULT_MODEL, help=help)
 
 
-def add_engine_args(p: argparse.ArgumentParser, workers: bool = True, device: bool = False) -> None:
-    """``--engine`` and ``--variant``; ``--workers`` (scoring threads for a file) and ``--device`` where the verb
-    takes them."""
+def add_engine_args(p: argparse.ArgumentParser, workers: bool = True, device: bool = False,
+                    processes: bool = False) -> None:
+    """``--engine`` and ``--variant``; ``--workers`` (scoring threads for a file), ``--device`` and
+    ``--processes`` (scoring processes for a file) where the verb takes them."""
     p.add_argument("--engine", choices=("auto", "onnx", "torch"), default="auto",
                    help="auto (default): onnxruntime whenever it can serve the model (its shipped export, else one "
                         "exported once and cached under $XDG_CACHE_HOME/electra-detect/onnx), else torch")
@@ -32,11 +33,16 @@ def add_engine_args(p: argparse.ArgumentParser, workers: bool = True, device: bo
     if workers:
         p.add_argument("--workers", type=int, default=0,
                        help="scoring threads for --file (default: one per core; each model call runs on one thread)")
+    if processes:
+        p.add_argument("--processes", type=int, default=1,
+                       help="scoring processes for --file, each loading the model (default 1: threads share one "
+                            "process's Python; more keep a GPU busy, docs/inference.md)")
 
 
-def load_detector(args: argparse.Namespace, task: str, threads: int | None = 1, **options: Any) -> Any:
-    """``Detector.load`` as the flags say, then the engine line on stderr. ``threads=1``: one onnxruntime thread
-    per call, for verbs whose stream workers give the parallelism (electra_detect.pipeline)."""
+def load_detector(args: argparse.Namespace, task: str, threads: int | None = 1, announce: bool = True,
+                  **options: Any) -> Any:
+    """``Detector.load`` as the flags say, then (``announce``) the engine line on stderr. ``threads=1``: one
+    onnxruntime thread per call, for verbs whose stream workers give the parallelism (electra_detect.pipeline)."""
     from electra_detect.detector import Detector
     from electra_detect.errors import CliError
 
@@ -46,5 +52,6 @@ def load_detector(args: argparse.Namespace, task: str, threads: int | None = 1, 
         options.setdefault("device", args.device)
     detector = Detector.load(args.model, task=task, engine=args.engine, variant=args.variant, threads=threads,
                              **options)
-    print(detector.describe(), file=sys.stderr, flush=True)
+    if announce:
+        print(detector.describe(), file=sys.stderr, flush=True)
     return detector

@@ -40,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="lift the model's score of words harper-py (rule-based) flags, by the weight and threshold "
                         "tuned for the model (ged.json \"rules\"); needs the rules extra")
     add_ged_option_args(p)
-    add_engine_args(p, device=True)
+    add_engine_args(p, device=True, processes=True)
 
     e = verb(sub, "ged-eval", run_eval, errors=(DetectorError, GedDataError),
              help="evaluate GED on labelled data (also spelled `ged eval`)",
@@ -123,28 +123,79 @@ def run_ged(args: argparse.Namespace) -> int:
     import sys
 
     from electra_detect.cli.texts import check_unit_interval, input_batches
-    from electra_detect.tasks.ged.check import GedChecker
-    from electra_detect.tasks.ged.flags import flagged_dicts
+    from electra_detect.errors import CliError
 
     check_unit_interval(args.threshold, "--threshold")
-    options = ged_options(args, suggest=args.suggest, with_rules=args.with_rules)
     dictionary = personal_dictionary(args.dictionary)
+    if args.processes < 1:
+        raise CliError("--processes must be >= 1")
     batches = input_batches(args.text, args.file, args.verb)
     if batches is None:
         return 0
-    detector = load_detector(args, task="ged")
-    checker = GedChecker(detector, dictionary=dictionary)
-    if args.file:
-        checker.preload()  # a file is long enough to use the seconds the engine's first batches take
-    threshold = checker.threshold(options)
-    served = {"model": detector.name, "variant": detector.variant}  # every answer says what made it
     write = sys.stdout.write
-    for scored in detector.stream(batches, workers=args.workers or None):
-        flagged = checker.check(scored, options)
-        write("".join(json.dumps({"text": s.text, "threshold": threshold, "flagged": flagged_dicts(words, 4),
-                                  **served}) + "\n" for s, words in zip(scored, flagged, strict=True)))
+    if args.processes > 1:
+        from electra_detect.pipeline import process_stream
+
+        announced = False
+        for engine_line, lines in process_stream(start_checking, check_texts, (args,), batches, args.processes):
+            if not announced:  # every process loaded the same model: say which once
+                print(engine_line, file=sys.stderr, flush=True)
+                announced = True
+            write(lines)
+            sys.stdout.flush()
+        return 0
+    checking = Checking(args, dictionary, load_detector(args, task="ged"))
+    if args.file:
+        checking.checker.preload()  # a file is long enough to use the seconds the engine's first batches take
+    for scored in checking.detector.stream(batches, workers=args.workers or None):
+        write(checking.lines(scored))
         sys.stdout.flush()  # written as it goes: a long file shows results at once
     return 0
+
+
+class Checking:
+    """What ``ged`` checks texts with: the detector, its checker, the options the flags ask for, and the
+    fields every output line carries."""
+
+    def __init__(self, args: argparse.Namespace, dictionary: object, detector: object) -> None:
+        from electra_detect.tasks.ged.check import GedChecker
+
+        self.detector = detector
+        self.checker = GedChecker(detector, dictionary=dictionary)
+        self.options = ged_options(args, suggest=args.suggest, with_rules=args.with_rules)
+        self.threshold = self.checker.threshold(self.options)
+        self.served = {"model": detector.name, "variant": detector.variant}  # every answer says what made it
+
+    def lines(self, scored: list) -> str:
+        """The JSON lines of scored texts: each text, the threshold, its flagged words and what served them."""
+        from electra_detect.tasks.ged.flags import flagged_dicts
+
+        flagged = self.checker.check(scored, self.options)
+        return "".join(json.dumps({"text": s.text, "threshold": self.threshold, "flagged": flagged_dicts(words, 4),
+                                   **self.served}) + "\n" for s, words in zip(scored, flagged, strict=True))
+
+
+_PROCESS: dict[str, object] = {}  # a --processes worker's Checking, or the error its start met
+
+
+def start_checking(args: argparse.Namespace) -> None:
+    """A --processes worker's start: load the model and the typing stack once (an error is raised by the first
+    batch, so that the user sees it as the one error line)."""
+    try:
+        checking = Checking(args, personal_dictionary(args.dictionary),
+                            load_detector(args, task="ged", announce=False))
+        checking.checker.preload()
+        _PROCESS["checking"] = checking
+    except Exception as exc:  # noqa: BLE001 - carried to the parent by check_texts
+        _PROCESS["error"] = exc
+
+
+def check_texts(texts: list[str]) -> tuple[str, str]:
+    """A --processes worker's batch: (the engine line, the batch's JSON lines)."""
+    if "error" in _PROCESS:
+        raise _PROCESS["error"]
+    checking = _PROCESS["checking"]
+    return checking.detector.describe(), checking.lines(checking.detector.score(texts))
 
 
 def run_eval(args: argparse.Namespace) -> int:

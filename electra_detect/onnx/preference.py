@@ -37,25 +37,16 @@ def fastest(paths: dict[str, Path], batches: Sequence[tuple[np.ndarray, np.ndarr
             repeats: int = 3) -> dict[str, Any]:
     """Each variant's best time over ``repeats`` passes of ``batches`` (after one warm-up pass) in a session on
     the CPU or CUDA, and the fastest: {"variant", "seconds": {variant: s}}."""
-    import onnxruntime as ort
-
-    from electra_detect.onnx.session import open_session
+    from electra_detect.onnx.engine import OnnxEngine
 
     seconds = {}
     for variant, path in paths.items():
         if cuda and variant == "int8":
             continue
-        session = open_session(ort, path, cuda, 0, None)
-        if cuda and session.get_providers()[0] != "CUDAExecutionProvider":
+        engine = OnnxEngine.from_file(path, cuda=cuda)  # the feeds and outputs every engine call has
+        if cuda and engine.provider != "CUDAExecutionProvider":
             return {}  # CUDA listed but not usable here: nothing measured
-        names = {i.name for i in session.get_inputs()}
-
-        def run(ids: np.ndarray, mask: np.ndarray, session: Any = session, names: set[str] = names) -> None:
-            feed = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in names:
-                feed["token_type_ids"] = np.zeros_like(ids)
-            session.run(None, feed)
-
+        run = engine.logits
         for ids, mask in batches:
             run(ids, mask)
         best = float("inf")

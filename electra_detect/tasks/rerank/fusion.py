@@ -54,14 +54,16 @@ def sentence_score(result: Any, score: str = "sum") -> float:
 
 
 def rerank_hypotheses(detector: Any, hyps: list[tuple[str, float | None]], lm_weight: float = 1.0,
-                      length_weight: float = 0.0, score: str = "sum", calibrated: bool = True) -> list[dict]:
-    """Rows best first: text, asr_score (None -> 0.0), electra_score (the model's :class:`HypothesisScore`: a
-    `rerank train` model's learned score, else the sentence ``score``), length (words), total, rank (1 = best)."""
+                      length_weight: float = 0.0, score: str = "sum", calibrated: bool = True,
+                      chosen: HypothesisScore | None = None) -> list[dict]:
+    """Rows best first: text, asr_score (None -> 0.0), the model's :class:`HypothesisScore` (``chosen``, else
+    the model's own choice: a `rerank train` model's learned ``reranker_score``, else the sentence ``score`` as
+    ``electra_score``), length (words), total, rank (1 = best)."""
     _check_rerank(hyps, lm_weight, length_weight)
-    chosen = HypothesisScore.for_model(detector.model_dir, score)
+    chosen = chosen or HypothesisScore.for_model(detector.model_dir, score)
     texts = [text for text, _ in hyps]
     results = detector.score(texts, batch_size=64, calibrated=calibrated and chosen.calibrated)
-    return rank_hypotheses(hyps, chosen.of(results), lm_weight, length_weight)
+    return rank_hypotheses(hyps, chosen.of(results), lm_weight, length_weight, chosen.name)
 
 
 @dataclass
