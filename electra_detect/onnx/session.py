@@ -12,10 +12,7 @@ def open_session(ort: Any, path: Path, cuda: bool, device_id: int, threads: int 
     """A session on ``path``: CUDA first (GPU ``device_id``) with the CPU behind it when ``cuda``, else the CPU;
     ``threads`` caps the intra-op pool (default: one thread a core)."""
     options = ort.SessionOptions()
-    # the CPU's one-thread calls ran faster without ORT_ENABLE_ALL's layout passes (8.2 against 9.2 s, interleaved:
-    # benchmarks/results/ged_file_speed); CUDA keeps the level its H200 figures were measured at
-    level = "ORT_ENABLE_ALL" if cuda else "ORT_ENABLE_EXTENDED"
-    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3  # our own warning reports a CUDA fallback; ORT's would repeat it per session
     if threads:
         options.intra_op_num_threads = threads
