@@ -229,13 +229,15 @@ def engine_label(engine: Any) -> str:
     return f"{name} ({variant})" if variant else name
 
 
-def model_name(model_dir: Path) -> str:
-    """A readable name: the run dir's name, with its preset and size when the run says them."""
+def model_label(detector: Any) -> str:
+    """A readable name: the model's name (``Detector.name``, as every front says it), with its preset and size
+    when the run says them."""
+    model_dir = Path(detector.model_dir)
     run_dir = model_dir
-    for inner in ("onnx", "discriminator"):  # an export dir sits in <run>/onnx or <run>/discriminator/onnx
+    for inner in ("onnx", "discriminator"):  # run_config.json: in <run>, above <run>/onnx or <run>/discriminator/onnx
         if run_dir.name == inner:
             run_dir = run_dir.parent
-    name = run_dir.name or str(run_dir)
+    name = detector.name
     details = []
     try:
         config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
@@ -268,7 +270,7 @@ class DemoApp:
         self.hypothesis = HypothesisScore.for_model(detector.model_dir)  # a learned reranker when the model has one
         self.threshold = threshold  # the slider's starting value
         self.has_calibration = detector.calibration != "raw"
-        self.info = ModelInfo(name=model_name(Path(detector.model_dir)), path=str(detector.model_dir),
+        self.info = ModelInfo(name=model_label(detector), path=str(detector.model_dir),
                               engine=engine_label(detector.engine),
                               provider=engine_provider(detector.engine), calibration=detector.calibration,
                               note=note)

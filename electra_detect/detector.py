@@ -173,7 +173,8 @@ class Detector:
         path = self.model_dir.resolve()
         while path.name in ("onnx", "discriminator") and path.parent != path:
             path = path.parent
-        return f"{path.parent.name}/{path.name}" if (path.parent / "discriminator").is_dir() else path.name or "model"
+        head = path.name == "ged" or (path.parent / "discriminator").is_dir()
+        return f"{path.parent.name}/{path.name}" if head else path.name or "model"
 
     @property
     def variant(self) -> str:

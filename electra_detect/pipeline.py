@@ -5,7 +5,8 @@ reader thread takes the input batches, worker threads tokenise (``tokenizers`` r
 the engine (onnxruntime releases it too), and the caller's thread assembles and writes finished batches,
 in input order. Each worker runs whole batches through a single-threaded onnxruntime call: on the shared
 2-core CPU this beat one call spread over two threads, which wait on each other at every operator
-(benchmarks/results/cli_speed).
+(benchmarks/results/cli_speed). Where one process's GIL is the limit (a GPU's engine), worker processes take
+whole batches instead (:func:`process_stream`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
 
@@ -33,9 +34,8 @@ def default_workers(detector: Any) -> int:
 
 def score_stream(detector: Any, batches: Iterable[Sequence[str]], batch_size: int = 32, calibrated: bool = True,
                  workers: int | None = None) -> Iterator[list[Any]]:
-    """Each batch's ``TextScores``, in input order; at most ``workers + 1`` batches are read ahead. A reader
-    thread takes the batches, so a finished batch goes out while the next one is still being read (a pipe
-    that has sent part of its input gets its results before it sends the rest)."""
+    """Each batch's ``TextScores``, in input order, from ``workers`` threads; at most ``workers + 1`` batches are
+    read ahead (:func:`in_order`)."""
     workers = workers or default_workers(detector)
 
     def run(texts: Sequence[str]) -> Any:
@@ -44,45 +44,8 @@ def score_stream(detector: Any, batches: Iterable[Sequence[str]], batch_size: in
         return job
 
     pool = ThreadPoolExecutor(workers, thread_name_prefix="electra-detect-score")
-    ahead: queue.Queue = queue.Queue(maxsize=workers + 1)  # the bound: futures read ahead of the writer
-    stop = threading.Event()
-
-    def put(item: Any) -> bool:
-        while not stop.is_set():
-            try:
-                ahead.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def read() -> None:
-        try:
-            for texts in batches:
-                if not put(pool.submit(run, texts)):
-                    return
-            put(_END)
-        except BaseException as exc:  # noqa: BLE001 - SystemExit (a bad line's `error:`) included: re-raised below
-            put(_Failed(exc))
-
-    reader = threading.Thread(target=read, name="electra-detect-read", daemon=True)
-    reader.start()
-    try:
-        while (item := ahead.get()) is not _END:
-            if isinstance(item, _Failed):
-                raise item.exc
-            yield item.result().results()
-    finally:
-        stop.set()  # the consumer stopped early or an error went up: the reader puts nothing more
-        while True:
-            try:
-                item = ahead.get_nowait()
-            except queue.Empty:
-                break
-            if isinstance(item, Future):
-                item.cancel()
-        reader.join(timeout=5)
-        pool.shutdown(wait=True, cancel_futures=True)
+    for job in in_order(pool, run, batches, workers + 1):
+        yield job.results()
 
 
 def process_stream(start: Callable[..., None], work: Callable[[Sequence[str]], Any], start_args: tuple,
@@ -90,9 +53,8 @@ def process_stream(start: Callable[..., None], work: Callable[[Sequence[str]], A
     """``work(texts)`` of each batch, in input order, from ``processes`` worker processes that each ran
     ``start(*start_args)`` once (loading their own model): one process's GIL caps its host work, so a fast
     engine (a GPU) needs several. ``start`` and ``work`` must be importable module-level functions (spawned
-    workers import them; no forked onnxruntime threads). At most ``2 * processes`` batches are in flight; an
-    error reading the input is raised after the batches read before it have been yielded."""
-    import collections
+    workers import them; no forked onnxruntime threads). At most ``2 * processes`` batches are read ahead
+    (:func:`in_order`)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
@@ -101,30 +63,58 @@ def process_stream(start: Callable[..., None], work: Callable[[Sequence[str]], A
 
     pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"), initializer=start,
                                initargs=start_args)
-    pending: collections.deque[Future] = collections.deque()
-    failed: list[Exception] = []
     try:
-        for texts in _until_error(batches, failed):
-            pending.append(pool.submit(work, list(texts)))
-            if len(pending) > 2 * processes:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
+        yield from in_order(pool, work, batches, 2 * processes)
     except BrokenProcessPool:
-        raise DetectorError("a scoring process died (out of memory?); the results stop here") from None
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-    if failed:
-        raise failed[0]
+        raise DetectorError("a scoring process died (killed, or out of memory); the results stop here") from None
 
 
-def _until_error(batches: Iterable[Sequence[str]], failed: list[Exception]) -> Iterator[Sequence[str]]:
-    """``batches`` until one cannot be read (a bad line's CliError), which goes into ``failed``: the batches
-    read before it still go out."""
+def in_order(pool: Executor, work: Callable[[Sequence[str]], Any], batches: Iterable[Sequence[str]],
+             ahead: int) -> Iterator[Any]:
+    """``work(texts)`` of each batch on ``pool``, in input order, with at most ``ahead`` batches read ahead of
+    the consumer. A reader thread takes the batches, so a finished batch goes out while the next one is still
+    being read (a pipe that has sent part of its input gets its results before it sends the rest); an error
+    reading the input is raised after the batches read before it. Shuts ``pool`` down when done, or when the
+    consumer stops early (close this generator: queued batches are cancelled, not run)."""
+    futures: queue.Queue = queue.Queue(maxsize=ahead)  # the bound: futures read ahead of the writer
+    stop = threading.Event()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                futures.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for texts in batches:
+                if not put(pool.submit(work, texts)):
+                    return
+            put(_END)
+        except BaseException as exc:  # noqa: BLE001 - SystemExit (a bad line's `error:`) included: re-raised below
+            put(_Failed(exc))
+
+    reader = threading.Thread(target=read, name="electra-detect-read", daemon=True)
+    reader.start()
     try:
-        yield from batches
-    except Exception as exc:  # noqa: BLE001 - raised by the caller once the earlier results are out
-        failed.append(exc)
+        while (item := futures.get()) is not _END:
+            if isinstance(item, _Failed):
+                raise item.exc
+            yield item.result()
+    finally:
+        stop.set()  # the consumer stopped early or an error went up: the reader puts nothing more
+        while True:
+            try:
+                item = futures.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, Future):
+                item.cancel()
+        reader.join(timeout=5)
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 _END = object()

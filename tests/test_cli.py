@@ -268,6 +268,30 @@ def test_ged_processes_write_what_one_process_writes_in_input_order(tmp_path: Pa
     assert [json.loads(line)["text"] for line in two.stdout.splitlines()] == lines
     assert two.stdout == one.stdout
     assert two.stderr.count("engine: torch") == 1  # the engine line once, not once a process
+    assert json.loads(two.stdout.splitlines()[0])["model"] == micro_run.name  # what served it, by name
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_ged_stops_quietly_when_its_reader_goes_away(processes: str, tmp_path: Path, micro_run: Path) -> None:
+    texts = tmp_path / "lines.txt"
+    texts.write_text("The farmer saw a red house.\n" * 3000, encoding="utf-8")
+    proc = subprocess.Popen([*CLI, "ged", "--model", str(micro_run), "--engine", "torch", "--file", str(texts),
+                             "--processes", processes], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith('{"text"')
+    proc.stdout.close()  # as `| head -1` does
+    assert proc.wait(timeout=120) == 1
+    assert "Traceback" not in proc.stderr.read()
+
+
+def test_ged_interrupted_says_so_in_one_line(tmp_path: Path, micro_run: Path) -> None:
+    texts = tmp_path / "lines.txt"
+    texts.write_text("The farmer saw a red house.\n" * 3000, encoding="utf-8")
+    proc = subprocess.Popen([*CLI, "ged", "--model", str(micro_run), "--engine", "torch", "--file", str(texts),
+                             "--processes", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith('{"text"')
+    proc.send_signal(signal.SIGINT)  # Ctrl-C
+    _rest, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and stderr.strip().splitlines()[-1] == "interrupted" and "Traceback" not in stderr
 
 
 def test_ged_processes_report_errors_as_one_line(tmp_path: Path, micro_run: Path) -> None:
@@ -281,6 +305,8 @@ def test_ged_processes_report_errors_as_one_line(tmp_path: Path, micro_run: Path
                        "none")  # the model a worker cannot load, as the one error line
     assert_clean_error(run_cli("ged", "--model", str(micro_run), "--file", str(texts), "--processes", "0"),
                        "--processes must be >= 1")
+    assert_clean_error(run_cli("ged", "--model", str(micro_run), "--file", str(texts), "--processes", "2",
+                               "--workers", "2"), "--workers sets one process's scoring threads")
 
 
 @pytest.mark.parametrize("verb", ["score", "ged"])

@@ -116,7 +116,8 @@ def test_health_docs_and_openapi(server: Server) -> None:
     assert lists["maxItems"] == 8
     assert [form["maxItems"] for form in lists["items"]["anyOf"] if form.get("type") == "array"] == [8]
     assert httpx.get(f"{server.url}/docs").status_code == 404  # the Swagger UI (a CDN page) only with --docs
-    assert health["model"] == "disc" and "/" not in str(health) and "model_path" not in health  # a name, no path
+    assert health["model"] == "disc" and "model_path" not in health  # a name, no path (a head's name has one /)
+    assert "/tmp" not in str(health) and str(ROOT) not in str(health)
     assert str(ROOT) not in httpx.get(f"{server.url}/metrics").text and "/tmp" not in httpx.get(
         f"{server.url}/metrics").text
 

@@ -231,8 +231,7 @@ def main() -> int:
         ged_file(path, len(texts), ["--variant", "int8"])  # the export, once, before anything is timed
         result["ged"] = {name: ged_file(path, len(texts), extra) for name, extra in
                          (("ged --file", []), ("ged --file --variant int8", ["--variant", "int8"]),
-                          ("ged --file --variant int8 --processes 2 --workers 1",
-                           ["--variant", "int8", "--processes", "2", "--workers", "1"]),
+                          ("ged --file --variant int8 --processes 2", ["--variant", "int8", "--processes", "2"]),
                           ("ged --file --suggest", ["--suggest"]))}
         result["harper"] = harper(texts)
         if args.baseline:

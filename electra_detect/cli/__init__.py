@@ -92,6 +92,12 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except errors as exc:
         return fail(str(exc))
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as Python's docs advise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when stdout is flushed
+        return 1
+    except KeyboardInterrupt:  # Ctrl-C: what was written stays written; no traceback for the user to read
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

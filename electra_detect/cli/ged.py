@@ -121,14 +121,19 @@ def run_ged(args: argparse.Namespace) -> int:
     --level), each with its type, rule, category and message (``FlaggedWord.to_dict``); with --suggest each with
     its ``suggestions`` ({"value", "start", "end"}: value replaces text[start:end])."""
     import sys
+    from contextlib import closing
 
     from electra_detect.cli.texts import check_unit_interval, input_batches
     from electra_detect.errors import CliError
 
     check_unit_interval(args.threshold, "--threshold")
+    options = ged_options(args, suggest=args.suggest, with_rules=args.with_rules)  # bad options: before any input
     dictionary = personal_dictionary(args.dictionary)
     if args.processes < 1:
         raise CliError("--processes must be >= 1")
+    if args.processes > 1 and args.workers:
+        raise CliError("--workers sets one process's scoring threads; with --processes each process scores one "
+                       "batch at a time")
     batches = input_batches(args.text, args.file, args.verb)
     if batches is None:
         return 0
@@ -137,33 +142,34 @@ def run_ged(args: argparse.Namespace) -> int:
         from electra_detect.pipeline import process_stream
 
         announced = False
-        for engine_line, lines in process_stream(start_checking, check_texts, (args,), batches, args.processes):
-            if not announced:  # every process loaded the same model: say which once
-                print(engine_line, file=sys.stderr, flush=True)
-                announced = True
-            write(lines)
-            sys.stdout.flush()
+        with closing(process_stream(start_checking, check_texts, (args,), batches, args.processes)) as results:
+            for engine_line, lines in results:
+                if not announced:  # every process loaded the same model: say which once
+                    print(engine_line, file=sys.stderr, flush=True)
+                    announced = True
+                write(lines)
+                sys.stdout.flush()
         return 0
-    checking = Checking(args, dictionary, load_detector(args, task="ged"))
+    checking = Checking(load_detector(args, task="ged"), dictionary, options)
     if args.file:
         checking.checker.preload()  # a file is long enough to use the seconds the engine's first batches take
-    for scored in checking.detector.stream(batches, workers=args.workers or None):
-        write(checking.lines(scored))
-        sys.stdout.flush()  # written as it goes: a long file shows results at once
+    with closing(checking.detector.stream(batches, workers=args.workers or None)) as results:
+        for scored in results:
+            write(checking.lines(scored))
+            sys.stdout.flush()  # written as it goes: a long file shows results at once
     return 0
 
 
 class Checking:
-    """What ``ged`` checks texts with: the detector, its checker, the options the flags ask for, and the
-    fields every output line carries."""
+    """What ``ged`` checks texts with: the detector, its checker, the options, and the fields every output line
+    carries."""
 
-    def __init__(self, args: argparse.Namespace, dictionary: object, detector: object) -> None:
+    def __init__(self, detector: object, dictionary: object, options: object) -> None:
         from electra_detect.tasks.ged.check import GedChecker
 
-        self.detector = detector
+        self.detector, self.options = detector, options
         self.checker = GedChecker(detector, dictionary=dictionary)
-        self.options = ged_options(args, suggest=args.suggest, with_rules=args.with_rules)
-        self.threshold = self.checker.threshold(self.options)
+        self.threshold = self.checker.threshold(options)
         self.served = {"model": detector.name, "variant": detector.variant}  # every answer says what made it
 
     def lines(self, scored: list) -> str:
@@ -182,8 +188,8 @@ def start_checking(args: argparse.Namespace) -> None:
     """A --processes worker's start: load the model and the typing stack once (an error is raised by the first
     batch, so that the user sees it as the one error line)."""
     try:
-        checking = Checking(args, personal_dictionary(args.dictionary),
-                            load_detector(args, task="ged", announce=False))
+        checking = Checking(load_detector(args, task="ged", announce=False), personal_dictionary(args.dictionary),
+                            ged_options(args, suggest=args.suggest, with_rules=args.with_rules))
         checking.checker.preload()
         _PROCESS["checking"] = checking
     except Exception as exc:  # noqa: BLE001 - carried to the parent by check_texts
@@ -195,7 +201,7 @@ def check_texts(texts: list[str]) -> tuple[str, str]:
     if "error" in _PROCESS:
         raise _PROCESS["error"]
     checking = _PROCESS["checking"]
-    return checking.detector.describe(), checking.lines(checking.detector.score(texts))
+    return checking.detector.describe(), checking.lines(checking.detector.score(list(texts)))
 
 
 def run_eval(args: argparse.Namespace) -> int:

