@@ -184,7 +184,8 @@ def test_ged_with_suggestions_is_admitted_by_its_cost_like_a_check(micro_run: Pa
     from electra_detect.app.settings import ServerSettings
 
     detector = Detector.load(micro_run / "discriminator", engine="torch")
-    settings = ServerSettings(check_budget=5000, dictionary=str(tmp_path / "none.txt"))
+    # admission, not speed: typing 450 tokens' flags by their edits took over the 30 s default on a loaded CI host
+    settings = ServerSettings(check_budget=5000, dictionary=str(tmp_path / "none.txt"), timeout_s=300)
     texts = ["a,b,c,d,e,f,g,h " * 30]  # 450 tokens: 450 + 16 x 450 with suggestions, over 5,000
     with TestClient(create_app(detector, settings)) as client:
         refused = client.post("/v1/ged", json={"texts": texts, "suggest": True})
