@@ -115,7 +115,7 @@ def test_rerank_train_writes_a_reranker_that_rerank_and_the_server_use(micro_run
     with TestClient(create_app(detector)) as client:
         response = client.post("/v1/rerank", json={"lists": [[{"text": t, "score": -10.0} for t in texts]]})
     assert response.status_code == 200
-    served = {h["text"]: h["electra_score"] for h in response.json()["results"][0]["hypotheses"]}
+    served = {h["text"]: h["reranker_score"] for h in response.json()["results"][0]["hypotheses"]}  # as the CLI
     assert [served[t] for t in texts] == pytest.approx(expected, abs=1e-5)
 
 

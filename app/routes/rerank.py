@@ -29,7 +29,7 @@ async def rerank(body: RerankRequest, request: Request, service: ServiceDep) -> 
     lm = dict(zip(results, chosen.of(list(results.values())), strict=True))
     try:
         rows = [rank_hypotheses(hyps, [lm[text] for text, _ in hyps], float(body.lm_weight),
-                                float(body.length_weight)) for hyps in parsed]
+                                float(body.length_weight), chosen.name) for hyps in parsed]
     except RerankError as exc:
         raise ApiError(422, "invalid_request", str(exc)) from None
     if not all(math.isfinite(h["total"]) for row in rows for h in row):  # bounded inputs keep it finite
