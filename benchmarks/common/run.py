@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shlex
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,3 +33,26 @@ def revision_checkout(ref: str) -> Iterator[Path]:
         yield tree
     finally:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+
+
+def time_ged_file(model: Path, path: Path, lines: int, extra: list[str] = (), code: Path | None = None
+                  ) -> dict[str, Any]:
+    """``electra-detect ged --model model --file path *extra`` in a process of its own, from its start: seconds to
+    the first and to the last of its ``lines`` lines, sentences/s overall, and its engine line; ``code``: a
+    checkout whose ``electra_detect`` runs instead of this one's (a baseline revision). RuntimeError when it fails."""
+    command = [sys.executable, "-m", "electra_detect.cli", "ged", "--model", str(model), "--file", str(path),
+               *extra]
+    env = {**os.environ, "PYTHONPATH": str(code)} if code else None  # before the editable install's finder
+    started = time.perf_counter()
+    first, count = None, 0
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                          cwd=code) as process:
+        for _ in process.stdout:
+            count += 1
+            first = first or time.perf_counter() - started
+        error = process.stderr.read()
+    seconds = time.perf_counter() - started
+    if process.returncode or count != lines:
+        raise RuntimeError(f"ged --file: exit {process.returncode}, {count} of {lines} lines: {error[-800:]}")
+    return {"command": " ".join(command[2:]), "engine_line": error.strip().splitlines()[0] if error.strip() else "",
+            "seconds": seconds, "first_line_s": first, "sentences_per_s": lines / seconds}

@@ -23,14 +23,12 @@ import datetime as dt
 import json
 import os
 import platform
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common.run import command_line, revision_checkout
+from benchmarks.common.run import command_line, revision_checkout, time_ged_file
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = ROOT / "benchmarks" / "results" / "ged_file_speed"
@@ -45,23 +43,8 @@ def learner_sentences(tsv: Path, count: int) -> list[str]:
 
 
 def ged_file(path: Path, lines: int, extra: list[str], code: Path | None = None) -> dict[str, Any]:
-    """``ged --file`` from process start: seconds to the first and to the last line, sentences/s overall;
-    ``code``: a checkout whose ``electra_detect`` runs instead of this one's (a baseline revision)."""
-    command = [sys.executable, "-m", "electra_detect.cli", "ged", "--model", str(MODEL), "--file", str(path), *extra]
-    env = {**os.environ, "PYTHONPATH": str(code)} if code else None  # before the editable install's finder
-    started = time.perf_counter()
-    first, count = None, 0
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                          cwd=code) as process:
-        for _ in process.stdout:
-            count += 1
-            first = first or time.perf_counter() - started
-        error = process.stderr.read()
-    seconds = time.perf_counter() - started
-    if process.returncode or count != lines:
-        raise SystemExit(f"ged --file failed (exit {process.returncode}, {count} of {lines} lines): {error[-800:]}")
-    return {"command": " ".join(command[2:]), "engine_line": error.strip().splitlines()[0], "seconds": seconds,
-            "first_line_s": first, "sentences_per_s": lines / seconds}
+    """``ged --file`` of the shipped model from process start (:func:`benchmarks.common.run.time_ged_file`)."""
+    return time_ged_file(MODEL, path, lines, extra, code)
 
 
 def harper(texts: list[str]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common.run import command_line
+from benchmarks.common.run import command_line, time_ged_file
 from benchmarks.common.text import running_windows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -221,27 +221,15 @@ def check(model: str, out: Path, onnx_dir: Path, sentences: int = 20000, lines: 
     def ged_file(device: str, workers: int) -> dict[str, Any]:
         """``electra-detect ged --file --processes workers`` on a ``lines``-line file, first line to last, from
         the process's start."""
-        import sys
         texts = state.setdefault("sentences", embedded_sentences(sentences))
         path = out / f"ged_file_{lines}.txt"
         path.write_text("\n".join(texts[i % len(texts)] for i in range(lines)) + "\n")
-        command = [sys.executable, "-m", "electra_detect.cli", "ged", "--model", str(onnx_dir), "--engine", "onnx",
-                   "--device", device, "--file", str(path), "--processes", str(workers)]
-        started = time.perf_counter()
-        first_line, count = None, 0
-        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
-            for _ in process.stdout:
-                count += 1
-                if first_line is None:
-                    first_line = time.perf_counter() - started
-            error = process.stderr.read()
-        elapsed = time.perf_counter() - started
-        path.unlink()
-        if process.returncode or count != lines:
-            raise RuntimeError(f"ged --file: exit {process.returncode}, {count} of {lines} lines: {error[-500:]}")
-        return {"lines": lines, "processes": workers, "seconds": elapsed, "first_line_s": first_line,
-                "sentences_per_s": lines / elapsed,
-                "engine_line": error.strip().splitlines()[0] if error.strip() else ""}
+        try:
+            row = time_ged_file(onnx_dir, path, lines, ["--engine", "onnx", "--device", device,
+                                                        "--processes", str(workers)])
+        finally:
+            path.unlink()
+        return {"lines": lines, "processes": workers, **row}
 
     step("environment", environment)
     step("export", export)
