@@ -55,7 +55,8 @@ def contraction_joins(texts: Sequence[str], starts: np.ndarray, ends: np.ndarray
     the one before ends with a letter or digit and the one after starts with a letter."""
     joins = np.zeros(len(starts), dtype=bool)
     single = np.flatnonzero((ends - starts == 1)[1:-1]) + 1  # an apostrophe word is one character, never first/last
-    for i in single.tolist():
+    quoted = np.fromiter((any(mark in text for mark in APOSTROPHES) for text in texts), dtype=bool, count=len(texts))
+    for i in single[quoted[text_of[single]]].tolist():  # only texts holding an apostrophe: most have none
         text = texts[int(text_of[i])]
         if (text[starts[i]] in APOSTROPHES and text_of[i - 1] == text_of[i] == text_of[i + 1]
                 and ends[i - 1] == starts[i] and ends[i] == starts[i + 1]
@@ -103,16 +104,14 @@ def assemble(texts: Sequence[str], encodings: Sequence[TextEncoding], probs: np.
     totals = np.add.reduceat(np.r_[fluency, 0.0], text_start[:-1]) if len(texts) else np.zeros(0)
     totals[sizes == 0] = 0.0  # reduceat gives an empty text the next token's value
     means = np.divide(totals, sizes, out=np.zeros(len(texts)), where=sizes > 0)
-    # each word's span and token range relative to its text, for every text at once: the loop below only slices
-    word_begin, word_end, relative = offsets[firsts, 0], offsets[lasts, 1], text_start[text_of]
-    first_token, last_token = firsts - relative, lasts - relative
+    # one WordArrays for the job (spans and token ranges relative to each word's text); each text reads its rows
+    relative = text_start[text_of]
+    words = WordArrays(offsets[firsts, 0], offsets[lasts, 1], maxima, firsts - relative, lasts - relative,
+                       operation, error_type, type_score)
+    tops = np.maximum.reduceat(np.r_[maxima, -np.inf], word_start[:-1]) if len(texts) else np.zeros(0)
+    tops[np.diff(word_start) == 0] = -np.inf  # a text without words: nothing reaches any threshold
     ts, ws = text_start.tolist(), word_start.tolist()
-    results = []
-    for index, (text, total, mean) in enumerate(zip(texts, totals.tolist(), means.tolist(), strict=True)):
-        t0, t1, w0, w1 = ts[index], ts[index + 1], ws[index], ws[index + 1]
-        arrays = WordArrays(word_begin[w0:w1], word_end[w0:w1], maxima[w0:w1], first_token[w0:w1],
-                            last_token[w0:w1], None if operation is None else operation[w0:w1],
-                            None if error_type is None else error_type[w0:w1],
-                            None if type_score is None else type_score[w0:w1])
-        results.append(TextScores.from_arrays(text, encodings[index], probs[t0:t1], arrays, mean, total))
-    return results
+    return [TextScores.from_arrays(text, encoding, probs[ts[i]:ts[i + 1]], words, mean, total, (ws[i], ws[i + 1]),
+                                   top)
+            for i, (text, encoding, total, mean, top) in enumerate(zip(texts, encodings, totals.tolist(),
+                                                                       means.tolist(), tops.tolist(), strict=True))]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -49,12 +50,17 @@ def plan_windows(windows: Sequence[tuple[int, list[int]]], tokens: int, cls_id: 
     """The windows (``windows.cut_windows``: first token, ids) of texts holding ``tokens`` tokens, sorted by
     length, wrapped for the engine, with the token each of their positions fills when it is the farthest from an
     edge among the windows holding it."""
-    order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]))  # stable: equal lengths keep text order
-    chunks = [windows[w][1] for w in order]
-    lengths = np.array([len(c) for c in chunks], dtype=np.int64)
-    firsts = np.array([windows[w][0] for w in order], dtype=np.int64)
-    ids = np.array([i for chunk in chunks for i in (cls_id, *chunk, sep_id)], dtype=np.int64)
+    sizes = np.fromiter((len(chunk) for _, chunk in windows), dtype=np.int64, count=len(windows))
+    order = np.argsort(sizes, kind="stable")  # stable: equal lengths keep text order
+    chunks = [windows[w][1] for w in order.tolist()]
+    lengths = sizes[order]
+    firsts = np.fromiter((first for first, _ in windows), dtype=np.int64, count=len(windows))[order]
     starts = np.concatenate([[0], np.cumsum(lengths + 2)])
+    ids = np.full(int(starts[-1]), sep_id, dtype=np.int64)  # every window: [CLS] its ids [SEP]
+    ids[starts[:-1]] = cls_id
+    body = np.ones(len(ids), dtype=bool)
+    body[starts[:-1]] = body[starts[1:] - 1] = False
+    ids[body] = np.fromiter(chain.from_iterable(chunks), dtype=np.int64, count=int(lengths.sum()))
     owners = np.repeat(np.arange(len(chunks)), lengths)
     positions = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     targets = firsts[owners] + positions

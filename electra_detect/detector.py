@@ -214,7 +214,8 @@ class Detector:
             raise DetectorError("score() takes a string or a list of strings")
         texts = list(texts)
         for index, text in enumerate(texts):
-            surrogate = _SURROGATE.search(text)  # the tokenizer (Rust) takes valid Unicode only
+            # the tokenizer (Rust) takes valid Unicode only; an ASCII text (most) holds no surrogate
+            surrogate = None if text.isascii() else _SURROGATE.search(text)
             if surrogate:
                 raise DetectorError(f"text {index} is not valid Unicode (a lone surrogate at character "
                                     f"{surrogate.start()})")

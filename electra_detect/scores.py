@@ -51,8 +51,9 @@ class WordScore:
 
 @dataclass
 class WordArrays:
-    """A text's words as arrays [words]: character span, score, token range (first, last inclusive) and, for a
-    typed model, the operation and main type names and the type's probability (None otherwise)."""
+    """Words as arrays [words]: character span in their text, score, token range in their text (first, last
+    inclusive) and, for a typed model, the operation and main type names and the type's probability (None
+    otherwise). The assembly makes one for a whole job; each of its texts reads its own rows."""
 
     start: np.ndarray
     end: np.ndarray
@@ -108,15 +109,21 @@ class TextScores:
     _token_arrays: tuple[Any, np.ndarray] | None = field(
         default=None, repr=False, compare=False, init=False)
     _word_arrays: WordArrays | None = field(default=None, repr=False, compare=False, init=False)
+    _word_rows: tuple[int, int] = field(default=(0, 0), repr=False, compare=False, init=False)
+    _top_score: float = field(default=float("inf"), repr=False, compare=False, init=False)
 
     @classmethod
     def from_arrays(cls, text: str, encoding: Any, probs: np.ndarray, words: WordArrays, sentence_mean: float,
-                    sentence_sum: float) -> TextScores:
+                    sentence_sum: float, rows: tuple[int, int] | None = None,
+                    top_score: float = float("inf")) -> TextScores:
         """Scores whose tokens are ``encoding``'s (``windows.TextEncoding``: ``tokens`` and ``offsets``, read when
-        the tokens are), with ``probs`` [tokens], and whose words are ``words``."""
+        the tokens are), with ``probs`` [tokens], and whose words are rows [first, stop) of ``words`` (``rows``;
+        default all), the highest scoring ``top_score`` (when known: a text none of whose words reaches a
+        threshold then reads no array)."""
         scores = cls.__new__(cls)  # the fields set directly: the dataclass __init__ cost more than the assembly
         scores.__dict__.update(text=text, sentence_mean=sentence_mean, sentence_sum=sentence_sum,
-                               _token_arrays=(encoding, probs), _word_arrays=words)
+                               _token_arrays=(encoding, probs), _word_arrays=words,
+                               _word_rows=(0, len(words.score)) if rows is None else rows, _top_score=top_score)
         return scores
 
     def _build_tokens(self) -> list[TokenScore]:
@@ -128,7 +135,7 @@ class TextScores:
 
     def _build_words(self) -> list[WordScore]:
         arrays = self._word_arrays
-        return [] if arrays is None else [arrays.word(self.text, i) for i in range(len(arrays.score))]
+        return [] if arrays is None else [arrays.word(self.text, i) for i in range(*self._word_rows)]
 
     @property
     def token_probs(self) -> np.ndarray:
@@ -141,8 +148,11 @@ class TextScores:
         """The words scoring >= threshold, in text order; from the arrays (no object per word) while no caller
         has taken the word list."""
         if self.__dict__.get("_words") is None and self._word_arrays is not None:
-            arrays = self._word_arrays
-            return [arrays.word(self.text, i) for i in np.flatnonzero(arrays.score >= threshold).tolist()]
+            if self._top_score < threshold:
+                return []
+            arrays, (first, stop) = self._word_arrays, self._word_rows
+            rows = np.flatnonzero(arrays.score[first:stop] >= threshold) + first
+            return [arrays.word(self.text, i) for i in rows.tolist()]
         return [w for w in self.words if w.score >= threshold]
 
     def flagged(self, threshold: float, digits: int | None = None) -> list[dict[str, Any]]:

@@ -35,10 +35,14 @@ def probabilities(engine: Any, calibrator: Any, input_ids: np.ndarray, attention
     probs = calibrator.transform(logits) if calibrated and calibrator is not None else sigmoid(logits)
     if type_logits is None:
         return probs, None
-    ops, mains = type_logits[..., :3], type_logits[..., 3:]
-    main_p = np.exp(mains - mains.max(-1, keepdims=True))
-    main_p /= main_p.sum(-1, keepdims=True)
-    return probs, np.stack([ops.argmax(-1), main_p.argmax(-1), main_p.max(-1)], axis=-1)
+    # channels first: numpy reduces a long axis fast and a 22-wide one slowly (this stage's cost halves)
+    channels = type_logits.reshape(-1, type_logits.shape[-1]).T.copy()  # [3 operations + main types, positions]
+    operation, mains = channels[:3].argmax(0), channels[3:]
+    main_type = mains.argmax(0)
+    mains -= mains.max(0)
+    np.exp(mains, out=mains)
+    main_p = 1.0 / mains.sum(0)  # the top type's softmax probability: e^0 over the sum
+    return probs, np.stack([operation, main_type, main_p], axis=-1).reshape(*type_logits.shape[:-1], 3)
 
 
 class ScoringJob:

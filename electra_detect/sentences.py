@@ -35,6 +35,9 @@ def _ends_sentence(text: str, stop: int) -> bool:
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """[(start, end)] character spans of the text's sentences, in order, without surrounding whitespace; a text
     with no words is one span (itself), so every text is scored as at least one piece."""
+    if "\n" not in text and _END.search(text) is None:  # one sentence (most lines): its stripped span
+        lead = len(text) - len(text.lstrip())
+        return [(lead, len(text.rstrip()))] if lead < len(text) else [(0, len(text))]
     spans: list[tuple[int, int]] = []
     line_start = 0
     for line in text.split("\n"):

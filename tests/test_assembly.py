@@ -15,7 +15,6 @@ import pytest
 
 from electra_detect.assembly import APOSTROPHES
 from electra_detect.detector import Detector, TextScores, TokenScore, WordScore
-from electra_detect.scoring_job import probabilities
 from electra_detect.sentences import sentence_spans
 
 SHIPPED = Path(__file__).resolve().parent.parent / "models" / "electra-minilm"
@@ -62,6 +61,21 @@ class RecordingEngine:
         return self.outputs(input_ids, attention)[0]
 
 
+def oracle_probabilities(detector: Detector, input_ids: np.ndarray, attention: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray | None]:
+    """p(error) [batch, seq] and the types [batch, seq, 3] of a padded batch, as the per-text code computed them:
+    the operation's argmax, then the main type's softmax, its argmax and its maximum."""
+    logits, type_logits = detector.engine.outputs(input_ids, attention)
+    calibrator = detector.calibrator
+    probs = calibrator.transform(logits) if calibrator is not None else 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
+    if type_logits is None:
+        return probs, None
+    ops, mains = type_logits[..., :3], type_logits[..., 3:]
+    main_p = np.exp(mains - mains.max(-1, keepdims=True))
+    main_p /= main_p.sum(-1, keepdims=True)
+    return probs, np.stack([ops.argmax(-1), main_p.argmax(-1), main_p.max(-1)], axis=-1)
+
+
 def oracle_scores(detector: Detector, texts: list[str], batch_size: int = 32) -> list[TextScores]:
     """Scores as the per-text code computed them: windows sorted by length, merged a row at a time by distance
     from the window's edge, then one ``TokenScore``/``WordScore`` per token and word."""
@@ -73,7 +87,7 @@ def oracle_scores(detector: Detector, texts: list[str], batch_size: int = 32) ->
     types = [np.zeros((len(e.ids), 3)) for e in encodings] if detector.channels else None
     for first in range(0, len(chunks), batch_size):
         batch = chunks[first:first + batch_size]
-        p, typed = probabilities(detector.engine, detector.calibrator, *detector.pad_batch([c for _, _, c in batch]))
+        p, typed = oracle_probabilities(detector, *detector.pad_batch([c for _, _, c in batch]))
         for row, (index, start, chunk) in enumerate(batch):
             n = len(chunk)
             positions = np.arange(n)
@@ -147,8 +161,8 @@ def assert_same(new: list[TextScores], old: list[TextScores]) -> None:
         assert np.allclose(a.token_probs, [t.p_replaced for t in b.tokens], rtol=0, atol=1e-6)
         assert abs(a.sentence_sum - b.sentence_sum) <= 1e-6 and abs(a.sentence_mean - b.sentence_mean) <= 1e-6
         for threshold in (0.3, 0.5, 0.64, 0.9):  # what a front writes: flags from the arrays, before .words
-            fresh = TextScores.from_arrays(a.text, a._token_arrays[0], a.token_probs, a._word_arrays, 0.0, 0.0) \
-                if a._word_arrays is not None else a
+            fresh = TextScores.from_arrays(a.text, a._token_arrays[0], a.token_probs, a._word_arrays, 0.0, 0.0,
+                                           a._word_rows, a._top_score) if a._word_arrays is not None else a
             assert [w["word"] for w in fresh.flagged(threshold)] == [w["word"] for w in b.flagged(threshold)]
 
 
