@@ -1,8 +1,9 @@
 """What ``Detector.score`` returns: a text's token and word scores.
 
 A ``TextScores`` made by the Detector holds flat arrays (``WordArrays``: one row per word, made by
-``electra_detect.assembly`` for a whole batch at once); its ``tokens`` and ``words`` become Python objects only
-when a caller asks for them, so a front that writes only the flagged words never builds one object per token.
+``electra_detect.assembly`` for a whole job at once and shared by its texts, each reading its own rows); its
+``tokens`` and ``words`` become Python objects only when a caller asks for them, so a front that writes only the
+flagged words never builds one object per token, and a text whose best word is under the threshold reads no array.
 """
 
 from __future__ import annotations

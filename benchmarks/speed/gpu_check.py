@@ -10,8 +10,9 @@ dependencies importable:
 
 End-to-end rows (``end_to_end_<variant>_<device>``): the engine alone on exactly the batches ``Detector.score``
 formed for ``--sentences`` embedded-corpus sentences, then ``Detector.score`` on the same texts, in unpadded
-tokens/s and sentences/s, and the Detector's share of the engine's speed; ``ged_file_<device>``: ``ged --file``
-from process start to last line.
+tokens/s and sentences/s, and the Detector's share of the engine's speed; beside it ``Detector.stream`` over the
+same texts in ``ged --file``'s batches (worker threads encode and run while the caller assembles: ``stream_*``);
+``ged_file_<device>``: ``ged --file`` from process start to last line.
 
 Writes ``result.json`` (everything), ``parity.md`` (the export's parity table) and ``nvidia_smi.csv``
 to ``--out`` (default ``benchmarks/results/gpu_check/``), the ONNX export itself to ``--export-dir``
@@ -195,6 +196,7 @@ def check(model: str, out: Path, onnx_dir: Path, sentences: int = 20000, lines: 
     def end_to_end(variant: str, device: str) -> dict[str, Any]:
         """The engine alone on exactly the batches ``Detector.score`` formed, then ``Detector.score`` on the same
         texts: unpadded tokens/s and sentences/s of each, and the Detector's share of the engine's speed."""
+        from electra_detect.cli.texts import STREAM_BIG
         from electra_detect.detector import Detector
         det = Detector.load(onnx_dir, engine="onnx", variant=variant, device=device)
         texts = state.setdefault("sentences", embedded_sentences(sentences))
@@ -213,10 +215,18 @@ def check(model: str, out: Path, onnx_dir: Path, sentences: int = 20000, lines: 
         started = time.perf_counter()
         det.score(texts)
         score_s = time.perf_counter() - started
+        # the pipelined path `ged --file` takes: worker threads encode and run while this thread assembles
+        chunks = [texts[i:i + STREAM_BIG] for i in range(0, len(texts), STREAM_BIG)]
+        started = time.perf_counter()
+        for _scored in det.stream(chunks):
+            pass
+        stream_s = time.perf_counter() - started
         return {"provider_used": engine.provider, "sentences": len(texts), "batches": len(batches),
                 "unpadded_tokens": tokens, "engine_tokens_per_s": tokens / engine_s,
                 "engine_sentences_per_s": len(texts) / engine_s, "detector_tokens_per_s": tokens / score_s,
-                "detector_sentences_per_s": len(texts) / score_s, "detector_share_of_engine": engine_s / score_s}
+                "detector_sentences_per_s": len(texts) / score_s, "detector_share_of_engine": engine_s / score_s,
+                "stream_chunk_texts": STREAM_BIG, "stream_tokens_per_s": tokens / stream_s,
+                "stream_sentences_per_s": len(texts) / stream_s, "stream_share_of_engine": engine_s / stream_s}
 
     def ged_file(device: str, workers: int) -> dict[str, Any]:
         """``electra-detect ged --file --processes workers`` on a ``lines``-line file, first line to last, from
@@ -256,7 +266,8 @@ def check(model: str, out: Path, onnx_dir: Path, sentences: int = 20000, lines: 
         if "tokens_per_s" in row:
             summary[f"{name}_tokens_per_s"] = round(row["tokens_per_s"], 1)
         for key in ("engine_tokens_per_s", "detector_tokens_per_s", "detector_sentences_per_s",
-                    "detector_share_of_engine", "sentences_per_s", "first_line_s"):
+                    "detector_share_of_engine", "stream_sentences_per_s", "stream_share_of_engine",
+                    "sentences_per_s", "first_line_s"):
             if key in row:
                 summary[f"{name}_{key}"] = round(row[key], 3)
         if "provider_used" in row:
