@@ -45,6 +45,9 @@ class Detector:
         self.max_length = max_length
         self.calibrator = calibrator  # maps logits to probabilities; None = raw sigmoid
         self.note = note  # why the engine is not the one asked for (``engine="auto"`` fell back to torch)
+        # each engine batch is padded to a multiple of this width: 1 pads to the longest window only; 8 gives a
+        # GPU fewer shapes and fp16 tensor cores aligned sizes (benchmarks.speed.gpu_check measures both)
+        self.width_multiple = 1
 
     @property
     def calibration(self) -> str:

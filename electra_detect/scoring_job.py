@@ -117,7 +117,9 @@ class ScoringJob:
         sizes = plan.sizes[first:stop]  # sorted by length: the batch is as wide as its last window
         rows = np.repeat(np.arange(stop - first), sizes)
         columns = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-        input_ids = np.full((stop - first, int(sizes.max())), plan.pad_id, dtype=np.int64)
+        longest, multiple = int(sizes.max()), self.detector.width_multiple
+        width = max(longest, min(-(-longest // multiple) * multiple, self.detector.max_length))
+        input_ids = np.full((stop - first, width), plan.pad_id, dtype=np.int64)
         attention = np.zeros_like(input_ids)
         input_ids[rows, columns] = plan.ids[plan.starts[first]:plan.starts[stop]]
         attention[rows, columns] = 1

@@ -47,12 +47,13 @@ class RecordingEngine:
     """The detector's engine, remembering each batch's outputs so the oracle reads exactly the same numbers."""
 
     def __init__(self, engine: Any) -> None:
-        self.engine, self.seen = engine, {}
+        self.engine, self.seen, self.shapes = engine, {}, []
         self.name, self.provider, self.max_positions = engine.name, engine.provider, engine.max_positions
         self.channels = engine.channels
 
     def outputs(self, input_ids: np.ndarray, attention: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         key = input_ids.tobytes() + str(input_ids.shape).encode()
+        self.shapes.append(input_ids.shape)
         if key not in self.seen:
             self.seen[key] = self.engine.outputs(input_ids, attention)
         return self.seen[key]
@@ -220,3 +221,15 @@ def test_texts_without_a_token_score_alone_and_together() -> None:
         scored = detector.score(texts)
         assert [s.text for s in scored] == texts
         assert all(s.words == [] and s.tokens == [] for s in scored if s.text != "He go home.")
+
+
+def test_batches_padded_to_a_width_multiple_give_the_same_scores() -> None:
+    detector = Detector.load(SHIPPED / "ged", engine="torch", threads=1)
+    texts = hard_texts() + embedded_sentences(40)
+    exact = detector.score(texts)
+    detector.width_multiple = 8
+    detector.engine = recorder = RecordingEngine(detector.engine)
+    padded = detector.score(texts)
+    widths = {shape[1] for shape in recorder.shapes}
+    assert len(widths) > 1 and all(w % 8 == 0 or w == detector.max_length for w in widths)
+    assert_same(padded, exact)

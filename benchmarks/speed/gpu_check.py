@@ -12,7 +12,8 @@ End-to-end rows (``end_to_end_<variant>_<device>``): the engine alone on exactly
 formed for ``--sentences`` embedded-corpus sentences, then ``Detector.score`` on the same texts, in unpadded
 tokens/s and sentences/s, and the Detector's share of the engine's speed; beside it ``Detector.stream`` over the
 same texts in ``ged --file``'s batches (worker threads encode and run while the caller assembles: ``stream_*``);
-``ged_file_<device>``: ``ged --file`` from process start to last line.
+on CUDA, fp16 and optimized again with every batch padded to a multiple of 8 tokens (``..._w8``: fewer shapes,
+aligned fp16 sizes); ``ged_file_<device>``: ``ged --file`` from process start to last line.
 
 Writes ``result.json`` (everything), ``parity.md`` (the export's parity table) and ``nvidia_smi.csv``
 to ``--out`` (default ``benchmarks/results/gpu_check/``), the ONNX export itself to ``--export-dir``
@@ -193,12 +194,14 @@ def check(model: str, out: Path, onnx_dir: Path, sentences: int = 20000, lines: 
 
         return {"max_abs_logit_diff_vs_torch_cpu": diff_vs_reference(run(*state["inputs"][0])), **timed(run)}
 
-    def end_to_end(variant: str, device: str) -> dict[str, Any]:
+    def end_to_end(variant: str, device: str, width_multiple: int = 1) -> dict[str, Any]:
         """The engine alone on exactly the batches ``Detector.score`` formed, then ``Detector.score`` on the same
-        texts: unpadded tokens/s and sentences/s of each, and the Detector's share of the engine's speed."""
+        texts: unpadded tokens/s and sentences/s of each, and the Detector's share of the engine's speed; each
+        batch padded to a multiple of ``width_multiple`` tokens (``Detector.width_multiple``)."""
         from electra_detect.cli.texts import STREAM_BIG
         from electra_detect.detector import Detector
         det = Detector.load(onnx_dir, engine="onnx", variant=variant, device=device)
+        det.width_multiple = width_multiple
         texts = state.setdefault("sentences", embedded_sentences(sentences))
         engine = det.engine
         det.score(texts[:64])  # warm-up: kernels, arena
@@ -221,7 +224,8 @@ def check(model: str, out: Path, onnx_dir: Path, sentences: int = 20000, lines: 
         for _scored in det.stream(chunks):
             pass
         stream_s = time.perf_counter() - started
-        return {"provider_used": engine.provider, "sentences": len(texts), "batches": len(batches),
+        return {"provider_used": engine.provider, "width_multiple": width_multiple, "sentences": len(texts),
+                "batches": len(batches), "batch_shapes": len({ids.shape for ids, _ in batches}),
                 "unpadded_tokens": tokens, "engine_tokens_per_s": tokens / engine_s,
                 "engine_sentences_per_s": len(texts) / engine_s, "detector_tokens_per_s": tokens / score_s,
                 "detector_sentences_per_s": len(texts) / score_s, "detector_share_of_engine": engine_s / score_s,
@@ -252,6 +256,8 @@ def check(model: str, out: Path, onnx_dir: Path, sentences: int = 20000, lines: 
     for variant in ("fp16", "optimized", "fp32") if cuda_listed() else ("int8", "fp32"):
         device = "cuda" if cuda_listed() else "cpu"
         step(f"end_to_end_{variant}_{device}", lambda variant=variant, device=device: end_to_end(variant, device))
+    for variant in ("fp16", "optimized") if cuda_listed() else ():  # issue 51: why fp16 lost end to end (shapes?)
+        step(f"end_to_end_{variant}_cuda_w8", lambda variant=variant: end_to_end(variant, "cuda", 8))
     for workers in processes if lines else ():
         device = "cuda" if cuda_listed() else "cpu"
         step(f"ged_file_{device}" + (f"_p{workers}" if workers > 1 else ""),
