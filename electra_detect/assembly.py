@@ -87,7 +87,7 @@ def assemble(texts: Sequence[str], encodings: Sequence[TextEncoding], probs: np.
     maxima = np.maximum.reduceat(np.r_[probs, 0.0], bounds)[::2] if len(firsts) else np.zeros(0)
     operation = error_type = type_score = None
     if types is not None and channels and len(firsts):
-        is_best = probs[tokens] == maxima[span]
+        is_best = (probs[tokens] == maxima[span]) | np.isnan(maxima[span])  # a NaN word: its first token types it
         word_of, token = span[is_best], tokens[is_best]
         first_best = np.r_[True, word_of[1:] != word_of[:-1]]  # tokens ascend within a word: the first best wins
         best = np.empty(len(firsts), dtype=np.int64)

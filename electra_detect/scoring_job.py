@@ -38,7 +38,7 @@ def probabilities(engine: Any, calibrator: Any, input_ids: np.ndarray, attention
     # channels first: numpy reduces a long axis fast and a 22-wide one slowly (this stage's cost halves)
     channels = type_logits.reshape(-1, type_logits.shape[-1]).T.copy()  # [3 operations + main types, positions]
     operation, mains = channels[:3].argmax(0), channels[3:]
-    main_type = mains.argmax(0)
+    main_type = mains.argmax(0)  # on the logits: a tie that exp would round away is broken by the larger one
     mains -= mains.max(0)
     np.exp(mains, out=mains)
     main_p = 1.0 / mains.sum(0)  # the top type's softmax probability: e^0 over the sum
@@ -54,6 +54,9 @@ class ScoringJob:
                  batch_size: int = 32, calibrated: bool = True) -> None:
         if batch_size < 1:
             raise DetectorError("batch_size must be >= 1")
+        multiple = detector.width_multiple
+        if not isinstance(multiple, int) or isinstance(multiple, bool) or multiple < 1:
+            raise DetectorError(f"width_multiple must be a whole number >= 1, not {multiple!r}")
         self.detector, self.texts, self.encodings, self.plan = detector, texts, encodings, plan
         self.batch_size, self.calibrated = batch_size, calibrated
         self.tokens = plan.tokens

@@ -15,6 +15,7 @@ import pytest
 
 from electra_detect.assembly import APOSTROPHES
 from electra_detect.detector import Detector, TextScores, TokenScore, WordScore
+from electra_detect.errors import DetectorError
 from electra_detect.sentences import sentence_spans
 
 SHIPPED = Path(__file__).resolve().parent.parent / "models" / "electra-minilm"
@@ -233,3 +234,27 @@ def test_batches_padded_to_a_width_multiple_give_the_same_scores() -> None:
     widths = {shape[1] for shape in recorder.shapes}
     assert len(widths) > 1 and all(w % 8 == 0 or w == detector.max_length for w in widths)
     assert_same(padded, exact)
+    for bad in (0, 2.5, True):
+        detector.width_multiple = bad
+        with pytest.raises(DetectorError, match="width_multiple"):
+            detector.score(["He go home."])
+
+
+def test_a_word_whose_probability_is_nan_is_typed_and_not_flagged() -> None:
+    from electra_detect.assembly import assemble
+
+    detector = Detector.load(SHIPPED / "ged", engine="torch", threads=1)
+    texts = ["He go to the store yesterday.", "She don't like it."]
+    encodings = detector.encode(texts)
+    tokens = sum(len(e.ids) for e in encodings)
+    probs = np.full(tokens, 0.9)
+    probs[1] = np.nan  # "go": an engine that overflowed (fp16 on a GPU) must not crash the assembly
+    types = np.zeros((tokens, 3))
+    types[1] = [1, 5, 0.75]  # "go"'s own operation, main type and its probability
+    scored = assemble(texts, encodings, probs, types, detector.channels)
+    assert [w.word for w in scored[0].words][:2] == ["He", "go"] and np.isnan(scored[0].words[1].score)
+    go = scored[0].words[1]
+    channels = detector.channels
+    assert (go.operation, go.error_type, go.type_score) == (channels[1][3:], channels[3 + 5][5:], 0.75)
+    flagged = [w["word"] for w in scored[0].flagged(0.5)]
+    assert "go" not in flagged and "He" in flagged
