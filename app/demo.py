@@ -232,12 +232,7 @@ def engine_label(engine: Any) -> str:
 def model_label(detector: Any) -> str:
     """A readable name: the model's name (``Detector.name``, as every front says it), with its preset and size
     when the run says them."""
-    model_dir = Path(detector.model_dir)
-    run_dir = model_dir
-    for inner in ("onnx", "discriminator"):  # run_config.json: in <run>, above <run>/onnx or <run>/discriminator/onnx
-        if run_dir.name == inner:
-            run_dir = run_dir.parent
-    name = detector.name
+    model_dir, run_dir, name = Path(detector.model_dir), detector.home_dir, detector.name
     details = []
     try:
         config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))

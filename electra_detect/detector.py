@@ -169,13 +169,19 @@ class Detector:
         return cls(model_dir, runner, tokenizer, limit, calibrator)
 
     @property
-    def name(self) -> str:
-        """The model's name without its location (every front says it so): its directory's name, the one above
-        an export (``onnx/``) or a discriminator (``discriminator/``), and a task's head named with the model dir
-        it sits in (``electra-minilm/ged``)."""
+    def home_dir(self) -> Path:
+        """The directory the model is named by: ``model_dir``, or the one above it when it is an export
+        (``onnx/``) or a discriminator (``discriminator/``); a run's ``run_config.json`` sits there."""
         path = self.model_dir.resolve()
         while path.name in ("onnx", "discriminator") and path.parent != path:
             path = path.parent
+        return path
+
+    @property
+    def name(self) -> str:
+        """The model's name without its location (every front says it so): :attr:`home_dir`'s name, and a task's
+        head named with the model dir it sits in (``electra-minilm/ged``)."""
+        path = self.home_dir
         head = path.name == "ged" or (path.parent / "discriminator").is_dir()
         return f"{path.parent.name}/{path.name}" if head else path.name or "model"
 
