@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from electra_detect.app.settings import ServerSettings, read_keys_file, serve_flags
 from electra_detect.cli import DEFAULT_MODEL, verb
+from electra_detect.cli.engine import add_engine_args
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -37,12 +38,7 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                          "environment variable named by --api-key-env) before binding elsewhere.")
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help="export dir, or a run/discriminator dir holding one in onnx/")
-    p.add_argument("--engine", choices=("auto", "onnx", "torch"), default="auto",
-                   help="auto (default): onnxruntime whenever it can serve the model (its export, else one made once "
-                        "and cached under $XDG_CACHE_HOME/electra-detect/onnx), else torch")
-    p.add_argument("--variant", choices=("fp32", "optimized", "fp16", "int8"),
-                   help="ONNX variant (default: int8 on CPU when it passed the parity gate, else fp32; fp16 on CUDA)")
-    p.add_argument("--device", help="cpu, cuda or cuda:N (default: CUDA if onnxruntime has it, else CPU)")
+    add_engine_args(p, workers=False, device=True)  # --engine, --variant, --device: as every verb has them
     p.add_argument("--require-gpu", action="store_true", help="fail instead of falling back to CPU")
     p.add_argument("--threads", type=int, help="onnxruntime intra-op threads (default: all cores)")
     p.add_argument("--no-calibration", action="store_true", help="serve raw sigmoid scores")

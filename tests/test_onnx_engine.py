@@ -77,15 +77,16 @@ def test_cpu_provider_reported_and_default_variant(export_dir: Path, tmp_path: P
     assert Detector.load(exact, engine="onnx").engine.variant == "fp32"
 
 
-def test_the_measured_variant_runs_and_int8_never_on_cuda() -> None:
+def test_the_measured_variant_runs_on_cpu_and_cuda_keeps_its_end_to_end_order() -> None:
     from electra_detect.onnx.preference import pick_variant
 
     exported = ["fp32", "optimized", "fp16", "int8"]
-    assert pick_variant({}, exported, cuda=False) == "int8" and pick_variant({}, exported, cuda=True) == "fp16"
-    measured = {"preferred": {"cpu": "optimized", "cuda": "int8"}}
+    assert pick_variant({}, exported, cuda=False) == "int8" and pick_variant({}, exported, cuda=True) == "optimized"
+    measured = {"preferred": {"cpu": "optimized", "cuda": "fp16"}}  # "cuda": what an older export timed
     assert pick_variant(measured, exported, cuda=False) == "optimized"
-    assert pick_variant(measured, exported, cuda=True) == "fp16"  # a recorded int8 is never run on CUDA
-    assert pick_variant({"preferred": {"cuda": "optimized"}}, exported, cuda=True) == "optimized"
+    assert pick_variant(measured, exported, cuda=True) == "optimized"  # the engine-alone timing is not read
+    assert pick_variant({}, ["fp16", "int8"], cuda=True) == "fp16"
+    assert pick_variant({}, ["int8"], cuda=True) == "int8"  # int8 on CUDA only when nothing else was exported
     assert pick_variant({"preferred": {"cpu": "fp16"}}, ["fp32", "int8"], cuda=False) == "int8"  # not exported
 
 

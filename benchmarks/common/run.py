@@ -54,5 +54,6 @@ def time_ged_file(model: Path, path: Path, lines: int, extra: list[str] = (), co
     seconds = time.perf_counter() - started
     if process.returncode or count != lines:
         raise RuntimeError(f"ged --file: exit {process.returncode}, {count} of {lines} lines: {error[-800:]}")
-    return {"command": " ".join(command[2:]), "engine_line": error.strip().splitlines()[0] if error.strip() else "",
+    engine_line = next((line for line in error.splitlines() if line.startswith("engine:")), "")  # not ORT's warnings
+    return {"command": " ".join(command[2:]), "engine_line": engine_line,
             "seconds": seconds, "first_line_s": first, "sentences_per_s": lines / seconds}

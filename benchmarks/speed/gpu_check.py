@@ -15,8 +15,10 @@ same texts in ``ged --file``'s batches (worker threads encode and run while the 
 on CUDA, fp16 and optimized again with every batch padded to a multiple of 8 tokens (``..._w8``: fewer shapes,
 aligned fp16 sizes); ``ged_file_<device>``: ``ged --file`` from process start to last line.
 
-Writes ``result.json`` (everything), ``parity.md`` (the export's parity table) and ``nvidia_smi.csv``
-to ``--out`` (default ``benchmarks/results/gpu_check/``), the ONNX export itself to ``--export-dir``
+Writes ``result.json`` (everything), ``table.md`` and ``plot.png`` (the end-to-end and ``ged --file`` rows),
+``parity.md`` (the export's parity table) and ``nvidia_smi.csv`` to ``--out`` (default
+``benchmarks/results/gpu_check/``); ``--render result.json`` redraws the table and plot of a result brought back
+from a device; the ONNX export itself to ``--export-dir``
 (default ``runs/gpu_check/onnx``), and prints one JSON line. Each step records its own failure
 instead of stopping the rest.
 """
@@ -37,6 +39,7 @@ import numpy as np
 
 from benchmarks.common.run import command_line, time_ged_file
 from benchmarks.common.text import running_windows
+from electra_detect.fileio import atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -283,7 +286,60 @@ def check(model: str, out: Path, onnx_dir: Path, sentences: int = 20000, lines: 
             summary[f"{name}_error"] = row.get("error", "")[:200]
     report["summary"] = summary
     (out / "result.json").write_text(json.dumps(report, indent=2, default=str))
+    atomic_write_text(out / "table.md", table(report))
+    plot(report, out / "plot.png")
     return report
+
+
+def table(report: dict[str, Any]) -> str:
+    """The end-to-end rows (engine alone, ``Detector.score``, ``Detector.stream``) and the ``ged --file`` rows."""
+    steps, gpu = report["steps"], report.get("summary", {}).get("gpu") or "CPU"
+    lines = [f"# End to end on {gpu}: {report['model']}", "",
+             "Unpadded tokens/s and sentences/s on the same texts; share = engine seconds / Detector seconds "
+             "(issue 51's goal on a GPU: `Detector.score` >= 50%).", "",
+             "| row | batch shapes | engine tokens/s | score sent/s | score share | stream sent/s | stream share |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, row in steps.items():
+        if name.startswith("end_to_end_") and row.get("ok"):
+            lines.append(f"| {name} | {row['batch_shapes']} | {row['engine_tokens_per_s']:,.0f} | "
+                         f"{row['detector_sentences_per_s']:,.0f} | {row['detector_share_of_engine']:.0%} | "
+                         f"{row['stream_sentences_per_s']:,.0f} | {row['stream_share_of_engine']:.0%} |")
+    files = [(n, r) for n, r in steps.items() if n.startswith("ged_file_") and r.get("ok")]
+    if files:
+        lines += ["", "| `ged --file` | processes | lines | seconds | sentences/s | first line s |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {n} | {r['processes']} | {r['lines']:,} | {r['seconds']:.1f} | {r['sentences_per_s']:,.0f} | "
+                  f"{r['first_line_s']:.2f} |" for n, r in files]
+    failed = [n for n, r in steps.items() if not r.get("ok")]
+    return "\n".join(lines + ([""] + [f"Failed: {', '.join(failed)}"] if failed else []) +
+                     ["", f"Command: `{report['command']}`", ""])
+
+
+def plot(report: dict[str, Any], path: Path) -> None:
+    """Sentences/s of the engine alone, ``Detector.score`` and ``Detector.stream`` per end-to-end row."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from electra_detect.fileio import atomic_save_figure
+
+    rows = [(n.removeprefix("end_to_end_"), r) for n, r in report["steps"].items()
+            if n.startswith("end_to_end_") and r.get("ok")]
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.6 * len(rows)))
+    for offset, (key, label) in enumerate((("engine_sentences_per_s", "engine alone"),
+                                           ("detector_sentences_per_s", "Detector.score"),
+                                           ("stream_sentences_per_s", "Detector.stream"))):
+        ax.barh([i + offset * 0.27 for i in range(len(rows))], [r[key] for _, r in rows], height=0.27,
+                label=label)
+    ax.set_yticks([i + 0.27 for i in range(len(rows))], [n for n, _ in rows])
+    ax.set_xlabel("sentences/s")
+    ax.set_title(report.get("summary", {}).get("gpu") or "", fontsize=9)
+    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.2))
+    fig.tight_layout()
+    atomic_save_figure(fig, path)
 
 
 def nvidia_smi(out: Path) -> None:
@@ -310,7 +366,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated --processes values for the ged --file rows (e.g. 1,4,8)")
     parser.add_argument("--steps", default="", help="run only the steps whose names start with these "
                                                     "(comma-separated, e.g. environment,export,end_to_end,ged_file)")
+    parser.add_argument("--render", type=Path, help="only redraw table.md and plot.png of this result.json "
+                                                    "beside it (a result brought back from a device)")
     args = parser.parse_args(argv)
+    if args.render:
+        report = json.loads(args.render.read_text())
+        atomic_write_text(args.render.parent / "table.md", table(report))
+        plot(report, args.render.parent / "plot.png")
+        return 0
     nvidia_smi(args.out)
     only = tuple(filter(None, args.steps.split(",")))
     processes = tuple(int(p) for p in args.ged_file_processes.split(","))

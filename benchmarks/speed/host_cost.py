@@ -5,8 +5,9 @@ the Python around it, which holds the GIL: one process cannot score more sentenc
 host microseconds a sentence). This benchmark replays the engine's recorded outputs, so only the host work is
 timed, stage by stage, on ``--sentences`` embedded-corpus sentences (public domain; the sentences the end-to-end
 rows of ``gpu_check`` use): encode (the tokenizer, which releases the GIL, timed apart and replayed), run (the
-padding, probabilities and writes around the engine), assemble, the GED check (without ERRANT typing: the device
-image has no spaCy) and the JSON lines. ``--baseline REF`` measures a git revision's code in the same run (a
+padding, probabilities and writes around the engine), assemble, the GED check, the typing of flagged words by
+their edit (ERRANT over spaCy, which ``ged`` runs when the analysis extra is installed; 0 where it is not) and the
+JSON lines. ``--baseline REF`` measures a git revision's code in the same run (a
 worktree, a process of its own), for a ratio rather than an absolute.
 
     python -m benchmarks.speed.host_cost --baseline a5e6e94
@@ -31,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = ROOT / "benchmarks" / "results" / "host_cost"
 MODEL = ROOT / "models" / "electra-minilm"
-STAGES = ("tokenizer", "encode", "run", "assemble", "check", "json")
+STAGES = ("tokenizer", "encode", "run", "assemble", "check", "typing", "json")
 
 
 def measure(sentences: int, repeats: int, model: Path = MODEL, variant: str = "int8") -> dict[str, Any]:
@@ -76,8 +77,8 @@ def measure(sentences: int, repeats: int, model: Path = MODEL, variant: str = "i
             return self.seen[key]
 
     detector.engine = Replay()
-    checker = GedChecker(detector)
-    checker.typer.available = False  # typing by ERRANT is not installed on the device (this typer only)
+    checker, typed = GedChecker(detector), GedChecker(detector)
+    checker.typer.available = False  # the check alone; ``typed`` adds the typing by edits where it is installed
     options = GedOptions()
     threshold = checker.threshold(options)
     served = {"model": detector.name, "variant": detector.variant}  # as `ged` writes them: named once
@@ -101,6 +102,11 @@ def measure(sentences: int, repeats: int, model: Path = MODEL, variant: str = "i
         started = time.perf_counter()
         flagged = checker.check(scored, options)
         times["check"] = time.perf_counter() - started
+        times["typing"] = 0.0
+        if typed.typer.available:  # the typed check's time beyond the plain one's
+            started = time.perf_counter()
+            typed.check(scored, options)
+            times["typing"] = max(0.0, time.perf_counter() - started - times["check"])
         started = time.perf_counter()
         "".join(json.dumps({"text": s.text, "threshold": threshold, "flagged": flagged_dicts(words, 4), **served})
                 + "\n" for s, words in zip(scored, flagged, strict=True))
@@ -110,7 +116,8 @@ def measure(sentences: int, repeats: int, model: Path = MODEL, variant: str = "i
         flagged_count, tokens = sum(map(len, flagged)), job.tokens
     per = {k: best[k] / len(texts) * 1e6 for k in STAGES}
     held = sum(v for k, v in per.items() if k != "tokenizer")
-    return {"sentences": len(texts), "tokens": int(tokens), "flagged": flagged_count, "us_per_sentence": per,
+    return {"sentences": len(texts), "tokens": int(tokens), "flagged": flagged_count,
+            "typing_installed": bool(typed.typer.available), "us_per_sentence": per,
             "gil_us_per_sentence": held, "one_process_ceiling_sentences_per_s": 1e6 / held}
 
 

@@ -96,14 +96,14 @@ class OnnxEngine:
         return open_session(ort, verified_path(self.export_dir, variant), cuda, device_id, threads)
 
     @classmethod
-    def from_file(cls, path: str | Path, max_positions: int = 0, cuda: bool = False) -> OnnxEngine:
-        """An engine over one ``.onnx`` file, before any manifest exists (the export's parity check and its
-        timing of the variants), on the CPU or (``cuda``) CUDA first."""
+    def from_file(cls, path: str | Path, max_positions: int = 0) -> OnnxEngine:
+        """An engine over one ``.onnx`` file on the CPU, before any manifest exists (the export's parity check and
+        its timing of the variants)."""
         import onnxruntime as ort
 
         engine = cls.__new__(cls)
         engine.export_dir, engine.variant = Path(path).parent, None
-        engine.session = open_session(ort, Path(path), cuda, 0, None)
+        engine.session = open_session(ort, Path(path), False, 0, None)
         engine.provider = engine.session.get_providers()[0]
         engine.input_names = [i.name for i in engine.session.get_inputs()]
         engine.max_positions = max_positions

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The serving check on a lent GPU (issue 51), after the parts of scripts/device/serving_payload.py were copied to
-# /tmp/w one call each (docs/serving.md, "The GPU check"). Run from the checkout's root on the device:
-#   bash scripts/device/serving_check.sh            # results under $OUT (they come back), ~9 minutes
+# /tmp/w one call each (docs/inference.md, "On a GPU"). Run from the checkout's root on the device:
+#   bash scripts/device/serving_check.sh            # results under $OUT (one archive and the log come back), ~7 minutes
 # Steps: unpack; install the wheels and this checkout into /tmp/site; put the image's CUDA libraries on the loader
 # path (onnxruntime-gpu finds them there, ../shared/DEVICE.md); gpu_check's end-to-end rows for the shipped ged/
 # (engine alone on the Detector's own batches vs Detector.score, ged --file on 100,000 lines); the server under
@@ -43,3 +43,7 @@ timeout 150 python3 -m benchmarks.speed.server_load --model /tmp/serving-root/on
   --duration 15 --warmup 5 --server-args "--device cuda --no-suggest" --out-dir "$OUT/server_load" \
   >> "$OUT/serving_check.log" 2>&1
 log "server_load exit $?"
+
+# the device tool brings back at most 8 files (the last run lost server_load's table): one archive, and the log
+tar czf /tmp/serving_check.tgz -C "$OUT" . && find "$OUT" -mindepth 1 -delete && mv /tmp/serving_check.tgz "$OUT/" \
+  && tar xzf "$OUT/serving_check.tgz" -C "$OUT" ./serving_check.log
