@@ -4,13 +4,18 @@
 sentence is parsed once by spaCy (the packaged pipeline, without its entity recogniser, which ERRANT does not read),
 each edited sentence once, all of them in one ``nlp.pipe`` call; the token spans come from character offsets, so no
 alignment is needed.
+
+The pipe runs the statistical components (tok2vec, tagger, parser) on whole sentences; the attribute ruler and the
+lemmatizer, which look at a token and its neighbours only, run on the tokens ERRANT reads (each edit's tokens, their
+heads and those heads' children) with enough neighbours for the ruler's longest pattern: the same annotations there
+as on the whole sentence (``tests/test_edit_typing.py``), for about half of spaCy's time (docs/inference.md).
 """
 
 from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,8 +68,19 @@ class EditTyper:
         annotator = self.annotator
         texts = list(dict.fromkeys(t for e in edits for t in (e.sentence, e.edited)))
         with self._classifying:  # a server finishes requests' checks in several threads
-            docs = dict(zip(texts, annotator.nlp.pipe(texts), strict=True))
-            return [_classify(annotator, docs[e.sentence], docs[e.edited], e) for e in edits]
+            docs = dict(zip(texts, annotator.nlp.pipe(texts, disable=TOKEN_LOCAL), strict=True))
+            spans = [(token_span(docs[e.sentence], e.start, e.end), token_span(docs[e.edited], *e.edited_span))
+                     for e in edits]
+            read: dict[int, set[int]] = {}  # per doc (by id), the token indices ERRANT may read
+            for edit, (o_span, c_span) in zip(edits, spans, strict=True):
+                if o_span is not None and c_span is not None:
+                    read.setdefault(id(docs[edit.sentence]), set()).update(tokens_read(docs[edit.sentence], o_span))
+                    read.setdefault(id(docs[edit.edited]), set()).update(tokens_read(docs[edit.edited], c_span))
+            for doc in docs.values():
+                if id(doc) in read:
+                    annotate_tokens(annotator.nlp, doc, read.pop(id(doc)))
+            return [_classify(annotator, docs[e.sentence], docs[e.edited], o_span, c_span)
+                    for e, (o_span, c_span) in zip(edits, spans, strict=True)]
 
 
 def _load_annotator() -> Any:
@@ -76,9 +92,52 @@ def _load_annotator() -> Any:
     return errant.load("en", load_spacy("typing edits needs spaCy", disable=("ner",)))
 
 
-def _classify(annotator: Any, orig: Any, cor: Any, edit: Edit) -> tuple[str, str] | None:
-    o_span = token_span(orig, edit.start, edit.end)
-    c_span = token_span(cor, *edit.edited_span)
+TOKEN_LOCAL = ("attribute_ruler", "lemmatizer")  # run by annotate_tokens on the tokens ERRANT reads only
+
+
+def tokens_read(doc: Any, span: tuple[int, int]) -> set[int]:
+    """The tokens of ``doc`` ERRANT may read for an edit over ``span`` ([first, last + 1)): the span's tokens (its
+    minimised edit is within them), their heads and the heads' and the tokens' children (``preceded_by_aux``)."""
+    found: set[int] = set()
+    for token in doc[span[0]:span[1]]:
+        found.add(token.i)
+        found.add(token.head.i)
+        found.update(child.i for child in token.head.children)
+        found.update(child.i for child in token.children)
+    return found
+
+
+@functools.cache
+def _ruler_width(ruler: Any) -> int:
+    """The attribute ruler's longest pattern, in tokens (2 in ``en_core_web_sm`` 3.8)."""
+    return max((len(pattern) for entry in ruler.patterns for pattern in entry["patterns"]), default=1)
+
+
+def annotate_tokens(nlp: Any, doc: Any, tokens: Iterable[int]) -> None:
+    """The attribute ruler and the lemmatizer of ``nlp`` on ``tokens`` of ``doc`` (which the pipe annotated without
+    them), as each would set them running on the whole doc: every ruler match that sets a token's attributes lies
+    within the ruler's longest pattern of it, and a lemma depends on its own token."""
+    ruler, lemmatizer = nlp.get_pipe("attribute_ruler"), nlp.get_pipe("lemmatizer")
+    reach = _ruler_width(ruler) - 1
+    windows: list[list[int]] = []  # merged [start, end) windows: a match is found once
+    for i in sorted(tokens):
+        start, end = max(0, i - reach), min(len(doc), i + reach + 1)
+        if windows and start <= windows[-1][1]:
+            windows[-1][1] = max(windows[-1][1], end)
+        else:
+            windows.append([start, end])
+    matches = [(m_id, start + s, start + e) for start, end in windows  # a Span's matches count from its start
+               for m_id, s, e in ruler.matcher(doc[start:end], allow_missing=True, as_spans=False)]
+    # AttributeRuler.match's order, so that later rules take precedence
+    ruler.set_annotations(doc, sorted((int(ruler.vocab.strings[m_id]), m_id, s, e) for m_id, s, e in matches))
+    for i in sorted(tokens):  # Lemmatizer.__call__'s rule, on these tokens
+        token = doc[i]
+        if lemmatizer.overwrite or token.lemma == 0:
+            token.lemma_ = lemmatizer.lemmatize(token)[0]
+
+
+def _classify(annotator: Any, orig: Any, cor: Any, o_span: tuple[int, int] | None,
+              c_span: tuple[int, int] | None) -> tuple[str, str] | None:
     if o_span is None or c_span is None:
         return None
     typed = annotator.import_edit(orig, cor, [*o_span, *c_span])  # minimised to the tokens that differ
