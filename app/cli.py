@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from electra_detect.app.settings import ServerSettings, read_keys_file, serve_flags
 from electra_detect.cli import DEFAULT_MODEL, verb
-from electra_detect.cli.engine import add_engine_args
+from electra_detect.cli.engine import add_engine_args, add_model_arg
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -36,8 +36,7 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                          "one made once and cached); --engine torch serves the PyTorch weights instead. "
                          "Binds 127.0.0.1 unless --host says otherwise; set an API key (read from the "
                          "environment variable named by --api-key-env) before binding elsewhere.")
-    p.add_argument("--model", default=DEFAULT_MODEL,
-                   help="export dir, or a run/discriminator dir holding one in onnx/")
+    add_model_arg(p, help="export dir, or a run/discriminator dir holding one in onnx/")
     add_engine_args(p, workers=False, device=True)  # --engine, --variant, --device: as every verb has them
     p.add_argument("--require-gpu", action="store_true", help="fail instead of falling back to CPU")
     p.add_argument("--threads", type=int, help="onnxruntime intra-op threads (default: all cores)")
@@ -113,20 +112,15 @@ def check_dictionary(path: str | None) -> None:
 
 def add_demo(sub: argparse._SubParsersAction) -> None:
     """The ``demo`` verb: the Gradio page over one Detector."""
-    default_model = DEFAULT_MODEL
     p = verb(sub, "demo", run_demo, errors=_demo_errors,
              help="browser demo: words coloured by replaced probability, GED spans, reranking",
              description="Start the Gradio demo on this machine (offline; binds 127.0.0.1 by default).")
-    p.add_argument("--model", default=default_model, help=f"run dir or discriminator dir (default {default_model})")
+    add_model_arg(p, help=f"run dir or discriminator dir (default {DEFAULT_MODEL})")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=7860, help="port (default 7860; 0 = any free port)")
-    p.add_argument("--engine", choices=("auto", "torch", "onnx"), default="auto",
-                   help="auto (default): ONNX when the model dir holds an export, else torch")
-    p.add_argument("--variant", choices=("fp32", "optimized", "fp16", "int8"), default=None,
-                   help="ONNX export variant (default: the engine's choice for the device)")
+    add_engine_args(p, workers=False, device=True)  # --engine, --variant, --device: as every verb has them
     p.add_argument("--threshold", type=float, default=None,
                    help="the slider's starting value (default: the model's ged.json threshold, else 0.5)")
-    p.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
     p.add_argument("--dictionary", metavar="FILE",
                    help="personal dictionary, one word a line, never flagged nor suggested (default: "
                         "$ELECTRA_DETECT_DICTIONARY, else $XDG_CONFIG_HOME/electra-detect/dictionary.txt when it "

@@ -73,9 +73,10 @@ class Detector:
         ``engine="onnx"`` runs onnxruntime over an ONNX export: the one shipped with the model (``path`` is an
         export dir, or holds one in ``onnx/``), else the one cached for its weights, else (``export``) one made
         now and cached (``electra_detect.onnx.locate``); ``variant`` picks fp32 / optimized / fp16 / int8 (default:
-        int8 on CPU when it passed the parity gate), ``device`` "cpu" or "cuda" (default: CUDA when onnxruntime
-        has it, else CPU, with a warning when CUDA was there but could not be used); ``require_gpu`` turns that
-        fallback into an error. ``threads`` caps onnxruntime's intra-op pool (torch's: process-wide).
+        int8 on CPU when it passed the parity gate, optimized on CUDA), ``device`` "cpu" or "cuda" (default: CUDA
+        when onnxruntime has it, else CPU, with a warning when CUDA was there but could not be used);
+        ``require_gpu`` turns that fallback into an error. ``threads`` caps onnxruntime's intra-op pool (torch's:
+        process-wide).
         ``engine="auto"``: onnx whenever it can serve the model, else torch; the fallback is said in ``note``.
         """
         if engine not in ENGINES:

@@ -35,6 +35,11 @@ def revision_checkout(ref: str) -> Iterator[Path]:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
 
 
+def engine_line(stderr: str) -> str:
+    """The ``engine: ...`` line a verb writes on stderr (not onnxruntime's warnings before it)."""
+    return next((line for line in stderr.splitlines() if line.startswith("engine:")), "")
+
+
 def time_ged_file(model: Path, path: Path, lines: int, extra: list[str] = (), code: Path | None = None
                   ) -> dict[str, Any]:
     """``electra-detect ged --model model --file path *extra`` in a process of its own, from its start: seconds to
@@ -54,6 +59,5 @@ def time_ged_file(model: Path, path: Path, lines: int, extra: list[str] = (), co
     seconds = time.perf_counter() - started
     if process.returncode or count != lines:
         raise RuntimeError(f"ged --file: exit {process.returncode}, {count} of {lines} lines: {error[-800:]}")
-    engine_line = next((line for line in error.splitlines() if line.startswith("engine:")), "")  # not ORT's warnings
-    return {"command": " ".join(command[2:]), "engine_line": engine_line,
+    return {"command": " ".join(command[2:]), "engine_line": engine_line(error),
             "seconds": seconds, "first_line_s": first, "sentences_per_s": lines / seconds}

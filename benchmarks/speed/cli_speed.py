@@ -32,7 +32,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.common.run import command_line
+from benchmarks.common.run import command_line, engine_line
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = ROOT / "benchmarks" / "results" / "cli_speed"
@@ -74,7 +74,7 @@ def run_cli(args: list[str], max_seconds: float, env: dict[str, str]) -> dict:
     stopped = proc.returncode != 0 and last >= max_seconds - 0.5
     if proc.returncode != 0 and not stopped:
         raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}): {stderr[-2000:]}")
-    engine = next((line for line in stderr.splitlines() if line.startswith("engine:")), "")
+    engine = engine_line(stderr)
     return {"first_output_s": round(first or -1, 3), "lines": rows, "seconds": round(last, 2),
             "sentences_per_s": round((rows - 1) / (last - first), 1) if first and rows > 1 and last > first else None,
             "peak_rss_mib": round(peak / (1 << 20), 1), "stopped_early": stopped, "engine_line": engine}

@@ -11,7 +11,8 @@ dependencies importable:
 End-to-end rows (``end_to_end_<variant>_<device>``): the engine alone on exactly the batches ``Detector.score``
 formed for ``--sentences`` embedded-corpus sentences, then ``Detector.score`` on the same texts, in unpadded
 tokens/s and sentences/s, and the Detector's share of the engine's speed; beside it ``Detector.stream`` over the
-same texts in ``ged --file``'s batches (worker threads encode and run while the caller assembles: ``stream_*``);
+same texts in ``ged --file``'s batches, loaded as ``ged`` loads it (one onnxruntime thread a call; worker threads
+encode and run while the caller assembles: ``stream_*``);
 on CUDA, fp16 and optimized again with every batch padded to a multiple of 8 tokens (``..._w8``: fewer shapes,
 aligned fp16 sizes); ``ged_file_<device>``: ``ged --file`` from process start to last line.
 
@@ -221,10 +222,14 @@ def check(model: str, out: Path, onnx_dir: Path, sentences: int = 20000, lines: 
         started = time.perf_counter()
         det.score(texts)
         score_s = time.perf_counter() - started
-        # the pipelined path `ged --file` takes: worker threads encode and run while this thread assembles
+        # the pipelined path `ged --file` takes, loaded as it loads it (one onnxruntime thread a call): worker
+        # threads encode and run while this thread assembles
+        streamer = Detector.load(onnx_dir, engine="onnx", variant=variant, device=device, threads=1)
+        streamer.width_multiple = width_multiple
         chunks = [texts[i:i + STREAM_BIG] for i in range(0, len(texts), STREAM_BIG)]
+        streamer.score(texts[:64])  # warm-up
         started = time.perf_counter()
-        for _scored in det.stream(chunks):
+        for _scored in streamer.stream(chunks):
             pass
         stream_s = time.perf_counter() - started
         return {"provider_used": engine.provider, "width_multiple": width_multiple, "sentences": len(texts),

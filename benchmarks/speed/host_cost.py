@@ -141,7 +141,8 @@ def table(result: dict[str, Any]) -> str:
     lines = [f"# Host cost of `ged --file` a sentence, engine replayed ({result['machine']}; {result['date']})", "",
              f"{result['current']['sentences']:,} embedded-corpus sentences ({result['current']['tokens']:,} tokens), "
              f"one core, best of {result['repeats']}; load average at start {result['load_average']:.2f}. The "
-             "tokenizer releases the GIL; every other stage holds it, so their sum caps one process on any GPU.", "",
+             "tokenizer releases the GIL; every other stage holds it (spaCy's matrix products inside the typing "
+             "excepted), so their sum caps one process on any GPU.", "",
              "| code | " + " | ".join(f"{s} µs" for s in STAGES) + " | GIL-held µs | one-process ceiling, sent/s |",
              "|---|" + "---:|" * (len(STAGES) + 2)]
     for name, row in rows.items():

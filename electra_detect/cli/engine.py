@@ -27,8 +27,8 @@ def add_engine_args(p: argparse.ArgumentParser, workers: bool = True, device: bo
                    help="auto (default): onnxruntime whenever it can serve the model (its shipped export, else one "
                         "exported once and cached under $XDG_CACHE_HOME/electra-detect/onnx), else torch")
     p.add_argument("--variant", choices=VARIANTS,
-                   help="ONNX variant (default: on a CPU the one the export measured fastest, int8 when it passed "
-                        "the parity gate; on CUDA optimized, the fastest end to end there: docs/inference.md)")
+                   help="ONNX variant (default on a CPU: int8 when it passed the parity gate, unless the export "
+                        "measured another clearly faster; on CUDA: optimized, docs/inference.md)")
     if device:
         p.add_argument("--device", help="cpu or cuda[:N] (default: cuda if available)")
     if workers:

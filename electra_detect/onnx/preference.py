@@ -2,10 +2,10 @@
 was made (``timing.py``), as the manifest records it (``"preferred": {"cpu": ...}``); a fixed order where nothing
 was measured. On CUDA: a fixed order, measured end to end on an H200 (docs/inference.md, "On a GPU: measured").
 
-The engine alone on a few fixed batches, which is all an export can time, ranks the CUDA variants wrongly: fp16
-ran the Detector's own batches 1.12x faster than the fused fp32 graph (optimized), yet ``Detector.stream``, the
-path ``ged --file`` takes, ran 857 sentences/s in fp16 against 11,915 in optimized. So an export no longer times
-CUDA, and a ``"cuda"`` entry an older export recorded is not read. int8 is never chosen on CUDA: dynamic int8 has
+The engine alone, which is all an export can time, ranks the CUDA variants the other way round: on the Detector's
+own batches fp16 ran 1.12x faster than the fused fp32 graph (optimized), yet ``Detector.score`` ran 8,237
+sentences/s in fp16 against 10,048 in optimized, and ``Detector.stream`` 857 against 11,915. So an export no longer
+times CUDA, and a ``"cuda"`` entry an older export recorded is not read. int8 is never chosen on CUDA: dynamic int8 has
 no fast CUDA kernels (56,000 tokens/s against fp16's 4.78M on an H200, ../shared/DEVICE.md).
 """
 

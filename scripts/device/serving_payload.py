@@ -9,7 +9,7 @@ What goes (../shared/DEVICE.md: at most 64 MiB a call, so the ~400 MB travel as 
   for Python 3.12 on manylinux x86_64, less what the image has (torch, numpy, scikit-learn, scipy);
 - ``ged/``: the shipped detector, ``models/electra-minilm/ged`` (the working tree travels without ``models/``).
 
-The device side is ``scripts/device/serving_check.sh``; docs/serving.md lists the calls in order.
+The device side is ``scripts/device/serving_check.sh``; docs/inference.md ("On a GPU: measured") lists the calls.
 """
 
 from __future__ import annotations

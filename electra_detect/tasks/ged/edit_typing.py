@@ -108,9 +108,13 @@ def tokens_read(doc: Any, span: tuple[int, int]) -> set[int]:
 
 
 @functools.cache
-def _ruler_width(ruler: Any) -> int:
-    """The attribute ruler's longest pattern, in tokens (2 in ``en_core_web_sm`` 3.8)."""
-    return max((len(pattern) for entry in ruler.patterns for pattern in entry["patterns"]), default=1)
+def _ruler_width(ruler: Any) -> int | None:
+    """The attribute ruler's longest pattern, in tokens (2 in ``en_core_web_sm`` 3.8); None when a pattern has an
+    operator (``*``, ``+``, ...) and so no bound. Cached per ruler: one pipeline lives as long as its process."""
+    patterns = [pattern for entry in ruler.patterns for pattern in entry["patterns"]]
+    if any("OP" in spec for pattern in patterns for spec in pattern):
+        return None
+    return max(map(len, patterns), default=1)
 
 
 def annotate_tokens(nlp: Any, doc: Any, tokens: Iterable[int]) -> None:
@@ -118,7 +122,8 @@ def annotate_tokens(nlp: Any, doc: Any, tokens: Iterable[int]) -> None:
     them), as each would set them running on the whole doc: every ruler match that sets a token's attributes lies
     within the ruler's longest pattern of it, and a lemma depends on its own token."""
     ruler, lemmatizer = nlp.get_pipe("attribute_ruler"), nlp.get_pipe("lemmatizer")
-    reach = _ruler_width(ruler) - 1
+    width = _ruler_width(ruler)
+    reach = len(doc) if width is None else width - 1  # a pattern of unbounded length: the whole doc
     windows: list[list[int]] = []  # merged [start, end) windows: a match is found once
     for i in sorted(tokens):
         start, end = max(0, i - reach), min(len(doc), i + reach + 1)
