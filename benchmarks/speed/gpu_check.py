@@ -18,10 +18,9 @@ aligned fp16 sizes); ``ged_file_<device>``: ``ged --file`` from process start to
 
 Writes ``result.json`` (everything), ``table.md`` and ``plot.png`` (the end-to-end and ``ged --file`` rows),
 ``parity.md`` (the export's parity table) and ``nvidia_smi.csv`` to ``--out`` (default
-``benchmarks/results/gpu_check/``); ``--render result.json`` redraws the table and plot of a result brought back
-from a device; the ONNX export itself to ``--export-dir``
-(default ``runs/gpu_check/onnx``), and prints one JSON line. Each step records its own failure
-instead of stopping the rest.
+``benchmarks/results/gpu_check/``) and the ONNX export itself to ``--export-dir`` (default ``runs/gpu_check/onnx``),
+and prints one JSON line. Each step records its own failure instead of stopping the rest. ``--render result.json``
+only redraws the table and plot of a result brought back from a device.
 """
 
 from __future__ import annotations
