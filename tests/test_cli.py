@@ -290,8 +290,9 @@ def test_ged_interrupted_says_so_in_one_line(tmp_path: Path, micro_run: Path) ->
                              "--processes", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline().startswith('{"text"')
     proc.send_signal(signal.SIGINT)  # Ctrl-C
-    _rest, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130 and stderr.strip().splitlines()[-1] == "interrupted" and "Traceback" not in stderr
+    rest, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and stderr.strip().splitlines()[-1] == "interrupted" and "Traceback" not in stderr, \
+        f"exit {proc.returncode} after {len(rest.splitlines()) + 1} of 3000 lines; stderr: {stderr[-2000:]}"
 
 
 def test_ged_processes_report_errors_as_one_line(tmp_path: Path, micro_run: Path) -> None:
