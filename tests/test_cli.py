@@ -286,8 +286,11 @@ def test_ged_stops_quietly_when_its_reader_goes_away(processes: str, tmp_path: P
 def test_ged_interrupted_says_so_in_one_line(tmp_path: Path, micro_run: Path) -> None:
     texts = tmp_path / "lines.txt"
     texts.write_text("The farmer saw a red house.\n" * 3000, encoding="utf-8")
+    # Ctrl-C as a terminal sends it: a test run started in the background (`make test &`) has SIGINT ignored, and
+    # a child inherits that, so Python would never raise KeyboardInterrupt
     proc = subprocess.Popen([*CLI, "ged", "--model", str(micro_run), "--engine", "torch", "--file", str(texts),
-                             "--processes", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--processes", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout.readline().startswith('{"text"')
     proc.send_signal(signal.SIGINT)  # Ctrl-C
     rest, stderr = proc.communicate(timeout=120)
