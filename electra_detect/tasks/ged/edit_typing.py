@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,14 +71,13 @@ class EditTyper:
             docs = dict(zip(texts, annotator.nlp.pipe(texts, disable=TOKEN_LOCAL), strict=True))
             spans = [(token_span(docs[e.sentence], e.start, e.end), token_span(docs[e.edited], *e.edited_span))
                      for e in edits]
-            read: dict[int, set[int]] = {}  # per doc (by id), the token indices ERRANT may read
+            read: dict[str, set[int]] = {}  # per text, the token indices ERRANT may read in its doc
             for edit, (o_span, c_span) in zip(edits, spans, strict=True):
                 if o_span is not None and c_span is not None:
-                    read.setdefault(id(docs[edit.sentence]), set()).update(tokens_read(docs[edit.sentence], o_span))
-                    read.setdefault(id(docs[edit.edited]), set()).update(tokens_read(docs[edit.edited], c_span))
-            for doc in docs.values():
-                if id(doc) in read:
-                    annotate_tokens(annotator.nlp, doc, read.pop(id(doc)))
+                    read.setdefault(edit.sentence, set()).update(tokens_read(docs[edit.sentence], o_span))
+                    read.setdefault(edit.edited, set()).update(tokens_read(docs[edit.edited], c_span))
+            for text, tokens in read.items():  # each doc once: a second pass would match the ruler's own output
+                annotate_tokens(annotator.nlp, docs[text], tokens)
             return [_classify(annotator, docs[e.sentence], docs[e.edited], o_span, c_span)
                     for e, (o_span, c_span) in zip(edits, spans, strict=True)]
 
@@ -117,15 +116,16 @@ def _ruler_width(ruler: Any) -> int | None:
     return max(map(len, patterns), default=1)
 
 
-def annotate_tokens(nlp: Any, doc: Any, tokens: Iterable[int]) -> None:
+def annotate_tokens(nlp: Any, doc: Any, tokens: set[int]) -> None:
     """The attribute ruler and the lemmatizer of ``nlp`` on ``tokens`` of ``doc`` (which the pipe annotated without
     them), as each would set them running on the whole doc: every ruler match that sets a token's attributes lies
     within the ruler's longest pattern of it, and a lemma depends on its own token."""
     ruler, lemmatizer = nlp.get_pipe("attribute_ruler"), nlp.get_pipe("lemmatizer")
     width = _ruler_width(ruler)
     reach = len(doc) if width is None else width - 1  # a pattern of unbounded length: the whole doc
+    ordered = sorted(tokens)
     windows: list[list[int]] = []  # merged [start, end) windows: a match is found once
-    for i in sorted(tokens):
+    for i in ordered:
         start, end = max(0, i - reach), min(len(doc), i + reach + 1)
         if windows and start <= windows[-1][1]:
             windows[-1][1] = max(windows[-1][1], end)
@@ -135,7 +135,7 @@ def annotate_tokens(nlp: Any, doc: Any, tokens: Iterable[int]) -> None:
                for m_id, s, e in ruler.matcher(doc[start:end], allow_missing=True, as_spans=False)]
     # AttributeRuler.match's order, so that later rules take precedence
     ruler.set_annotations(doc, sorted((int(ruler.vocab.strings[m_id]), m_id, s, e) for m_id, s, e in matches))
-    for i in sorted(tokens):  # Lemmatizer.__call__'s rule, on these tokens
+    for i in ordered:  # Lemmatizer.__call__'s rule, on these tokens
         token = doc[i]
         if lemmatizer.overwrite or token.lemma == 0:
             token.lemma_ = lemmatizer.lemmatize(token)[0]
