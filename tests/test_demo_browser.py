@@ -171,8 +171,9 @@ def read_errors(page: Any, status: str) -> list[dict[str, str]]:
     """The Errors table's rows once the status line says ``status`` (or that nothing is flagged)."""
     from electra_detect.app.demo import GED_HEADERS
 
+    # the page's first check loads spaCy and ERRANT in the demo: once over 30 s on a loaded two-core host
     page.wait_for_function("t => document.querySelector('#status-ged').innerText.includes(t)", arg=status,
-                           timeout=30_000)
+                           timeout=90_000)
     count = page.locator("#ged-table [data-testid^='cell-'][data-testid$='-0']").count()
     if "flagged word" not in page.locator("#status-ged").inner_text():
         return []
