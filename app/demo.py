@@ -22,7 +22,7 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -155,15 +155,12 @@ def check_text(text: Any, limit: int = MAX_CHARS) -> str:
     return text
 
 
-def check_threshold(threshold: Any) -> float:
-    """The slider's value as a float in [0, 1]; the page's number box accepts anything, so check."""
-    try:
-        value = float(threshold)
-    except (TypeError, ValueError):
-        raise InputProblem(f"The threshold must be a number between 0 and 1, got {threshold!r}.") from None
-    if not 0.0 <= value <= 1.0:
-        raise InputProblem(f"The threshold must be between 0 and 1, got {value}.")
-    return value
+def check_threshold(threshold: Any) -> Any:
+    """The slider's value, which must be there (the page's number box can be cleared); its range and type are
+    checked where every front's are, in ``build_ged_options``."""
+    if threshold is None:
+        raise InputProblem("The threshold must be a number between 0 and 1 (the box is empty).")
+    return threshold
 
 
 def own_words(words: Any) -> tuple[str, ...]:
@@ -282,14 +279,15 @@ class DemoApp:
         personal dictionary's and the page's own ``words`` (never flagged)."""
         from electra_detect.tasks.ged.check import in_dictionary
         from electra_detect.tasks.ged.flags import FlaggedWord
-        from electra_detect.tasks.ged.options import GedOptions
+        from electra_detect.tasks.ged.options import GedOptionsError, build_ged_options
 
         try:
             text = check_text(text)
-            threshold = check_threshold(threshold)
-            vocabulary = self.checker.vocabulary(GedOptions(words=own_words(words)))
-        except InputProblem as problem:
+            options = build_ged_options(threshold=check_threshold(threshold), words=own_words(words))
+            vocabulary = self.checker.vocabulary(options)
+        except (InputProblem, GedOptionsError) as problem:
             return [], f"⚠️ {problem}"
+        threshold = options.threshold
         scores = self._score(text, calibration)
         flagged = [w for w in scores.words if w.score >= threshold
                    and not in_dictionary(text, FlaggedWord.of_word(w), vocabulary)]
@@ -324,18 +322,18 @@ class DemoApp:
         """The GED task's flagged words (``GedChecker``: typed, with rule, category, message and suggestions),
         with the categories in ``off`` switched off, ``picky`` (never a higher threshold than the model's picky
         one) and the page's own dictionary ``words``; in text order."""
-        from electra_detect.tasks.ged.options import GedOptions, GedOptionsError
+        from electra_detect.tasks.ged.options import GedOptionsError, build_ged_options
 
         try:
             text = check_text(text)
-            threshold = check_threshold(threshold)
-            level = "picky" if picky else "default"
-            if picky:
-                threshold = min(threshold, self.picky_threshold(True, calibration))
-            options = GedOptions(threshold=threshold, level=level, disabled_categories=list(off or []),
-                                 words=own_words(words), suggest=True, calibrated=calibration != "raw")
+            options = build_ged_options(threshold=check_threshold(threshold), level="picky" if picky else "default",
+                                        disabled_categories=list(off or []), words=own_words(words), suggest=True,
+                                        calibrated=calibration != "raw")
         except (InputProblem, GedOptionsError) as problem:
             return [], f"⚠️ {problem}"
+        if picky:  # never a higher threshold than the model's picky one
+            options = replace(options, threshold=min(options.threshold, self.picky_threshold(True, calibration)))
+        threshold = options.threshold
         from electra_detect.app.languagetool import quoted  # the record's *emphasis* as quotes, as /v2/check gives
 
         with self._lock:
@@ -509,8 +507,14 @@ def build_app(model: str | Path, engine: str = "auto", device: str | None = None
     ``threshold`` starts the slider; by default the model's tuned ``ged.json`` threshold, else 0.5
     (a calibrated weak model may score every word far below 0.5, so a tuned start matters).
     """
-    if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise DemoError(f"--threshold must be between 0 and 1, got {threshold}")
+    if threshold is not None:
+        from electra_detect.errors import DetectorError
+        from electra_detect.model_dir import check_threshold as check_flag_threshold
+
+        try:
+            check_flag_threshold(threshold, "--threshold")  # the one range check of a flag threshold
+        except DetectorError as exc:
+            raise DemoError(str(exc)) from None
     detector, note = load_detector(model, engine=engine, device=device, variant=variant, task="ged")
     threshold = detector.threshold() if threshold is None else threshold
     from electra_detect.tasks.ged.dictionary import PersonalDictionary

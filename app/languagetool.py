@@ -18,6 +18,7 @@ from typing import Any
 from electra_detect.sentences import sentence_around, sentence_spans
 from electra_detect.tasks.ged.dictionary import MAX_REQUEST_WORDS, request_words
 from electra_detect.tasks.ged.flags import FlaggedWord
+from electra_detect.tasks.ged.options import GedOptions, build_ged_options
 from electra_detect.tasks.ged.rule_table import MAIN_TYPES, Rule
 
 SOFTWARE = {"name": "electra-detect", "buildDate": "", "apiVersion": 1, "premium": False, "status": ""}
@@ -138,22 +139,21 @@ def utf16_offsets(text: str) -> list[int]:
     return offsets
 
 
-def parse_options(fields: Mapping[str, str], suggest: bool) -> dict[str, Any]:
-    """The GED options of a /v2/check's fields as ``GedOptions`` fields, read as LanguageTool reads them:
+def parse_options(fields: Mapping[str, str], suggest: bool) -> GedOptions:
+    """The GED options of a /v2/check's fields (``build_ged_options``), read as LanguageTool reads them:
     ``disabledRules``, ``enabledRules``, ``disabledCategories``, ``enabledCategories`` (comma-separated ids; unknown
     ones ignored), ``enabledOnly`` (exactly "true" or "yes"), ``level`` (exactly default or picky), and this server's
     ``words`` (the request's own dictionary words, comma- or newline-separated, at most ``MAX_REQUEST_WORDS``).
-    ``suggest``: whether replacements are given."""
+    ``suggest``: whether replacements are given. Raises CheckError or GedOptionsError (both a 422)."""
     words = request_words(fields.get(WORDS_FIELD, ""))
     if len(words) > MAX_REQUEST_WORDS:
         raise CheckError(f"{WORDS_FIELD} holds {len(words)} entries; the limit is {MAX_REQUEST_WORDS} a request (put "
                          f"more in the server's dictionary file)")
-    return {"level": fields.get("level", "default"),
-            "disabled_rules": [fields.get("disabledRules", "")], "enabled_rules": [fields.get("enabledRules", "")],
-            "disabled_categories": [fields.get("disabledCategories", "")],
-            "enabled_categories": [fields.get("enabledCategories", "")],
-            "enabled_only": fields.get("enabledOnly") in TRUE,
-            "words": words, "suggest": suggest}
+    return build_ged_options(level=fields.get("level", "default"), disabled_rules=fields.get("disabledRules", ""),
+                             enabled_rules=fields.get("enabledRules", ""),
+                             disabled_categories=fields.get("disabledCategories", ""),
+                             enabled_categories=fields.get("enabledCategories", ""),
+                             enabled_only=fields.get("enabledOnly") in TRUE, words=words, suggest=suggest)
 
 
 def rule_json(rule: Rule) -> dict[str, Any]:

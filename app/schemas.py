@@ -10,6 +10,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, S
 
 from electra_detect.app.api_errors import ApiError
 from electra_detect.app.settings import ServerSettings
+from electra_detect.errors import GedOptionsError
+from electra_detect.tasks.ged.options import GedOptions, build_ged_options
 
 WEIGHT_LIMIT = 1e6  # |lm_weight|, |length_weight|
 SCORE_LIMIT = 1e12  # |recogniser score|
@@ -55,7 +57,7 @@ def _bounds(limit: float, low: float | None = None) -> Any:
 
 
 Weight = Annotated[Number, _finite(WEIGHT_LIMIT), _bounds(WEIGHT_LIMIT)]
-Threshold = Annotated[Number, _finite(1.0, 0.0), _bounds(1.0, 0.0)]
+Threshold = Annotated[Number, _bounds(1.0, 0.0)]  # declared here, checked by build_ged_options (422 in ged_options)
 AsrScore = Annotated[Number, _finite(SCORE_LIMIT), _bounds(SCORE_LIMIT)]
 
 
@@ -173,21 +175,19 @@ def rerank_lists(body: RerankRequest) -> list[list[tuple[str, float | None]]]:
     return parsed
 
 
-def ged_options(body: GedRequest) -> dict[str, Any]:
-    """The GED options a /v1/ged body asks for, as ``GedOptions`` fields (``Service.options`` adds the server's
-    threshold); a threshold out of [0, 1] or enabled_only with nothing enabled is a 422."""
-    if body.threshold is not None and not 0 <= float(body.threshold) <= 1:
-        raise ApiError(422, "invalid_request", "threshold must be in [0, 1]")
+def ged_options(body: GedRequest) -> GedOptions:
+    """The GED options a /v1/ged body asks for (``build_ged_options``; ``Service.check`` adds the server's
+    threshold); a blank id, a threshold out of [0, 1] or enabled_only with nothing enabled is a 422."""
     for name in ("disabled_rules", "enabled_rules", "disabled_categories", "enabled_categories"):
         if any(not re.search(_ID_CHAR, value) for value in getattr(body, name)):
             raise ApiError(422, "invalid_request", f"{name}: an id must not be blank")
-    if body.enabled_only and not (body.enabled_rules or body.enabled_categories):
-        raise ApiError(422, "invalid_request", "enabled_only needs enabled_rules or enabled_categories: the rules "
-                                               "to keep")
-    return {"threshold": None if body.threshold is None else float(body.threshold), "level": body.level,
-            "disabled_rules": body.disabled_rules, "enabled_rules": body.enabled_rules,
-            "disabled_categories": body.disabled_categories, "enabled_categories": body.enabled_categories,
-            "enabled_only": body.enabled_only, "words": tuple(body.words), "suggest": body.suggest}
+    try:
+        return build_ged_options(threshold=body.threshold, level=body.level, disabled_rules=body.disabled_rules,
+                                 enabled_rules=body.enabled_rules, disabled_categories=body.disabled_categories,
+                                 enabled_categories=body.enabled_categories, enabled_only=body.enabled_only,
+                                 words=body.words, suggest=body.suggest)
+    except GedOptionsError as exc:
+        raise ApiError(422, "invalid_request", str(exc)) from None
 
 
 LIMITS_DOC = (

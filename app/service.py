@@ -84,15 +84,15 @@ class Service:
             self.check_load(request, job.cost, deadline)
             return await self.run(request, job, deadline)
 
-    def options(self, level: str = "default", threshold: float | None = None, **fields: Any) -> GedOptions:
-        """The GED options of a request: its own ``threshold``, else the server's ``--ged-threshold`` (at the picky
-        level the model's picky one when lower), else the model's at ``level``."""
-        options = GedOptions(threshold=threshold, level=level, **fields)  # checks them all (GedOptionsError)
+    def options(self, options: GedOptions) -> GedOptions:
+        """A request's GED options (``build_ged_options``) with this server's defaults: its own ``threshold``, else
+        the server's ``--ged-threshold`` (at the picky level the model's picky one when lower), else the model's at
+        its level."""
         fixed = self.settings.ged_threshold
-        if threshold is not None or fixed is None:
+        if options.threshold is not None or fixed is None:
             return options
-        return replace(options, threshold=fixed if level == "default" else min(fixed, self.detector.threshold(
-            calibrated=options.calibrated, level=level)))
+        return replace(options, threshold=fixed if options.level == "default" else min(fixed, self.detector.threshold(
+            calibrated=options.calibrated, level=options.level)))
 
     def candidates(self, options: GedOptions) -> bool:
         """Whether a check may score candidates: for suggestions, or to name a word's type by the edit to its best

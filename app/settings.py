@@ -107,9 +107,14 @@ class ServerSettings:
                 raise SettingsError(f"{flag} must be a finite number {bound}")
             if item.type == "bool" and not isinstance(value, bool):
                 raise SettingsError(f"{flag} must be true or false")
-        if self.ged_threshold is not None and (type(self.ged_threshold) not in (int, float) or
-                                               not 0 <= self.ged_threshold <= 1):  # NaN fails too
-            raise SettingsError("--ged-threshold must be a number in [0, 1]")
+        if self.ged_threshold is not None:
+            from electra_detect.errors import DetectorError
+            from electra_detect.model_dir import check_threshold
+
+            try:
+                check_threshold(self.ged_threshold, "--ged-threshold")  # the one range check of a flag threshold
+            except DetectorError as exc:
+                raise SettingsError(str(exc)) from None
         if not isinstance(self.api_keys, dict) or not all(isinstance(k, str) and isinstance(n, str) and n.strip()
                                                           for k, n in self.api_keys.items()):
             raise SettingsError("api_keys must map each key to a client name")

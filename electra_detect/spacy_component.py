@@ -26,10 +26,9 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span, Token
 
 from electra_detect.detector import Detector, TextScores
-from electra_detect.model_dir import check_threshold
 from electra_detect.tasks.ged.check import GedChecker
 from electra_detect.tasks.ged.flags import FlaggedWord
-from electra_detect.tasks.ged.options import GedOptions
+from electra_detect.tasks.ged.options import GedOptions, build_ged_options
 
 FACTORY = "electra_detect"
 UNTYPED_LABEL = "ERROR"  # the span label when the model names no operation or type
@@ -145,12 +144,10 @@ def make_component(nlp: Language, name: str, model: str | None, threshold: float
 
     if batch_size < 1:
         raise ValueError(f"{FACTORY}: batch_size must be >= 1, got {batch_size}")
-    if threshold is not None:
-        check_threshold(threshold, f"{FACTORY} threshold")
-    options = GedOptions(threshold=threshold, level=level, disabled_rules=frozenset(disabled_rules),
-                         enabled_rules=frozenset(enabled_rules), disabled_categories=frozenset(disabled_categories),
-                         enabled_categories=frozenset(enabled_categories), enabled_only=enabled_only,
-                         words=tuple(words), suggest=suggest)
+    options = build_ged_options(threshold=threshold, level=level, disabled_rules=disabled_rules,
+                                enabled_rules=enabled_rules, disabled_categories=disabled_categories,
+                                enabled_categories=enabled_categories, enabled_only=enabled_only, words=words,
+                                suggest=suggest, threshold_name=f"{FACTORY} threshold")
     detector = Detector.load(model or DEFAULT_MODEL, task="ged", engine=engine)
     checker = GedChecker(detector, dictionary=PersonalDictionary(Path(dictionary)) if dictionary else None)
     return ElectraDetectComponent(checker, options, batch_size)

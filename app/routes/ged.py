@@ -6,11 +6,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from electra_detect.app.api_errors import ERROR_RESPONSES, ApiError
+from electra_detect.app.api_errors import ERROR_RESPONSES
 from electra_detect.app.schemas import GedRequest, check_texts, ged_options
 from electra_detect.app.service import ServiceDep, check_cost, reply
 from electra_detect.tasks.ged.flags import flagged_dicts
-from electra_detect.tasks.ged.options import GedOptionsError
 
 router = APIRouter()
 
@@ -18,10 +17,7 @@ router = APIRouter()
 @router.post("/v1/ged", summary="words flagged as grammatical errors", responses=ERROR_RESPONSES)
 async def ged(body: GedRequest, request: Request, service: ServiceDep) -> Response:
     check_texts(body.texts, service.settings)
-    try:
-        options = service.options(**ged_options(body))
-    except GedOptionsError as exc:
-        raise ApiError(422, "invalid_request", str(exc)) from None
+    options = service.options(ged_options(body))
     deadline = service.deadline()
     job = await service.prepare(body.texts, deadline)
     cost = service.ged_cost(job, options)

@@ -84,7 +84,7 @@ async def check(request: Request, service: ServiceDep) -> Response:
     try:
         found_language = parse_language(fields.get("language"))
         document = parse_document(fields.get("text"), fields.get("data"))
-        options = service.options(**parse_options(fields, settings.suggest))
+        options = service.options(parse_options(fields, settings.suggest))
     except (CheckError, GedOptionsError) as exc:
         raise ApiError(422, "invalid_request", str(exc)) from None
     found: list[dict[str, Any]] = []

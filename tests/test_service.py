@@ -1,0 +1,83 @@
+"""One request path: the GED options built by one function (its threshold checked in one place), and every front's
+check through ``Service.check``."""
+
+from __future__ import annotations
+
+import ast
+import math
+from pathlib import Path
+
+import pytest
+
+from electra_detect.errors import GedOptionsError
+from electra_detect.tasks.ged.options import GedOptions, build_ged_options
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE_DIRS = ("electra_detect", "app", "calibration", "training")  # the installed package's layers
+
+
+def _functions(path: Path) -> list[tuple[str, ast.AST]]:
+    """(enclosing function name or "<module>", node) for every node of the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: list[tuple[str, ast.AST]] = []
+
+    def walk(node: ast.AST, owner: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            name = child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else owner
+            found.append((name, child))
+            walk(child, name)
+
+    walk(tree, "<module>")
+    return found
+
+
+def _sources() -> list[Path]:
+    return sorted(p for d in SOURCE_DIRS for p in (ROOT / d).rglob("*.py"))
+
+
+def test_ged_options_are_built_by_one_function() -> None:
+    builders = []
+    for path in _sources():
+        for owner, node in _functions(path):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                if name == "GedOptions":
+                    builders.append(f"{path.relative_to(ROOT)}:{node.lineno} in {owner}")
+    assert [b.split(":")[0] + b.split(" in ")[1] for b in builders] == [
+        "electra_detect/tasks/ged/options.pybuild_ged_options"], builders
+
+
+def test_a_threshold_range_is_checked_in_one_place() -> None:
+    """A unit-interval comparison (``0 <= x <= 1``) about a threshold exists once in the source tree: the flag
+    threshold's check, which build_ged_options (every GED front) calls."""
+    checks = []
+    for path in _sources():
+        for owner, node in _functions(path):
+            if isinstance(node, ast.Compare) and len(node.ops) == 2:
+                low, high = node.left, node.comparators[-1]
+                if (isinstance(low, ast.Constant) and isinstance(high, ast.Constant) and low.value == 0
+                        and high.value == 1 and "threshold" in (owner + ast.unparse(node.comparators[0])).lower()):
+                    checks.append(f"{path.relative_to(ROOT)}:{owner}")
+    assert checks == ["electra_detect/model_dir.py:check_threshold"], checks
+    calls = {(str(p.relative_to(ROOT)), owner) for p in _sources() for owner, node in _functions(p)
+             if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("check_threshold")}
+    assert ("electra_detect/tasks/ged/options.py", "_threshold") in calls
+
+
+@pytest.mark.parametrize("threshold", [-0.1, 1.5, math.nan, math.inf, 10 ** 400, "abc", True, [0.5]])
+def test_a_bad_threshold_is_one_error(threshold) -> None:
+    with pytest.raises(GedOptionsError, match=r"^--threshold must be a number in \[0, 1\]"):
+        build_ged_options(threshold=threshold, threshold_name="--threshold")
+
+
+def test_options_from_input() -> None:
+    options = build_ged_options(threshold="0.25", level="picky", disabled_categories="STYLE, typos",
+                                enabled_rules=["a", "b,c"], words=[" Kubernetes ", ""], suggest=True)
+    assert options == GedOptions(threshold=0.25, level="picky", disabled_categories=frozenset({"STYLE", "TYPOS"}),
+                                 enabled_rules=frozenset({"A", "B", "C"}), words=("Kubernetes",), suggest=True)
+    assert build_ged_options(threshold=1).threshold == 1.0 and build_ged_options().threshold is None
+    with pytest.raises(GedOptionsError, match="unknown level"):
+        build_ged_options(level="pedantic")
+    with pytest.raises(GedOptionsError, match="enabledOnly needs"):
+        build_ged_options(enabled_only=True)
