@@ -1,0 +1,508 @@
+"""The language server behind ``electra-detect lsp`` (pygls over stdio): diagnostics, quick fixes, the dictionary and
+the workspace's disabled rules, settings from the editor.
+
+Typing discipline: a change is checked ``debounce`` seconds after the last keystroke; a newer change cancels the
+check under way (it stops before its next batch of blocks); a document is checked whole, block by block (the markup
+layer's prose blocks), and a block whose text, options and dictionary were checked before is not checked again
+(``Checks.cache``). One model is loaded once, in the one check thread; checks run there one at a time, so the event
+loop always answers the editor. Anything that fails (a model that will not load, a block the check refuses, a
+workspace file that is not JSON) is a ``window/showMessage``; the server stays up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from electra_detect.app.lsp_settings import (
+    SECTION,
+    LspSettings,
+    SettingsError,
+    WorkspaceFile,
+    WorkspaceRules,
+    add_to_dictionary,
+    folder_of,
+)
+from electra_detect.app.lsp_text import Finding, LineIndex, document_blocks
+
+ADD_TO_DICTIONARY = "electra-detect.addToDictionary"
+DISABLE_RULE = "electra-detect.disableRule"
+SOURCE = "electra-detect"
+CACHE_BLOCKS = 20_000  # blocks whose flags are kept (a few hundred bytes each): many long documents' worth
+BATCH_TEXTS, BATCH_CHARS = 16, 8_000  # a check's unit between two looks at its cancel signal
+CONFIGURATION_WAIT_S = 5.0  # a client that never answers workspace/configuration does not stall the first check
+
+logger = logging.getLogger(__name__)
+
+
+class Cancelled(Exception):
+    """A check made stale by a newer change of its document."""
+
+
+@dataclass
+class LoadedModel:
+    """What checks run with: the model path, its detector and checker."""
+
+    model: str
+    detector: Any
+    checker: Any
+
+
+class Checks:
+    """The model and the block cache, used only from the server's one check thread."""
+
+    def __init__(self, engine: dict[str, Any]) -> None:
+        self.engine = engine  # Detector.load's engine, variant, device, threads
+        self.loaded: LoadedModel | None = None
+        self.load_error: str | None = None
+        self.dictionary: Path | None = None
+        self.cache: OrderedDict[tuple, list] = OrderedDict()
+
+    def load(self, model: str, dictionary: Path | None) -> str | None:
+        """Load ``model`` unless it is loaded already (then only the dictionary is set); the engine line when a
+        model was loaded. A model that fails to load raises, and the one loaded before keeps checking."""
+        from electra_detect.detector import Detector
+        from electra_detect.tasks.ged.check import GedChecker
+
+        self.dictionary = dictionary
+        if self.loaded is not None and self.loaded.model == model:
+            self.loaded.checker.dictionary = self._dictionary()
+            return None
+        try:
+            detector = Detector.load(model, task="ged", **self.engine)
+            checker = GedChecker(detector, dictionary=self._dictionary())
+            loading = checker.preload()  # spaCy, ERRANT, lemminflect: seconds, now rather than in the first check
+            checker.suggester.candidates("warm")
+            if loading is not None:
+                loading.join()
+        except Exception as exc:
+            if self.loaded is None:
+                self.load_error = f"cannot load the model {model}: {exc}"
+            else:
+                self.loaded.checker.dictionary = self._dictionary()
+            raise
+        self.loaded, self.load_error = LoadedModel(model, detector, checker), None
+        self.cache.clear()
+        return detector.describe()
+
+    def _dictionary(self) -> Any:
+        from electra_detect.tasks.ged.dictionary import PersonalDictionary
+
+        return PersonalDictionary(self.dictionary) if self.dictionary else PersonalDictionary()
+
+    def dictionary_stamp(self) -> tuple[str, int, int] | None:
+        """The personal dictionary file as it is now (a changed file makes every cached block stale)."""
+        assert self.loaded is not None
+        path = self.loaded.checker.dictionary.path
+        try:
+            stat = path.stat()
+        except OSError:
+            return None
+        return str(path), stat.st_mtime_ns, stat.st_size
+
+    def check(self, texts: Sequence[str], options: Any, cancel: threading.Event) -> tuple[list[list], list[str], int]:
+        """Each text's flagged words (``FlaggedWord``; cached blocks are not checked again), the errors of the
+        texts the check refused (those get no flags) and how many texts were checked (not from the cache); raises
+        Cancelled when ``cancel`` is set between batches."""
+        if self.loaded is None:
+            raise RuntimeError(self.load_error or "the model is not loaded")
+        checker = self.loaded.checker
+        stamp = self.dictionary_stamp()
+        found: list[list | None] = [None] * len(texts)
+        todo: dict[str, list[int]] = {}
+        for index, text in enumerate(texts):
+            key = (text, options, stamp)
+            if not text.strip():
+                found[index] = []
+            elif key in self.cache:
+                self.cache.move_to_end(key)
+                found[index] = self.cache[key]
+            else:
+                todo.setdefault(text, []).append(index)
+        errors: list[str] = []
+        for batch in batches(list(todo)):
+            if cancel.is_set():
+                raise Cancelled
+            for text, words in zip(batch, self._check_batch(checker, batch, options, errors), strict=True):
+                if words is None:
+                    words = []
+                else:
+                    self.cache[(text, options, stamp)] = words
+                for index in todo[text]:
+                    found[index] = words
+        while len(self.cache) > CACHE_BLOCKS:
+            self.cache.popitem(last=False)
+        return [f if f is not None else [] for f in found], errors, len(todo)
+
+    @staticmethod
+    def _check_batch(checker: Any, batch: list[str], options: Any, errors: list[str]) -> list[list | None]:
+        """The batch checked at once; when that fails, text by text, so one bad block costs only its own flags."""
+        try:
+            return checker.check_texts(batch, options)
+        except Exception as exc:  # noqa: BLE001 - a block the check refuses is reported; the others are checked
+            if len(batch) == 1:
+                errors.append(f"a paragraph could not be checked ({batch[0][:40]!r}...): {exc}")
+                return [None]
+        return [Checks._check_batch(checker, [text], options, errors)[0] for text in batch]
+
+
+def batches(texts: list[str]) -> list[list[str]]:
+    """Texts in batches of at most BATCH_TEXTS texts and about BATCH_CHARS characters."""
+    out: list[list[str]] = []
+    size = 0
+    for text in texts:
+        if not out or len(out[-1]) >= BATCH_TEXTS or size + len(text) > BATCH_CHARS:
+            out.append([])
+            size = 0
+        out[-1].append(text)
+        size += len(text)
+    return out
+
+
+@dataclass
+class DocumentState:
+    """One open document: its language, the check under way and the last published findings."""
+
+    language_id: str
+    task: asyncio.Task | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    version: int | None = None  # the version the findings are for
+    findings: list[Finding] = field(default_factory=list)
+    shown: set[str] = field(default_factory=set)  # error messages shown for it already
+
+
+class ElectraDetectServer(LanguageServer):
+    """The language server: settings, documents, and the check thread."""
+
+    def __init__(self, model: str, engine: dict[str, Any], debounce: float, dictionary: str | None = None) -> None:
+        from importlib.metadata import version
+
+        super().__init__(SOURCE, version("electra-detect"), text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        self.default_model, self.debounce, self.default_dictionary = model, debounce, dictionary
+        self.settings = LspSettings()
+        self.checks = Checks(engine)
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="electra-detect-check")
+        self.documents: dict[str, DocumentState] = {}
+        self.workspace_files: dict[Path, WorkspaceFile] = {}
+        self.ready: asyncio.Event | None = None  # set once the first settings are applied (made in the loop)
+        self.initial_error: str | None = None
+
+    # --- settings and the model -------------------------------------------------------------------------------
+
+    def model_path(self) -> str:
+        return str(Path(self.settings.model).expanduser()) if self.settings.model else self.default_model
+
+    def dictionary_path(self) -> Path | None:
+        path = self.settings.dictionary_path()
+        return path if path is not None else Path(self.default_dictionary) if self.default_dictionary else None
+
+    def apply_settings(self, raw: Any) -> bool:
+        """Take the editor's settings (a bad value: a message, the old settings kept); True when they changed."""
+        try:
+            settings = LspSettings.read(raw)
+        except (SettingsError, ValueError) as exc:
+            self.show(f"settings not applied: {exc}")
+            return False
+        if settings.ignored:
+            self.log(f"unknown {SECTION} settings ignored: {', '.join(settings.ignored)}", types.MessageType.Warning)
+        changed = settings != self.settings
+        self.settings = settings
+        return changed
+
+    async def load_model(self) -> None:
+        """Load the settings' model in the check thread (a no-op when it is loaded); a failure is a message."""
+        model, dictionary = self.model_path(), self.dictionary_path()
+        try:
+            described = await asyncio.get_running_loop().run_in_executor(
+                self.executor, self.checks.load, model, dictionary)
+        except Exception as exc:  # noqa: BLE001 - shown to the writer; the model loaded before (if any) keeps checking
+            kept = self.checks.loaded
+            self.show(f"cannot load the model {model}: {exc}" + (f"; still checking with {kept.model}" if kept else ""))
+            return
+        if described:
+            self.log(f"model loaded: {described}")
+
+    async def fetch_configuration(self) -> Any:
+        """The ``electra-detect`` section through ``workspace/configuration``, when the client offers it."""
+        if not self.client_capabilities.workspace or not self.client_capabilities.workspace.configuration:
+            return None
+        try:
+            answer = await asyncio.wait_for(self.workspace_configuration_async(types.ConfigurationParams(
+                items=[types.ConfigurationItem(section=SECTION)])), CONFIGURATION_WAIT_S)
+        except Exception as exc:  # noqa: BLE001 - a client's failure to answer leaves the settings as they are
+            self.log(f"workspace/configuration failed: {exc}", types.MessageType.Warning)
+            return None
+        return answer[0] if answer else None
+
+    # --- messages ------------------------------------------------------------------------------------------------
+
+    def show(self, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
+        logger.warning("%s", message)
+        self.window_show_message(types.ShowMessageParams(type=kind, message=f"{SOURCE}: {message}"))
+
+    def log(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        self.window_log_message(types.LogMessageParams(type=kind, message=f"{SOURCE}: {message}"))
+
+    # --- checking ------------------------------------------------------------------------------------------------
+
+    def schedule(self, uri: str, delay: float) -> None:
+        """Check ``uri`` after ``delay`` seconds, cancelling the check that was pending or under way."""
+        state = self.documents.get(uri)
+        if state is None:
+            return
+        if state.task is not None:
+            state.task.cancel()
+        state.cancel.set()
+        state.cancel = threading.Event()
+        state.task = asyncio.ensure_future(self.check_later(uri, state, delay, state.cancel))
+
+    def schedule_all(self) -> None:
+        for uri in list(self.documents):
+            self.schedule(uri, 0.0)
+
+    async def check_later(self, uri: str, state: DocumentState, delay: float, cancel: threading.Event) -> None:
+        try:
+            if delay:
+                await asyncio.sleep(delay)
+            if self.ready is not None:
+                await self.ready.wait()
+            await self.check_document(uri, state, cancel)
+        except (asyncio.CancelledError, Cancelled):
+            pass
+        except Exception as exc:  # noqa: BLE001 - a bad document is a message; the server stays up
+            logger.exception("check of %s failed", uri)
+            self.show_once(state, f"{uri} could not be checked: {exc}")
+
+    async def check_document(self, uri: str, state: DocumentState, cancel: threading.Event) -> None:
+        document = self.workspace.get_text_document(uri)
+        text, version = document.source, document.version
+        options = self.options_for(uri, state)
+        encoding = self.workspace.position_encoding or types.PositionEncodingKind.Utf16
+        severity = self.settings.diagnostic_severity
+        findings, errors, checked, blocks = await asyncio.get_running_loop().run_in_executor(
+            self.executor, self.find, text, state.language_id, options, encoding, severity, cancel)
+        if cancel.is_set() or self.documents.get(uri) is not state:
+            return
+        state.version, state.findings = version, findings
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, version=version, diagnostics=[f.diagnostic for f in findings]))
+        self.log(f"{uri} version {version}: {checked} of {blocks} blocks checked, the others from the cache; "
+                 f"{len(findings)} flags", types.MessageType.Log)
+        for error in errors:
+            self.show_once(state, error)
+
+    def show_once(self, state: DocumentState, message: str) -> None:
+        """A document's error, shown the first time only (a bad paragraph stays bad while the writer types)."""
+        if message not in state.shown:
+            state.shown.add(message)
+            self.show(message)
+
+    def options_for(self, uri: str, state: DocumentState) -> Any:
+        """The GED options for a document: the settings and its workspace file's rules."""
+        rules = WorkspaceRules()
+        workspace_file = self.workspace_file(uri)
+        if workspace_file is not None:
+            try:
+                rules = workspace_file.rules()
+            except SettingsError as exc:
+                self.show_once(state, f"{exc}; checking without it")
+        return self.settings.options(rules)
+
+    def workspace_file(self, uri: str) -> WorkspaceFile | None:
+        """The workspace file of a document (None for one that is not a file: an untitled buffer)."""
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        if path is None:
+            return None
+        folders = [to_fs_path(f.uri) or "" for f in self.workspace.folders.values()]
+        if self.workspace.root_path:
+            folders.append(self.workspace.root_path)
+        folder = folder_of(path, folders)
+        return self.workspace_files.setdefault(folder, WorkspaceFile(folder))
+
+    def find(self, text: str, language_id: str, options: Any, encoding: str, severity: types.DiagnosticSeverity,
+             cancel: threading.Event) -> tuple[list[Finding], list[str], int, int]:
+        """In the check thread: the document's prose blocks checked, each flag mapped back to the document (flags
+        on markup placeholders dropped) with its diagnostic."""
+        if cancel.is_set():
+            raise Cancelled
+        blocks = document_blocks(text, language_id)
+        flagged, errors, checked = self.checks.check([block.text for block in blocks], options, cancel)
+        index = LineIndex(text, encoding)
+        findings = []
+        for block, words in zip(blocks, flagged, strict=True):
+            for word in words:
+                if not block.is_prose(word.start, word.end):
+                    continue
+                start, end = block.span(word.start, word.end)
+                edits = tuple((*block.span(s.start, s.end), s.value) for s in word.suggestions or ()
+                              if block.is_prose(s.start, s.end))
+                diagnostic = types.Diagnostic(
+                    range=index.range(start, end), message=word.message, severity=severity, code=word.rule.id,
+                    source=SOURCE, data={"category": word.rule.category, "word": word.word,
+                                         "score": round(float(word.score), 4)})
+                findings.append(Finding(start, end, word, edits, diagnostic))
+        return findings, errors, checked, len(blocks)
+
+    # --- code actions and commands -------------------------------------------------------------------------------
+
+    def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        uri = params.text_document.uri
+        state = self.documents.get(uri)
+        if state is None or state.version is None:
+            return []
+        document = self.workspace.get_text_document(uri)
+        if document.version != state.version:
+            return []  # findings of an older text: their spans may have moved; the next check answers
+        index = LineIndex(document.source, self.workspace.position_encoding or types.PositionEncodingKind.Utf16)
+        start, end = index.offset(params.range.start), index.offset(params.range.end)
+        actions: list[types.CodeAction] = []
+        words: set[str] = set()
+        rules: set[str] = set()
+        for finding in state.findings:
+            if not (finding.start <= end and start <= finding.end):
+                continue
+            word, diagnostic = finding.word, finding.diagnostic
+            for number, (lo, hi, value) in enumerate(finding.edits):
+                written = document.source[lo:hi]
+                title = f'Replace "{written}" with "{value}"' if value else f'Delete "{written}"'
+                edit = types.TextEdit(range=index.range(lo, hi), new_text=value)
+                actions.append(types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix,
+                                                diagnostics=[diagnostic], is_preferred=number == 0,
+                                                edit=self.workspace_edit(uri, state.version, edit)))
+            if word.word.lower() not in words:
+                words.add(word.word.lower())
+                title = f'Add "{word.word}" to the dictionary'
+                add = types.Command(title, ADD_TO_DICTIONARY, arguments=[word.word])
+                actions.append(types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix,
+                                                diagnostics=[diagnostic], command=add))
+            if word.rule.id not in rules:
+                rules.add(word.rule.id)
+                title = f"Disable rule {word.rule.id} in this workspace"
+                disable = types.Command(title, DISABLE_RULE, arguments=[word.rule.id, uri])
+                actions.append(types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix,
+                                                diagnostics=[diagnostic], command=disable))
+        return actions
+
+    def workspace_edit(self, uri: str, version: int, edit: types.TextEdit) -> types.WorkspaceEdit:
+        """One edit of one document: versioned (a stale fix is refused by the client) when the client takes
+        ``documentChanges``."""
+        workspace = self.client_capabilities.workspace
+        if workspace and workspace.workspace_edit and workspace.workspace_edit.document_changes:
+            return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                edits=[edit])])
+        return types.WorkspaceEdit(changes={uri: [edit]})
+
+    def add_word(self, *arguments: Any) -> None:
+        """The add-to-dictionary command: ``[word]``."""
+        from electra_detect.tasks.ged.dictionary import default_dictionary_path
+
+        if len(arguments) != 1 or not isinstance(arguments[0], str) or not arguments[0].strip():
+            raise SettingsError(f"{ADD_TO_DICTIONARY} takes one word, got {list(arguments)!r}")
+        word = arguments[0]
+        path = self.dictionary_path() or default_dictionary_path()
+        if add_to_dictionary(path, word):
+            self.log(f'added "{word}" to {path}')
+        self.schedule_all()
+
+    def disable_rule(self, *arguments: Any) -> None:
+        """The disable-rule command: ``[rule id, document URI]``."""
+        if len(arguments) != 2 or not all(isinstance(a, str) and a.strip() for a in arguments):
+            raise SettingsError(f"{DISABLE_RULE} takes a rule id and a document URI, got {list(arguments)!r}")
+        rule, uri = arguments
+        workspace_file = self.workspace_file(uri)
+        if workspace_file is None:
+            raise SettingsError(f"{uri} is not a file, so it has no workspace to write {rule} to")
+        if workspace_file.disable_rule(rule.strip().upper()):
+            self.log(f"disabled {rule} in {workspace_file.path}")
+        self.schedule_all()
+
+
+def build_server(model: str, engine: dict[str, Any], debounce: float,
+                 dictionary: str | None = None) -> ElectraDetectServer:
+    """The server with its handlers registered."""
+    server = ElectraDetectServer(model, engine, debounce, dictionary)
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: ElectraDetectServer, params: types.InitializeParams) -> None:
+        ls.ready = asyncio.Event()
+        if params.initialization_options is not None:
+            ls.apply_settings(params.initialization_options)
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: ElectraDetectServer, params: types.InitializedParams) -> None:
+        pulled = await ls.fetch_configuration()
+        if pulled is not None:
+            ls.apply_settings(pulled)
+        assert ls.ready is not None
+        ls.ready.set()
+        await ls.load_model()
+        ls.schedule_all()  # documents opened before the settings came are checked with them
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: ElectraDetectServer, params: types.DidChangeConfigurationParams) -> None:
+        settings = params.settings
+        if not (isinstance(settings, dict) and SECTION in settings):
+            pulled = await ls.fetch_configuration()  # the spec's newer way: the notification only says "changed"
+            settings = pulled if pulled is not None else settings
+        if ls.apply_settings(settings):
+            await ls.load_model()
+            ls.schedule_all()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: ElectraDetectServer, params: types.DidOpenTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        ls.documents[uri] = DocumentState(params.text_document.language_id)
+        ls.schedule(uri, 0.0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: ElectraDetectServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, ls.debounce)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: ElectraDetectServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        state = ls.documents.pop(uri, None)
+        if state is not None:
+            state.cancel.set()
+            if state.task is not None:
+                state.task.cancel()
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))
+    def code_action(ls: ElectraDetectServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        return ls.code_actions(params)
+
+    def command(name: str, run: Callable[..., None]) -> None:
+        def handler(ls: ElectraDetectServer, *arguments: Any) -> None:
+            try:
+                run(*arguments)
+            except (SettingsError, OSError) as exc:
+                ls.show(str(exc))
+
+        server.command(name)(handler)
+
+    command(ADD_TO_DICTIONARY, server.add_word)
+    command(DISABLE_RULE, server.disable_rule)
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: ElectraDetectServer, params: None) -> None:
+        for state in ls.documents.values():
+            state.cancel.set()
+            if state.task is not None:
+                state.task.cancel()
+        ls.executor.shutdown(wait=False, cancel_futures=True)
+
+    return server
