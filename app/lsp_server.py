@@ -290,8 +290,14 @@ class ElectraDetectServer(LanguageServer):
         options = self.options_for(uri, state)
         encoding = self.workspace.position_encoding or types.PositionEncodingKind.Utf16
         severity = self.settings.diagnostic_severity
-        findings, errors, checked, blocks = await asyncio.get_running_loop().run_in_executor(
-            self.executor, self.find, text, state.language_id, options, encoding, severity, cancel)
+        loop = asyncio.get_running_loop()
+
+        def started(blocks: int) -> None:  # from the check thread: the protocol is written by the loop only
+            loop.call_soon_threadsafe(self.log, f"{uri} version {version}: checking {blocks} blocks",
+                                      types.MessageType.Log)
+
+        findings, errors, checked, blocks = await loop.run_in_executor(
+            self.executor, self.find, text, state.language_id, options, encoding, severity, cancel, started)
         if cancel.is_set() or self.documents.get(uri) is not state:
             return
         state.version, state.findings = version, findings
@@ -331,12 +337,14 @@ class ElectraDetectServer(LanguageServer):
         return self.workspace_files.setdefault(folder, WorkspaceFile(folder))
 
     def find(self, text: str, language_id: str, options: Any, encoding: str, severity: types.DiagnosticSeverity,
-             cancel: threading.Event) -> tuple[list[Finding], list[str], int, int]:
+             cancel: threading.Event, started: Callable[[int], None] = lambda blocks: None,
+             ) -> tuple[list[Finding], list[str], int, int]:
         """In the check thread: the document's prose blocks checked, each flag mapped back to the document (flags
         on markup placeholders dropped) with its diagnostic."""
         if cancel.is_set():
             raise Cancelled
         blocks = document_blocks(text, language_id)
+        started(len(blocks))
         flagged, errors, checked = self.checks.check([block.text for block in blocks], options, cancel)
         index = LineIndex(text, encoding)
         findings = []
