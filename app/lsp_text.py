@@ -11,9 +11,12 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
+
+if TYPE_CHECKING:
+    from electra_detect.markup import ProseBlock
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 ENCODINGS = (types.PositionEncodingKind.Utf8, types.PositionEncodingKind.Utf16, types.PositionEncodingKind.Utf32)
@@ -70,37 +73,12 @@ class LineIndex:
         return end
 
 
-class Block(Protocol):
-    """One prose block of a document (``electra_detect.markup.ProseBlock``): its text as the check reads it, the
-    document span of a span of that text, and whether a span of it is prose (not a placeholder for markup)."""
-
-    text: str
-
-    def span(self, start: int, end: int) -> tuple[int, int]: ...
-
-    def is_prose(self, start: int, end: int) -> bool: ...
-
-
-def document_blocks(text: str, language_id: str | None) -> list[Any]:
+def document_blocks(text: str, language_id: str | None) -> list[ProseBlock]:
     """The prose blocks of a document, its markup chosen by the editor's ``languageId`` (unknown ids: plain
     text)."""
-    try:
-        from electra_detect.markup import markup_for_language_id, prose_blocks
-    except ModuleNotFoundError:  # TEMPORARY until electra_detect.markup lands: plain paragraphs
-        return [_Paragraph(m.group(), m.start()) for m in re.finditer(r"\S(?:.|\n(?![ \t]*\n))*", text)]
+    from electra_detect.markup import markup_for_language_id, prose_blocks
+
     return prose_blocks(text, markup_for_language_id(language_id or "plaintext"))
-
-
-@dataclass(frozen=True)
-class _Paragraph:
-    text: str
-    offset: int
-
-    def span(self, start: int, end: int) -> tuple[int, int]:
-        return self.offset + start, self.offset + end
-
-    def is_prose(self, start: int, end: int) -> bool:
-        return True
 
 
 @dataclass(frozen=True)

@@ -156,10 +156,6 @@ async def test_initialize_offers_what_the_server_does(client: LanguageClient) ->
 
 async def test_markdown_diagnostics_cover_prose_only_with_exact_utf16_spans(client: LanguageClient,
                                                                              home: Path) -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("electra_detect.markup") is None:  # TEMPORARY: until the markup layer lands
-        pytest.skip("electra_detect.markup has not landed yet")
     uri = open_document(client, home / "project" / "notes.md", MARKDOWN)
     diagnostics = await diagnostics_of(client, uri, 1)
     assert len(diagnostics) == 1, [(d.range, d.message) for d in diagnostics]  # not in the code block nor the link
