@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain
+from typing import Any
 
 import numpy as np
 
@@ -66,9 +67,10 @@ def contraction_joins(texts: Sequence[str], starts: np.ndarray, ends: np.ndarray
 
 
 def assemble(texts: Sequence[str], encodings: Sequence[TextEncoding], probs: np.ndarray,
-             types: np.ndarray | None, channels: Sequence[str]) -> list[TextScores]:
+             types: np.ndarray | None, channels: Sequence[str], edit_tags: Any = None) -> list[TextScores]:
     """``TextScores`` of each text from the flat arrays of their tokens: ``probs`` [tokens] and, for a typed
-    model, ``types`` [tokens, 3] (operation index, main-type index, the type's probability)."""
+    model, ``types`` [tokens, 3] (operation index, main-type index, the type's probability); for a tag model
+    (``edit_tags``: its vocabulary) (tag index, 0, the tag's probability), read at each word's first token."""
     keys, offsets, owner = flat_tokens(encodings)
     runs = word_runs(keys, owner)
     in_word = keys[runs] >= 0
@@ -85,8 +87,14 @@ def assemble(texts: Sequence[str], encodings: Sequence[TextEncoding], probs: np.
     tokens = firsts[span] + np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     bounds = np.column_stack([firsts, lasts + 1]).ravel()  # reduceat over [first, last + 1) pairs: even entries
     maxima = np.maximum.reduceat(np.r_[probs, 0.0], bounds)[::2] if len(firsts) else np.zeros(0)
-    operation = error_type = type_score = None
-    if types is not None and channels and len(firsts):
+    operation = error_type = type_score = tag = None
+    if types is not None and channels and len(firsts) and edit_tags is not None and edit_tags.channels:
+        index = types[firsts, 0].astype(np.int64)  # -1: not decoded (no token of the word came near the floor)
+        tag = edit_tags.names[index].tolist()  # names[-1] is the fallback tag, kept last for this
+        operation = edit_tags.operations[index].tolist()
+        error_type = edit_tags.mains[index].tolist()
+        type_score = np.where(index >= 0, types[firsts, 2], 0.0)
+    elif types is not None and channels and len(firsts):
         is_best = (probs[tokens] == maxima[span]) | np.isnan(maxima[span])  # a NaN word: its first token types it
         word_of, token = span[is_best], tokens[is_best]
         first_best = np.r_[True, word_of[1:] != word_of[:-1]]  # tokens ascend within a word: the first best wins
@@ -107,7 +115,7 @@ def assemble(texts: Sequence[str], encodings: Sequence[TextEncoding], probs: np.
     # one WordArrays for the job (spans and token ranges relative to each word's text); each text reads its rows
     relative = text_start[text_of]
     words = WordArrays(offsets[firsts, 0], offsets[lasts, 1], maxima, firsts - relative, lasts - relative,
-                       operation, error_type, type_score)
+                       operation, error_type, type_score, tag)
     tops = np.maximum.reduceat(np.r_[maxima, -np.inf], word_start[:-1]) if len(texts) else np.zeros(0)
     tops[np.diff(word_start) == 0] = -np.inf  # a text without words: nothing reaches any threshold
     ts, ws = text_start.tolist(), word_start.tolist()

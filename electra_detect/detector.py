@@ -8,6 +8,7 @@ was tuned in) and whether scores are calibrated (a per-call option); fronts only
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from electra_detect.batching import pad_ids, plan_windows
+from electra_detect.edit_tags import TAG_PREFIX, EditTags
 from electra_detect.engines import ENGINES, Engine
 from electra_detect.engines.torch_engine import TorchEngine
 from electra_detect.errors import CorruptExport, DetectorError
@@ -257,3 +259,12 @@ class Detector:
     def channels(self) -> list[str]:
         """A typed GED model's channels after ``error`` (``op:M``, ..., ``type:DET``, ...); [] otherwise."""
         return list(getattr(self.engine, "channels", []))
+
+    @functools.cached_property
+    def edit_tags(self) -> EditTags | None:
+        """A tag model's vocabulary and inflection table (its ``edit_tags.json`` and ``inflections.json``, beside the
+        weights); None for other models."""
+        channels = self.channels
+        if not channels or not channels[0].startswith(TAG_PREFIX):
+            return None
+        return EditTags.load(self.model_dir, channels)

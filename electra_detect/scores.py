@@ -36,6 +36,7 @@ class WordScore:
     operation: str | None = None
     error_type: str | None = None
     type_score: float | None = None
+    tag: str | None = None  # a tag model's edit tag (electra_detect/edit_tags.py), None for others
 
     def typed(self, digits: int | None = None) -> dict[str, Any]:
         """The type fields as JSON (empty for an untyped model); ``digits`` rounds the type's probability."""
@@ -64,6 +65,7 @@ class WordArrays:
     operation: list[str] | None = None
     error_type: list[str] | None = None
     type_score: np.ndarray | None = None
+    tag: list[str] | None = None
 
     def word(self, text: str, index: int) -> WordScore:
         start, end = int(self.start[index]), int(self.end[index])
@@ -71,7 +73,8 @@ class WordArrays:
         return WordScore(text[start:end], start, end, float(self.score[index]),
                          list(range(int(self.first_token[index]), int(self.last_token[index]) + 1)),
                          self.operation[index] if typed else None, self.error_type[index] if typed else None,
-                         float(self.type_score[index]) if typed else None)
+                         float(self.type_score[index]) if typed else None,
+                         self.tag[index] if self.tag is not None else None)
 
 
 class _Built:

@@ -14,6 +14,7 @@ import numpy as np
 
 from electra_detect.assembly import assemble
 from electra_detect.batching import WindowPlan, plan_windows
+from electra_detect.engines import is_tag_model
 from electra_detect.errors import DetectorError
 from electra_detect.scores import TextScores
 from electra_detect.windows import TextEncoding, cut_windows
@@ -35,6 +36,8 @@ def probabilities(engine: Any, calibrator: Any, input_ids: np.ndarray, attention
     probs = calibrator.transform(logits) if calibrated and calibrator is not None else sigmoid(logits)
     if type_logits is None:
         return probs, None
+    if is_tag_model(engine.channels):
+        return probs, decode_tags(probs, type_logits)
     # channels first: numpy reduces a long axis fast and a 22-wide one slowly (this stage's cost halves)
     channels = type_logits.reshape(-1, type_logits.shape[-1]).T.copy()  # [3 operations + main types, positions]
     operation, mains = channels[:3].argmax(0), channels[3:]
@@ -43,6 +46,33 @@ def probabilities(engine: Any, calibrator: Any, input_ids: np.ndarray, attention
     np.exp(mains, out=mains)
     main_p = 1.0 / mains.sum(0)  # the top type's softmax probability: e^0 over the sum
     return probs, np.stack([operation, main_type, main_p], axis=-1).reshape(*type_logits.shape[:-1], 3)
+
+
+# Tags are decoded only near tokens at least this likely to be errors: no front flags below it (the picky level is
+# 0.3), and an argmax over thousands of tag channels at every position would cost more than the rest of the stage.
+TAG_FLOOR = 0.05
+
+
+def decode_tags(probs: np.ndarray, tag_logits: np.ndarray, floor: float = TAG_FLOOR) -> np.ndarray:
+    """[..., 3]: the best tag other than ``$KEEP`` (channel 0) at each position near one whose p(error) reaches
+    ``floor`` (the two positions before it too: a word's tag is read at its first subword), -1 elsewhere; 0; and
+    that tag's softmax probability over all tags."""
+    p = probs.reshape(-1)
+    logits = tag_logits.reshape(len(p), -1)
+    near = p >= floor
+    near[:-1] |= near[1:]
+    near[:-1] |= near[1:]  # twice: up to two positions back
+    rows = np.flatnonzero(near)
+    out = np.zeros((len(p), 3))
+    out[:, 0] = -1
+    if len(rows):
+        chosen = logits[rows].astype(np.float64)
+        best = chosen[:, 1:].argmax(1) + 1
+        chosen -= chosen.max(1, keepdims=True)
+        np.exp(chosen, out=chosen)
+        out[rows, 0] = best
+        out[rows, 2] = chosen[np.arange(len(rows)), best] / chosen.sum(1)
+    return out.reshape(*probs.shape, 3)
 
 
 class ScoringJob:
@@ -142,4 +172,5 @@ class ScoringJob:
         first = sum(len(e.ids) for e in self.encodings[:start])
         last = first + sum(len(e.ids) for e in self.encodings[start:stop])
         return assemble(self.texts[start:stop], self.encodings[start:stop], self.probs[first:last],
-                        None if self.types is None else self.types[first:last], self.detector.channels)
+                        None if self.types is None else self.types[first:last], self.detector.channels,
+                        self.detector.edit_tags)

@@ -238,6 +238,16 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
                         "a token classifier with named channels, one encoder pass for both")
     t.add_argument("--type-weight", type=float, default=0.1,
                    help="weight of the type losses beside the detection loss (with --types; docs/ged_training.md)")
+    t.add_argument("--tags", action="store_true",
+                   help="learn edit tags (GECToR-style: $DELETE, $INSERT_w, $REPLACE_w, $FORM_VBZ, ...) beside "
+                        "detection, from --data in the `tagged` format (edit_tag_data); the vocabulary and its "
+                        "inflection table are written into OUT (docs/edit_tags.md)")
+    t.add_argument("--max-tags", type=int, default=3000, help="the tag vocabulary's size (with --tags)")
+    t.add_argument("--tag-weight", type=float, default=0.2, help="weight of the tag loss beside detection")
+    t.add_argument("--head-lr-scale", type=float, default=1.0,
+                   help="learning rate of the classifier head over --lr (a fresh tag head: 10)")
+    t.add_argument("--max-minutes", type=float, default=0.0, help="stop training after this long (0: none)")
+    t.add_argument("--log", default="", help="append the loss every 50 steps to this JSON-lines file")
     t.add_argument("--synthetic", type=int, default=0, help="add N corpus sentences with synthetic errors")
     t.add_argument("--corpus", nargs="+", default=[], help="text for --synthetic (default: embedded SOTU corpus)")
     t.add_argument("--error-mix", choices=["basic", "learner", "acoustic", "realistic"], default="basic",
@@ -278,7 +288,18 @@ def run_ged_train(args: argparse.Namespace) -> int:
     config = FinetuneConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                             max_steps=args.max_steps, types=args.types, type_weight=args.type_weight,
                             checkpoint_every=args.checkpoint_every, label_subwords=args.label_subwords,
-                            bf16=args.bf16)
+                            bf16=args.bf16, tag_weight=args.tag_weight, head_lr_scale=args.head_lr_scale,
+                            max_minutes=args.max_minutes, log=args.log)
+    vocabulary = None
+    if args.tags:
+        from electra_detect.training.finetune.edit_tag_data import build_vocabulary
+
+        if not any(s.tags for s in train):
+            from electra_detect.errors import GedDataError
+
+            raise GedDataError("--tags needs --data in the tagged format (PATH:tagged), whose tokens carry tags")
+        vocabulary = build_vocabulary(train, max_tags=args.max_tags)
+        config.tags = tuple(vocabulary[0])
     with start_model(args.model) as start:
         if args.synthetic:  # the realistic mix's word choices come from the start model's own embeddings
             train += synthetic_examples(args.corpus, args.synthetic, args.seed, ErrorConfig(mix=args.error_mix),
@@ -289,6 +310,13 @@ def run_ged_train(args: argparse.Namespace) -> int:
             raise GedDataError("nothing to train on: give --data and/or --synthetic N")
         summary = finetune(start, args.out, train, dev or None, config, show_progress=not args.no_progress,
                            base_model=args.model)
+    if vocabulary is not None:
+        from electra_detect.training.finetune.edit_tag_data import write_tag_files
+
+        tags, types, counts = vocabulary
+        words = {w for s in train for w in s.tokens} | {w for s in train for e in s.edits for w in
+                                                        (e.correction or "").split()}
+        write_tag_files(args.out, tags, types, counts, words, source=" ".join(str(d) for d in args.data))
     print(json.dumps(summary))
     return 0
 

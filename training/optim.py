@@ -16,12 +16,19 @@ import torch
 from torch import nn
 
 
-def build_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
-    """AdamW without decay on biases and LayerNorm weights (as BERT/ELECTRA)."""
-    decay, no_decay = [], []
+def build_optimizer(model: nn.Module, lr: float, weight_decay: float, head: str = "",
+                    head_lr_scale: float = 1.0) -> torch.optim.AdamW:
+    """AdamW without decay on biases and LayerNorm weights (as BERT/ELECTRA); parameters whose names start with
+    ``head`` (a fresh classifier) learn at ``head_lr_scale`` times the rate, in groups of their own."""
+    decay, no_decay, head_decay, head_no_decay = [], [], [], []
     for name, param in model.named_parameters():
-        (no_decay if param.ndim < 2 or "LayerNorm" in name else decay).append(param)
+        fresh = bool(head) and head_lr_scale != 1.0 and name.startswith(head)
+        plain = param.ndim < 2 or "LayerNorm" in name
+        ((head_no_decay if plain else head_decay) if fresh else (no_decay if plain else decay)).append(param)
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    if head_decay or head_no_decay:
+        groups += [{"params": head_decay, "weight_decay": weight_decay, "lr": lr * head_lr_scale},
+                   {"params": head_no_decay, "weight_decay": 0.0, "lr": lr * head_lr_scale}]
     return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-6)
 
 

@@ -7,9 +7,12 @@ export under onnxruntime (CUDA first, loud CPU fallback). Which one runs is deci
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
+
+from electra_detect.edit_tags import TAG_PREFIX
 
 ENGINES = ("auto", "torch", "onnx")
 
@@ -33,6 +36,11 @@ def typed_channels(config: dict[str, Any]) -> list[str]:
     labels = config.get("id2label") or {}
     names = [labels[k] for k in sorted(labels, key=int)]
     return names[1:] if len(names) > 1 and names[0] == "error" else []
+
+
+def is_tag_model(channels: Sequence[str]) -> bool:
+    """Whether a typed model's channels are edit tags (``tag:$KEEP``, ...) rather than operations and types."""
+    return bool(channels) and channels[0].startswith(TAG_PREFIX)
 
 
 # Families whose position ids start after the padding id (RoBERTa's scheme, which MPNet shares): position

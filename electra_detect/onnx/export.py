@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from electra_detect.engines import typed_channels, usable_positions
+from electra_detect.engines import is_tag_model, typed_channels, usable_positions
 from electra_detect.engines.torch_engine import TorchEngine, load_discriminator, replaced_logits
 from electra_detect.errors import DetectorError, ExportError
 from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text, sha256_file
@@ -309,8 +309,11 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
     texts = [t for t in (parity_texts if parity_texts is not None else DEFAULT_PARITY_TEXTS) if t.strip()]
     batches = parity_batches(tokenizer, torch_engine.max_positions, texts)
     masks = [mask for _, mask in batches]
-    reference = [torch_engine.logits(ids, mask) for ids, mask in batches]  # before export touches the model
+    outputs = [torch_engine.outputs(ids, mask) for ids, mask in batches]  # before export touches the model
+    reference = [logits for logits, _ in outputs]
     config = json.loads((model_dir / "config.json").read_text())
+    tag_channels = typed_channels(config) if is_tag_model(typed_channels(config)) else []
+    reference_tags = [tags for _, tags in outputs] if tag_channels else None
     report: dict[str, Any] = {"source": str(model_dir), "texts": len(texts), "windows": int(sum(len(m) for m in masks)),
                               "threshold": threshold, "threshold_source": threshold_source,
                               "calibration": calibrator.to_dict()["method"] if calibrator else "raw",
@@ -319,7 +322,10 @@ def export_model(model_path: str | Path, out_dir: str | Path | None = None, vari
 
     def check(path: Path) -> dict[str, Any]:
         engine = OnnxEngine.from_file(path)  # the same input feed the Detector's ONNX engine uses
-        return compare(reference, [engine.logits(ids, mask) for ids, mask in batches], masks, to_prob, threshold)
+        engine.channels = tag_channels  # a tag model's tags are compared too
+        found = [engine.outputs(ids, mask) for ids, mask in batches]
+        return compare(reference, [logits for logits, _ in found], masks, to_prob, threshold, reference_tags,
+                       [tags for _, tags in found] if tag_channels else None)
 
     def make_variant(variant: str, tmp: Path, made: dict[str, Any]) -> dict[str, Any]:
         """Write ``variant`` into ``tmp``; its parity row."""

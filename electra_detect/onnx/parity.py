@@ -20,6 +20,7 @@ from electra_detect.windows import text_windows
 
 FP32_TOLERANCE = 1e-4
 MIN_FLAG_AGREEMENT = 0.99
+MIN_TAG_AGREEMENT = 0.98  # a tag model's edit tags at the reference's flagged tokens (every variant)
 
 
 def parity_batches(tokenizer: Any, max_positions: int, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -38,18 +39,31 @@ def parity_batches(tokenizer: Any, max_positions: int, texts: Sequence[str]) -> 
 
 
 def compare(reference: list[np.ndarray], candidate: list[np.ndarray], masks: list[np.ndarray],
-            to_prob: Any, threshold: float) -> dict[str, Any]:
+            to_prob: Any, threshold: float, reference_tags: list[np.ndarray] | None = None,
+            candidate_tags: list[np.ndarray] | None = None) -> dict[str, Any]:
     """max |Δlogit| over real tokens, and agreement of flagged tokens at ``threshold`` (and at the
-    reference's 90th percentile, a stricter look when few tokens reach the default threshold)."""
+    reference's 90th percentile, a stricter look when few tokens reach the default threshold); for a tag model
+    (``*_tags``: [batch, seq, tags] logits), agreement of the decoded tag (the best but ``$KEEP``) at the tokens
+    the reference flags at its 90th percentile (the tokens a writer is told about, and enough of them to count)."""
     ref = np.concatenate([r[m.astype(bool)] for r, m in zip(reference, masks, strict=True)])
     new = np.concatenate([c[m.astype(bool)] for c, m in zip(candidate, masks, strict=True)])
     p_ref, p_new = to_prob(ref), to_prob(new)
     p90 = float(np.quantile(p_ref, 0.9))
-    return {"tokens": int(ref.size), "max_abs_logit_diff": float(np.max(np.abs(ref - new))),
-            "mean_abs_logit_diff": float(np.mean(np.abs(ref - new))),
-            "threshold": threshold, "flagged_reference": int((p_ref >= threshold).sum()),
-            "flag_agreement": float(np.mean((p_ref >= threshold) == (p_new >= threshold))),
-            "flag_agreement_p90": float(np.mean((p_ref >= p90) == (p_new >= p90))), "p90_threshold": p90}
+    row = {"tokens": int(ref.size), "max_abs_logit_diff": float(np.max(np.abs(ref - new))),
+           "mean_abs_logit_diff": float(np.mean(np.abs(ref - new))),
+           "threshold": threshold, "flagged_reference": int((p_ref >= threshold).sum()),
+           "flag_agreement": float(np.mean((p_ref >= threshold) == (p_new >= threshold))),
+           "flag_agreement_p90": float(np.mean((p_ref >= p90) == (p_new >= p90))), "p90_threshold": p90}
+    if reference_tags is not None and candidate_tags is not None:
+        at = p_ref >= min(threshold, p90)
+
+        def decoded(tags: list[np.ndarray]) -> np.ndarray:
+            flat = np.concatenate([t[m.astype(bool)] for t, m in zip(tags, masks, strict=True)])
+            return flat[at][:, 1:].argmax(1)
+
+        row["tagged_tokens"] = int(at.sum())
+        row["tag_agreement"] = float(np.mean(decoded(reference_tags) == decoded(candidate_tags))) if at.any() else 1.0
+    return row
 
 
 def apply_gate(variant: str, row: dict[str, Any], tolerance: float, min_agreement: float) -> None:
@@ -59,12 +73,16 @@ def apply_gate(variant: str, row: dict[str, Any], tolerance: float, min_agreemen
     else:
         row["gate"] = f"flag_agreement >= {min_agreement:g}"
         row["passed"] = row["flag_agreement"] >= min_agreement
+    if "tag_agreement" in row:
+        row["gate"] += f", tag_agreement >= {MIN_TAG_AGREEMENT:g}"
+        row["passed"] = row["passed"] and row["tag_agreement"] >= MIN_TAG_AGREEMENT
 
 
 def gate_failure(variant: str, row: dict[str, Any]) -> str:
     """One line on why ``variant`` failed its gate."""
-    return (f"{variant}: max|Δlogit| {row['max_abs_logit_diff']:.3g}, flag agreement {row['flag_agreement']:.4f} "
-            f"(gate {row['gate']})")
+    tags = f", tag agreement {row['tag_agreement']:.4f}" if "tag_agreement" in row else ""
+    return (f"{variant}: max|Δlogit| {row['max_abs_logit_diff']:.3g}, flag agreement {row['flag_agreement']:.4f}"
+            f"{tags} (gate {row['gate']})")
 
 
 def raise_parity_failure(report: dict[str, Any], failed: Sequence[str], out: Path) -> None:

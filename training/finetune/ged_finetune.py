@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import random
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -32,10 +31,10 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
 from electra_detect.batching import pad_ids
 from electra_detect.detector import Detector
+from electra_detect.edit_tags import KEEP, TAG_PREFIX
 from electra_detect.engines import typed_channels, usable_positions
 from electra_detect.engines.torch_engine import load_discriminator, replaced_logits
 from electra_detect.fileio import atomic_write_dir, atomic_write_json
@@ -44,7 +43,8 @@ from electra_detect.tasks.ged.alignment import score_tokens
 from electra_detect.tasks.ged.edit_types import split_type
 from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold
 from electra_detect.tasks.ged.readers import GedSentence
-from electra_detect.training.optim import build_optimizer, fine_tune_step, save_resumable, warmup_linear_decay
+from electra_detect.training.finetune.loop import drop_checkpoint, train_loop
+from electra_detect.training.optim import build_optimizer, warmup_linear_decay
 from electra_detect.training.pretraining.data import corpus_sentences
 from electra_detect.training.synthetic.synthetic_errors import ErrorConfig, ErrorMaker
 
@@ -64,10 +64,15 @@ class FinetuneConfig:
     checkpoint_every: int = 0  # steps between resumable checkpoints in OUT.partial/ (0: none); a re-run resumes
     label_subwords: str = "all"  # "all": every subword takes its word's label; "first": the first, the rest ignored
     bf16: bool | None = None  # autocast the forward to bf16, fp32 weights; None: on CUDA only (docs/teacher.md)
+    tags: tuple[str, ...] = ()  # an edit-tag vocabulary (edit_tag_data.build_vocabulary): a ``tag:`` channel each
+    tag_weight: float = 1.0  # of the tag loss beside detection
+    head_lr_scale: float = 1.0  # the fresh classifier's learning rate over ``lr`` (a tag head starts from nothing)
+    max_minutes: float = 0.0  # stop after this long (0: none); what was trained is saved
+    log: str = ""  # a JSON-lines file of the loss every 50 steps ("" : none)
 
 
 LABEL_SUBWORDS = ("all", "first")
-DATA_FORMATS = ("m2", "tsv", "bea")  # the formats a --data PATH:FORMAT suffix may name (parallel needs --refs)
+DATA_FORMATS = ("m2", "tsv", "bea", "tagged")  # what a --data PATH:FORMAT suffix may name (parallel needs --refs)
 
 
 OPERATIONS = ("M", "R", "U")
@@ -88,8 +93,22 @@ def model_channels(model_dir: Path) -> list[str]:
     return ["error", *rest] if rest else []
 
 
+def tag_targets(sentence: GedSentence, channels: Sequence[str]) -> list[int]:
+    """Per token: its tag's index among the ``tag:`` channels where the tag loss reads it (an error token, or a
+    token with an edit: a ``$KEEP`` on a clean token is left out, and so is an unknown or out-of-vocabulary tag),
+    else -100."""
+    index = {name[len(TAG_PREFIX):]: i for i, name in enumerate(c for c in channels if c.startswith(TAG_PREFIX))}
+    out = []
+    for position, tag in enumerate(sentence.tags or [None] * len(sentence.tokens)):
+        wanted = tag is not None and (sentence.labels[position] or tag != KEEP)
+        out.append(index.get(tag, -100) if wanted else -100)
+    return out
+
+
 def type_targets(sentence: GedSentence, channels: Sequence[str]) -> list[tuple[int, int]]:
     """Per token: (operation index, main-type index) of its first edit, (-100, -100) where it has none."""
+    if channels and channels[-1].startswith(TAG_PREFIX):  # a tag model: the tag index in the first place
+        return [(tag, 0) if tag >= 0 else (-100, -100) for tag in tag_targets(sentence, channels)]
     mains = {name[5:]: i for i, name in enumerate(c for c in channels if c.startswith("type:"))}
     out = []
     for types in sentence.types or [[] for _ in sentence.tokens]:
@@ -126,7 +145,8 @@ def encode(tokenizer: Any, sentences: Sequence[GedSentence], max_length: int,
     """Subword ids with [CLS]/[SEP] and per-subword labels (-1 on specials, and with ``label_subwords="first"`` on
     every subword after a word's first). With type ``channels`` each label is packed as
     ``label + 2 * (1 + op + 3 * (1 + main))``: one int per subword, so the batching stays the binary one;
-    :func:`unpack_labels` reverses it. A sentence without types (binary data) packs its binary labels alone."""
+    :func:`unpack_labels` reverses it. A sentence without types (binary data) packs its binary labels alone.
+    With ``tag:`` channels a word's first subword packs ``label + 2 * (1 + tag)`` (:func:`unpack_tags`)."""
     if label_subwords not in LABEL_SUBWORDS:
         raise ValueError(f"label_subwords must be one of {', '.join(LABEL_SUBWORDS)}, not {label_subwords!r}")
     encoded = tokenizer([s.tokens for s in sentences], is_split_into_words=True, truncation=True,
@@ -134,11 +154,16 @@ def encode(tokenizer: Any, sentences: Sequence[GedSentence], max_length: int,
     out = []
     for index, sentence in enumerate(sentences):
         word_ids = encoded.word_ids(index)
+        tagged = bool(channels) and channels[-1].startswith(TAG_PREFIX)
         targets = type_targets(sentence, channels) if channels else None
         labels = []
         for position, w in enumerate(word_ids):
-            if w is None or (label_subwords == "first" and position and word_ids[position - 1] == w):
+            later = bool(position) and word_ids[position - 1] == w  # not the word's first subword
+            if w is None or (label_subwords == "first" and later):
                 labels.append(-1)
+            elif tagged:  # the tag on the word's first subword (where it is decoded), on errors and edits
+                tag = targets[w][0]
+                labels.append(sentence.labels[w] + (2 * (1 + tag) if tag >= 0 and not later else 0))
             elif targets is None or targets[w][0] < 0 or not sentence.labels[w]:  # types only on errors
                 labels.append(sentence.labels[w])
             else:
@@ -157,6 +182,31 @@ def unpack_labels(packed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, tor
     op = torch.where(typed, (rest - 1) % 3, -100)
     main = torch.where(typed, (rest - 1) // 3 - 1, -100)
     return label, op, main
+
+
+def unpack_tags(packed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(binary label (-1 on specials), tag index (-100: none)) from :func:`encode`'s ints for a tag model."""
+    real = packed >= 0
+    label = torch.where(real, packed % 2, -1)
+    tag = torch.where(real, packed // 2 - 1, -100)
+    return label, torch.where(tag >= 0, tag, -100)
+
+
+def keep_error_channel(model: Any, source: Path) -> bool:
+    """Copy the start model's ``error`` channel (its detection row) into a fresh typed head, so a new tag head does
+    not make detection start over; False when the start has no such channel (an ELECTRA discriminator)."""
+    from safetensors.torch import load_file
+
+    config = json.loads((source / "config.json").read_text())
+    if (config.get("id2label") or {}).get("0") != "error" or not (source / "model.safetensors").exists():
+        return False
+    weights = load_file(str(source / "model.safetensors"))
+    if "classifier.weight" not in weights:
+        return False
+    with torch.no_grad():
+        model.classifier.weight[0] = weights["classifier.weight"][0].float()
+        model.classifier.bias[0] = weights["classifier.bias"][0].float()
+    return True
 
 
 def typed_model(source: Path, channels: Sequence[str]) -> Any:
@@ -204,7 +254,10 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     source = resolve_model_dir(model_path)
     torch.manual_seed(config.seed)
     tokenizer = AutoTokenizer.from_pretrained(str(source))
-    channels = list(config.channels) or (model_channels(source) or type_channels(train) if config.types else [])
+    if config.tags:
+        channels = ["error", *(TAG_PREFIX + tag for tag in config.tags)]
+    else:
+        channels = list(config.channels) or (model_channels(source) or type_channels(train) if config.types else [])
     model = typed_model(source, channels) if channels else load_discriminator(source)
     model.float()  # fp32 weights whatever the start holds: an fp16 checkpoint trained in fp16 went to NaN (DEVICE.md)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # a GPU makes this minutes -> seconds
@@ -214,49 +267,42 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     examples = encode(tokenizer, train, limit, channels, config.label_subwords)
     steps_per_epoch = -(-len(examples) // config.batch_size)
     total = config.max_steps or steps_per_epoch * config.epochs
-    optimizer = build_optimizer(model, config.lr, 0.01)
+    tagged = bool(channels) and channels[-1].startswith(TAG_PREFIX)
+    if tagged:
+        keep_error_channel(model, source)
+    optimizer = build_optimizer(model, config.lr, 0.01, head="classifier.", head_lr_scale=config.head_lr_scale)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, warmup_linear_decay(max(1, round(total * config.warmup_fraction)), total))
     rng = random.Random(config.seed)
-    model.train()
-    step, losses, started = 0, [], time.monotonic()
-    partial = Path(str(out_dir) + ".partial") / "checkpoint.pt"  # resumable state of an unfinished run
-    if config.checkpoint_every and partial.exists():
-        state = torch.load(partial, map_location=device, weights_only=True)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["torch_rng"])
-        step, losses = state["step"], state["losses"]
-    skip = step  # the batch order is replayed from the seed, and the batches already trained on are skipped
-    bar = tqdm(total=total, initial=step, desc="ged train", unit="step", disable=not show_progress)
-    while step < total:
-        for ids, attention, labels in length_batches(examples, config.batch_size, tokenizer.pad_token_id, rng):
-            if skip:
-                skip -= 1
-                continue
-            ids, attention, labels = ids.to(device), attention.to(device), labels.to(device)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                output = model(input_ids=ids, attention_mask=attention).logits
-            output = output.float()  # the losses in fp32 whatever the forward ran in
-            logits = replaced_logits(output)
-            labels, ops, mains = unpack_labels(labels)
+
+    def loss_of(batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        ids, attention, labels = (t.to(device) for t in batch)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            output = model(input_ids=ids, attention_mask=attention).logits
+        output = output.float()  # the losses in fp32 whatever the forward ran in
+        logits = replaced_logits(output)
+        if tagged:
+            labels, tags = unpack_tags(labels)
             real = labels >= 0
             loss = F.binary_cross_entropy_with_logits(logits[real], labels[real].float())
-            if channels and (ops >= 0).any():  # the type channels learn on error tokens only
-                loss = loss + config.type_weight * (F.cross_entropy(output[..., 1:4][ops >= 0], ops[ops >= 0])
-                                                    + F.cross_entropy(output[..., 4:][mains >= 0], mains[mains >= 0]))
-            losses.append(fine_tune_step(loss, model, optimizer, scheduler))
-            step += 1
-            bar.update(1)
-            bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
-            if config.checkpoint_every and step % config.checkpoint_every == 0 and step < total:
-                save_resumable(partial, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                                           "scheduler": scheduler.state_dict(), "torch_rng": torch.get_rng_state(),
-                                           "step": step, "losses": losses})
-            if step >= total:
-                break
-    bar.close()
+            if (tags >= 0).any():  # the tag channels learn on error and edited tokens
+                loss = loss + config.tag_weight * F.cross_entropy(output[..., 1:][tags >= 0], tags[tags >= 0])
+            return loss
+        labels, ops, mains = unpack_labels(labels)
+        real = labels >= 0
+        loss = F.binary_cross_entropy_with_logits(logits[real], labels[real].float())
+        if channels and (ops >= 0).any():  # the type channels learn on error tokens only
+            loss = loss + config.type_weight * (F.cross_entropy(output[..., 1:4][ops >= 0], ops[ops >= 0])
+                                                + F.cross_entropy(output[..., 4:][mains >= 0], mains[mains >= 0]))
+        return loss
+
+    partial = Path(str(out_dir) + ".partial") / "checkpoint.pt"  # resumable state of an unfinished run
+    result = train_loop(model, optimizer, scheduler,
+                        lambda: length_batches(examples, config.batch_size, tokenizer.pad_token_id, rng),
+                        loss_of, total, checkpoint=partial, checkpoint_every=config.checkpoint_every,
+                        max_minutes=config.max_minutes, desc="ged train", show_progress=show_progress,
+                        log=Path(config.log) if config.log else None)
+    step, losses = result.step, result.losses
     model.eval().cpu()
 
     def fill(tmp: Path) -> None:
@@ -264,15 +310,13 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
         tokenizer.save_pretrained(str(tmp))
 
     atomic_write_dir(Path(out_dir), fill)
-    if partial.exists():  # finished: the resumable state is no longer needed
-        partial.unlink()
-        partial.parent.rmdir()
+    drop_checkpoint(partial)  # finished: the resumable state is no longer needed
     summary: dict[str, Any] = {"base_model": base_model or str(source), "train_sentences": len(train), "steps": step,
-                               "minutes": round((time.monotonic() - started) / 60, 3),
+                               "minutes": result.minutes, "stopped": result.stopped,
                                "first_loss": losses[0], "last_loss": float(np.mean(losses[-20:])),
                                "label_subwords": config.label_subwords, "bf16": bf16,
                                "threshold": 0.5, "space": "raw"}  # tuned on this model's raw probabilities
-    if channels:
+    if channels and not tagged:
         summary["types"] = channels
     if dev:
         detector = Detector.load(out_dir)
@@ -298,7 +342,7 @@ def ged_training_data(files: Sequence[str | Path], fmt: str, refs: Sequence[str 
     :func:`data_format`) or ``fmt`` (e.g. MultiGED's FCE TSV and W&I A/B/C M2, in order), dev from ``dev_file``
     (the same rule) or a fixed-seed ``dev_split`` share held out of them."""
     from electra_detect.errors import GedDataError
-    from electra_detect.tasks.ged.readers import read_labelled, split_sentences
+    from electra_detect.tasks.ged.readers import split_sentences
 
     sources = [data_format(spec, fmt) for spec in files]
     parallel = [path for path, kind in sources if kind == "parallel"]
@@ -307,14 +351,25 @@ def ged_training_data(files: Sequence[str | Path], fmt: str, refs: Sequence[str 
     dev_source = data_format(dev_file, fmt) if dev_file else None
     if dev_source and dev_source[1] == "parallel":
         raise GedDataError("--dev does not take parallel data (its --refs are the training file's): use --dev-split")
-    train = [sentence for path, kind in sources
-             for sentence in read_labelled(path, fmt=kind, refs=refs, combine=combine)]
+    train = [sentence for path, kind in sources for sentence in read_any(path, kind, refs, combine)]
     dev: list[GedSentence] = []
     if train and dev_split:
         dev, train = split_sentences(train, dev_split, seed)
     if dev_source:
-        dev = read_labelled(dev_source[0], fmt=dev_source[1], refs=refs, combine=combine)
+        dev = read_any(dev_source[0], dev_source[1], refs, combine)
     return train, dev
+
+
+def read_any(path: Path, fmt: str, refs: Sequence[str | Path] = (), combine: str = "first") -> list[GedSentence]:
+    """A labelled file in any format ``ged train`` reads: the readers' (m2, tsv, bea, parallel) or ``tagged`` (the
+    edit-tag JSON lines of ``edit_tag_data``: detection labels, edits and each token's tag)."""
+    from electra_detect.tasks.ged.readers import read_labelled
+
+    if fmt == "tagged":
+        from electra_detect.training.finetune.edit_tag_data import read_tagged
+
+        return [sentence.ged() for sentence in read_tagged(path)]
+    return read_labelled(path, fmt=fmt, refs=refs, combine=combine)
 
 
 def model_dir_of(start: str | Path) -> Path:

@@ -29,6 +29,7 @@ from electra_detect.tasks.ged.edit_typing import Edit, EditTyper
 from electra_detect.tasks.ged.flags import FlaggedWord
 from electra_detect.tasks.ged.options import GedOptions
 from electra_detect.tasks.ged.suggestions import Suggester, Suggestion, SuggestionPlan, replace_span, target_span
+from electra_detect.tasks.ged.tag_edits import told
 
 ScoreTexts = Callable[[list[str]], list[TextScores]]
 
@@ -100,12 +101,18 @@ class GedChecker:
         self.dictionary = dictionary or PersonalDictionary()
         self.typing = typing or TypingRule()
 
+    @property
+    def tagged(self) -> bool:
+        """Whether the model names each flagged word's edit (a tag model): its types, messages and suggestions come
+        from the tags, and neither the candidate search nor ERRANT runs."""
+        return self.detector.edit_tags is not None
+
     def preload(self) -> threading.Thread | None:
         """Load what typing by edits needs (spaCy, ERRANT, lemminflect's tables: seconds) in a background thread,
         while the engine scores the first batches on the other cores; a check that needs them first waits for them,
         one that does not (the first line of a file, often) goes out at once. None when typing by edits is not
-        installed."""
-        if not self.typer.available:
+        installed, or not used (a tag model)."""
+        if self.tagged or not self.typer.available:
             return None
 
         def load() -> None:
@@ -160,11 +167,13 @@ class GedChecker:
         threshold = self.threshold(options)
         vocabulary = self.vocabulary(options)
         by_ranking = self.typer.available and self.typing.ranked
+        tagged = self.tagged
         words, plans, ranked = [], [], []
         for text in self.lifted(scored, options):
             found = [FlaggedWord.of_word(w) for w in text.words_at_least(threshold)]  # no object per word
             found = [w for w in found if not in_dictionary(text.text, w, vocabulary)]
-            chosen = [i for i, w in enumerate(found) if options.suggest or (by_ranking and self.typing.by_edit(w))]
+            chosen = [] if tagged else \
+                [i for i, w in enumerate(found) if options.suggest or (by_ranking and self.typing.by_edit(w))]
             words.append(found)
             ranked.append(chosen)
             plans.append(self.suggester.plan(text.text, [(found[i].start, found[i].end) for i in chosen]))
@@ -187,7 +196,9 @@ class GedChecker:
                     word.suggestions = kept
                 if kept and self.typer.available and self.typing.ranked and self.typing.by_edit(word):
                     to_type.append((word, edit_of(suggestion_plan, kept[0])))
-            if self.typer.available and not self.typing.ranked:
+            if self.tagged:
+                self.tell(suggestion_plan.text, words)
+            elif self.typer.available and not self.typing.ranked:
                 to_type += self.first_edits(suggestion_plan.text, words, plan.vocabulary)
         if at != len(scores):
             raise ValueError(f"{len(scores)} scores for a plan of {at} sentences")
@@ -198,12 +209,26 @@ class GedChecker:
         for words in plan.words:
             kept = [w for w in words if options.allows(w.rule)]
             for word in kept:
-                if not options.suggest:
+                if self.tagged:  # the tag's edit is named in the message; the list only when asked for
+                    if not options.suggest:
+                        word.suggestions = None
+                elif not options.suggest:
                     word.best = None  # the message names a suggestion only where suggestions are shown
                 elif word.suggestions is None:
                     word.suggestions = []  # its candidates were left out (a request's budget)
             out.append(kept)
         return out
+
+    def tell(self, text: str, words: Sequence[FlaggedWord]) -> None:
+        """A tag model's words: each one's suggestion and message from its edit tag (tag_edits)."""
+        tags = self.detector.edit_tags
+        for word in words:
+            if word.tag is None:
+                continue
+            _edit, suggestion, word.explanation = told(text, word.start, word.end, word.tag, tags,
+                                                       self.suggester.spellings)
+            word.best = suggestion
+            word.suggestions = [suggestion] if suggestion is not None else []
 
     def first_edits(self, text: str, words: Sequence[FlaggedWord],
                     vocabulary: Vocabulary) -> list[tuple[FlaggedWord, Edit]]:

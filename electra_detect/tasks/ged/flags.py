@@ -31,13 +31,15 @@ class FlaggedWord:
     rule: Rule = field(default_factory=lambda: rule_for(None, None))
     suggestions: list[Suggestion] | None = None
     best: Suggestion | None = None  # the best replacement, named in the message even when suggestions are not shown
+    tag: str | None = None  # a tag model's edit tag ($INSERT_a, $FORM_VBZ, ...): the edit the message tells
+    explanation: str | None = None  # the message a tag model's edit makes (tag_edits.tag_message)
 
     @classmethod
     def of_word(cls, word: WordScore) -> FlaggedWord:
         """A Detector word as flagged, typed by the model's type head (when it has one)."""
         source = "model" if word.error_type is not None else None
         return cls(word.word, word.start, word.end, word.score, word.operation, word.error_type, word.type_score,
-                   source, rule_for(word.operation, word.error_type))
+                   source, rule_for(word.operation, word.error_type), tag=word.tag)
 
     def retype(self, operation: str, main: str, source: str) -> None:
         """Give the word another type (and so its rule)."""
@@ -46,7 +48,10 @@ class FlaggedWord:
 
     @property
     def message(self) -> str:
-        """The rule's message with the word and its best suggestion (``best``, else the first shown)."""
+        """The tag's message (a tag model), else the rule's with the word and its best suggestion (``best``, else the
+        first shown)."""
+        if self.explanation is not None:
+            return self.explanation
         best = self.best or (self.suggestions[0] if self.suggestions else None)
         return self.rule.explain(self.word, None if best is None else best.value)
 
@@ -60,6 +65,8 @@ class FlaggedWord:
             out.update(operation=self.operation, type=self.type,
                        type_score=None if self.type_score is None else _round(self.type_score, digits),
                        type_source=self.type_source)
+        if self.tag is not None:
+            out["tag"] = self.tag
         out.update(rule=self.rule.id, category=self.rule.category, message=self.message)
         if self.suggestions is not None:
             out["suggestions"] = [s.to_dict() for s in self.suggestions]

@@ -1,0 +1,181 @@
+"""What the writer is told, measured: detection, types, operations and suggestions of GED models side by side on the
+report halves (issue 59's goals), with ERRANT's types on FCE dev.
+
+    python -m benchmarks.quality.ged_tags --data runs/tags --jfleg ../shared/data/jfleg \\
+        --model today=models/electra-minilm/ged --model tagged=runs/tagged/ged
+
+FCE dev is split by essay (``edit_tag_data.essay_halves``, seed 13), one split for its MultiGED TSV, its BEA JSON
+and its ERRANT edits (``fce_dev_{tune,report}.{tsv,json,jsonl}``, written by ``edit_tag_data``); JFLEG dev's halves
+are ``ged eval --split``'s. Each model's threshold is the one with the highest mean F0.5 over the tuning halves of
+MultiGED FCE dev and JFLEG dev; every figure is on the report halves.
+
+Types and suggestions are counted over the gold ERRANT edits (errant 3.0, from FCE's corrections) that the model
+detects: an edit is detected when a flagged word overlaps its tokens (a missing word's: the token after the gap, or
+the last token where the gap ends the sentence); the word with the highest score there gives the operation, main
+type and first suggestion. A suggestion is right when the sentence with it applied equals the sentence with the gold
+edit alone applied (whitespace aside). Edits without a correction are not in the set (their count is reported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.common.run import command_line
+from electra_detect.detector import Detector
+from electra_detect.fileio import atomic_write_json, atomic_write_text
+from electra_detect.tasks.ged.alignment import score_tokens
+from electra_detect.tasks.ged.check import GedChecker
+from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold
+from electra_detect.tasks.ged.options import build_ged_options
+from electra_detect.tasks.ged.readers import GedSentence, read_bea_json, read_parallel, read_token_tsv, split_sentences
+from electra_detect.training.finetune.edit_tag_data import TaggedSentence, read_tagged, unescape_tsv
+
+OUT = Path("benchmarks/results/ged_tags")
+
+
+def load_sets(data: Path, jfleg: Path) -> dict[str, dict[str, list[GedSentence]]]:
+    """{set: {"tune": [...], "report": [...]}} for MultiGED FCE dev, BEA FCE dev and JFLEG dev."""
+    sets = {"MultiGED FCE dev": {half: read_token_tsv(data / f"fce_dev_{half}.tsv") for half in ("tune", "report")},
+            "BEA FCE dev": {half: read_bea_json(data / f"fce_dev_{half}.json") for half in ("tune", "report")}}
+    jf = read_parallel(jfleg / "dev.src", sorted(jfleg.glob("dev.ref[0-9]")), "majority")
+    sets["JFLEG dev"] = dict(zip(("tune", "report"), split_sentences(jf, 0.5, 13), strict=True))
+    for name, halves in sets.items():
+        for half in halves.values():  # MultiGED writes quotes as \"; the model reads the text as written
+            for sentence in half:
+                sentence.tokens[:] = [unescape_tsv(t) for t in sentence.tokens]
+        print(f"{name}: tune {len(halves['tune'])}, report {len(halves['report'])}", file=sys.stderr)
+    return sets
+
+
+def detection(detector: Detector, sets: dict[str, dict[str, list[GedSentence]]]) -> dict[str, Any]:
+    """The threshold tuned on the tuning halves (MultiGED FCE dev and JFLEG dev: best mean F0.5), each set's own
+    tuned threshold, and the report halves' metrics at both."""
+    scores = {name: {half: score_tokens(detector, s) for half, s in halves.items()} for name, halves in sets.items()}
+    grid = np.linspace(0.05, 0.95, 91)
+    tuning = ("MultiGED FCE dev", "JFLEG dev")
+    mean = [np.mean([token_metrics(*flatten(sets[n]["tune"], scores[n]["tune"]), t)["f05"] for n in tuning])
+            for t in grid]
+    shared = float(grid[int(np.argmax(mean))])
+    out: dict[str, Any] = {"threshold": shared}
+    for name in sets:
+        own = tune_threshold(*flatten(sets[name]["tune"], scores[name]["tune"]))
+        report = flatten(sets[name]["report"], scores[name]["report"])
+        out[name] = {"at_shared": token_metrics(*report, shared), "own_threshold": own,
+                     "at_own": token_metrics(*report, own)}
+    return out
+
+
+def applied(tokens: list[str], start: int, end: int, value: str) -> str:
+    return " ".join([*tokens[:start], *value.split(), *tokens[end:]])
+
+
+def told(detector: Detector, sentences: list[TaggedSentence], threshold: float) -> dict[str, Any]:
+    """Operation, type and suggestion accuracy over the detected gold edits of ``sentences``."""
+    checker = GedChecker(detector)
+    options = build_ged_options(threshold=threshold, suggest=True, use_dictionary_file=False, calibrated=False)
+    texts = [" ".join(unescape_tsv(t) for t in s.tokens) for s in sentences]
+    started = time.perf_counter()
+    words = checker.check_texts(texts, options)
+    seconds = time.perf_counter() - started
+    counts: Counter = Counter()
+    for sentence, text, flagged in zip(sentences, texts, words, strict=True):
+        tokens = [unescape_tsv(t) for t in sentence.tokens]
+        starts = np.cumsum([0] + [len(t) + 1 for t in tokens])[:-1]
+        for edit in sentence.edits:
+            op, main = edit.type.split(":", 1)
+            counts["edits"] += 1
+            span = range(edit.start, edit.end) if edit.end > edit.start else [min(edit.start, len(tokens) - 1)]
+            lo, hi = int(starts[span[0]]), int(starts[span[-1]] + len(tokens[span[-1]]))
+            hits = [w for w in flagged if w.start < hi and w.end > lo]
+            if not hits:
+                continue
+            word = max(hits, key=lambda w: w.score)
+            counts["detected"] += 1
+            counts["op_right"] += word.operation == op
+            counts["type_right"] += word.operation == op and word.type == main
+            counts["main_right"] += word.type == main
+            kind = {"M": "missing", "U": "unnecessary"}.get(op, "replace1" if edit.end - edit.start == 1 and
+                                                           len((edit.correction or "").split()) == 1 else "replaceN")
+            counts[f"{kind}_detected"] += 1
+            if op == "M":
+                counts["missing_both_right"] += word.operation == "M" and word.type == main
+            gold = applied(tokens, edit.start, edit.end, edit.correction or "")
+            best = word.best or (word.suggestions[0] if word.suggestions else None)
+            if best is not None:
+                mine = " ".join((text[:best.start] + best.value + text[best.end:]).split())
+                counts[f"{kind}_suggested_right"] += mine == gold
+            if edit.end - edit.start > 1 or len((edit.correction or "").split()) > 1:
+                counts["multiword_detected"] += 1
+    detected = max(counts["detected"], 1)
+
+    def share(key: str, of: str) -> float:
+        return round(counts[key] / max(counts[of], 1), 4)
+
+    return {"counts": dict(counts), "operation_right": round(counts["op_right"] / detected, 4),
+            "main_type_right": round(counts["main_right"] / detected, 4),
+            "missing_op_and_type_right": share("missing_both_right", "missing_detected"),
+            "suggest_replace_one_word": share("replace1_suggested_right", "replace1_detected"),
+            "suggest_missing_inserted": share("missing_suggested_right", "missing_detected"),
+            "suggest_unnecessary_deleted": share("unnecessary_suggested_right", "unnecessary_detected"),
+            "suggest_multiword": share("replaceN_suggested_right", "replaceN_detected"),
+            "check_seconds_per_sentence": round(seconds / max(len(sentences), 1), 5)}
+
+
+def table(results: dict[str, Any]) -> str:
+    names = list(results["models"])
+    def f05(name: str):
+        return lambda r: r["detection"][name]["at_shared"]["f05"]
+
+    rows = [("MultiGED FCE dev F0.5 (shared threshold)", f05("MultiGED FCE dev")),
+            ("JFLEG dev F0.5 (shared threshold)", f05("JFLEG dev")),
+            ("BEA FCE dev F0.5 (shared threshold)", f05("BEA FCE dev")),
+            ("shared threshold", lambda r: r["detection"]["threshold"]),
+            ("operation right, of detected errors", lambda r: r["told"]["operation_right"]),
+            ("main type right, of detected errors", lambda r: r["told"]["main_type_right"]),
+            ("missing words: operation M and type right", lambda r: r["told"]["missing_op_and_type_right"]),
+            ("first suggestion right: one-word replacements", lambda r: r["told"]["suggest_replace_one_word"]),
+            ("first suggestion right: missing words inserted", lambda r: r["told"]["suggest_missing_inserted"]),
+            ("first suggestion right: unnecessary words deleted", lambda r: r["told"]["suggest_unnecessary_deleted"]),
+            ("first suggestion right: multi-word replacements", lambda r: r["told"]["suggest_multiword"]),
+            ("check seconds a sentence (types, suggestions)", lambda r: r["told"]["check_seconds_per_sentence"])]
+    lines = ["| report halves | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    for label, get in rows:
+        lines.append(f"| {label} | " + " | ".join(f"{get(results['models'][n]):.3f}" for n in names) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=Path("runs/tags"), help="edit_tag_data's FCE dev halves")
+    parser.add_argument("--jfleg", type=Path, default=Path("../shared/data/jfleg"))
+    parser.add_argument("--model", action="append", required=True, metavar="NAME=PATH")
+    parser.add_argument("--engine", default="torch")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    sets = load_sets(args.data, args.jfleg)
+    report = read_tagged(args.data / "fce_dev_report.jsonl")
+    results: dict[str, Any] = {"command": command_line(), "models": {}}
+    for spec in args.model:
+        name, _, path = spec.partition("=")
+        detector = Detector.load(path, engine=args.engine, calibrated=False, task="ged")
+        found = detection(detector, sets)
+        results["models"][name] = {"path": path, "detection": found,
+                                   "told": told(detector, report, found["threshold"])}
+        print(json.dumps({name: results["models"][name]["told"]}), file=sys.stderr)
+    args.out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(args.out / "result.json", results)
+    atomic_write_text(args.out / "table.md", table(results))
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,193 @@
+"""Edit tags: from corrections to tags (training), from tags to edits, suggestions and messages (checking)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from electra_detect.edit_tags import FALLBACK_TAG, EditTags, Inflections, operation
+from electra_detect.scoring_job import decode_tags
+from electra_detect.tasks.ged.readers import GedEdit, GedSentence
+from electra_detect.tasks.ged.tag_edits import over_word, told
+from electra_detect.training.finetune.edit_tag_data import (
+    TaggedSentence,
+    align_tsv_to_bea,
+    build_vocabulary,
+    case_tag,
+    corrected_sentence,
+    essay_halves,
+    form_tag,
+    inflection_table,
+    read_tagged,
+    tags_of,
+    write_tagged,
+)
+from electra_detect.training.finetune.ged_finetune import encode, tag_targets, unpack_tags
+
+# ------------------------------------------------------------------------------------------- corrections -> tags
+
+
+def test_tags_of_each_kind_of_edit():
+    source = "However I has a the cat , he go home yesterday".split()
+    edits = [GedEdit(1, 1, ",", "M:PUNCT"), GedEdit(2, 3, "have", "R:VERB:SVA"), GedEdit(4, 5, "", "U:DET"),
+             GedEdit(8, 9, "went", "R:VERB:TENSE"), GedEdit(11, 11, ".", "M:PUNCT")]
+    tags = tags_of(source, edits)
+    assert tags[1] == "$INSERT_,"  # a missing word's tag sits on the word after the gap
+    assert tags[2] in ("$FORM_VB", "$FORM_VBP")  # have: the base form and the present plural are one
+    assert tags[4] == "$DELETE"
+    assert tags[8] == "$FORM_VBD"
+    assert tags[10] == "$APPEND_."  # the gap ends the sentence: after its last word
+    assert tags[0] == tags[3] == tags[5] == "$KEEP"
+
+
+def test_tags_of_strips_shared_words_and_leaves_out_conflicts():
+    source = "I live because my family".split()
+    # FCE's coarse edit "because" -> "because of": an insertion of "of" before "my"
+    assert tags_of(source, [GedEdit(2, 3, "because of", "M:PREP")])[3] == "$INSERT_of"
+    # two edits claim one token: out of the tag loss, as is an edit without a correction
+    tags = tags_of(source, [GedEdit(3, 3, "of", "M:PREP"), GedEdit(3, 4, "their", "R:PRON")], unknown={0})
+    assert tags[3] is None and tags[0] is None and tags[1] == "$KEEP"
+
+
+def test_tags_of_multiword_and_merges():
+    source = "I like alot every one".split()
+    tags = tags_of(source, [GedEdit(2, 3, "a lot", "R:OTHER"), GedEdit(3, 5, "everyone", "R:ORTH")])
+    assert tags[2] == "$REPLACE_a_lot"
+    assert tags[3] == "$REPLACE_everyone" and tags[4] == "$DELETE"
+
+
+def test_case_form_and_spelling_tags():
+    assert case_tag("london", "London") == "$CASE_CAPITAL"
+    assert case_tag("High", "high") == "$CASE_LOWER"
+    assert case_tag("cat", "dog") is None
+    assert form_tag("go", "goes") == "$FORM_VBZ"
+    assert form_tag("cat", "cats") == "$FORM_NNS"
+    assert form_tag("cat", "dog") is None
+    assert tags_of(["recieved"], [GedEdit(0, 1, "received", "R:SPELL")]) == ["$SPELL"]
+
+
+def test_align_tsv_to_bea_finds_sentences_and_token_offsets():
+    essays = [{"text": 'He said "go" .\nThen he went.'}, {"text": "A second essay."}]
+    sentences = [GedSentence(["He", "said", '\\"', "go", '\\"', "."], [0] * 6),
+                 GedSentence(["Then", "he", "went", "."], [0] * 4),
+                 GedSentence(["Not", "in", "any", "essay", "at", "all", "anywhere", "here", "."], [0] * 9),
+                 GedSentence(["A", "second", "essay", "."], [0] * 4)]
+    aligned = align_tsv_to_bea(sentences, essays)
+    assert aligned[0][0] == 0 and aligned[0][1][2] == (8, 9)  # the TSV's \" is the essay's "
+    assert aligned[1] == (0, [(15, 19), (20, 22), (23, 27), (27, 28)])
+    assert aligned[2] is None
+    assert aligned[3][0] == 1
+
+
+def test_corrected_sentence_applies_edits_inside_and_leaves_out_the_rest():
+    text = "I has a cat. It run."
+    spans = [(0, 1), (2, 5), (6, 7), (8, 11), (11, 12)]
+    fixed, unknown = corrected_sentence(text, spans, [[2, 5, "have"], [6, 7, None], [16, 19, "runs"]])
+    assert fixed == "I have a cat."  # the uncorrected edit stays as written, its token out of the tag loss
+    assert unknown == {2}
+
+
+def test_vocabulary_types_and_round_trip(tmp_path):
+    sentences = [TaggedSentence(["a", "cat"], [1, 0], ["$DELETE", "$KEEP"], [GedEdit(0, 1, "", "U:DET")])] * 3
+    tags, types, counts = build_vocabulary(sentences, min_count=3)
+    assert tags[:3] == ["$KEEP", "$DELETE", "$SPELL"] and types["$DELETE"] == "U:DET" and counts["$DELETE"] == 3
+    write_tagged(tmp_path / "t.jsonl", sentences)
+    again = read_tagged(tmp_path / "t.jsonl")
+    assert again[0].tags == sentences[0].tags and again[0].edits[0].type == "U:DET"
+    (tmp_path / "bad.jsonl").write_text('{"tokens": ["a"], "labels": [0]}\n')
+    from electra_detect.errors import GedDataError
+
+    with pytest.raises(GedDataError, match="bad.jsonl:1"):
+        read_tagged(tmp_path / "bad.jsonl")
+
+
+def test_essay_halves_are_disjoint_and_fixed():
+    tune, report = essay_halves(159)
+    assert not tune & report and len(tune | report) == 159 and (tune, report) == essay_halves(159)
+
+
+# ---------------------------------------------------------------------------------------- tags -> what is told
+
+@pytest.fixture(scope="module")
+def tags() -> EditTags:
+    table = inflection_table(["go", "goes", "went", "cat", "cats", "is", "are"])
+    types = {"$INSERT_,": "M:PUNCT", "$INSERT_a": "M:DET", "$DELETE": "U:DET", "$FORM_VBZ": "R:VERB:SVA",
+             "$FORM_VBD": "R:VERB:TENSE", "$SPELL": "R:SPELL", "$REPLACE_in": "R:PREP"}
+    return EditTags(["$KEEP", *types], types, Inflections(table["lemmas"], table["forms"]))
+
+
+def apply(text: str, suggestion) -> str:
+    return text[:suggestion.start] + suggestion.value + text[suggestion.end:]
+
+
+@pytest.mark.parametrize("text, word, tag, message, fixed", [
+    ("However I think that he is right.", "I", "$INSERT_,",
+     "Punctuation: a comma may be missing after *However*.", "However, I think that he is right."),
+    ("I have cat at home.", "cat", "$INSERT_a",
+     "Determiner: *a* may be missing before *cat*.", "I have a cat at home."),
+    ("I saw the the film.", "the", "$DELETE",
+     "Determiner: the second *the* may be unnecessary.", "I saw the film."),
+    ("He go to the store.", "go", "$FORM_VBZ",
+     "Subject-verb agreement: *go* may need to be *goes*.", "He goes to the store."),
+    ("Yesterday he go to the store.", "go", "$FORM_VBD",
+     "Verb tense: *go* may need to be *went*.", "Yesterday he went to the store."),
+])
+def test_the_messages_name_the_word_the_place_and_the_edit(tags, text, word, tag, message, fixed):
+    start = text.rindex(word) if tag == "$DELETE" else text.index(" " + word + " ") + 1
+    edit, suggestion, said = told(text, start, start + len(word), tag, tags)
+    assert said == message
+    assert apply(text, suggestion) == fixed
+    assert edit.operation == operation(tag)
+
+
+def test_insertions_are_zero_width_and_over_the_word_for_languagetool(tags):
+    text = "I have cat at home."
+    _, suggestion, _ = told(text, 7, 10, "$INSERT_a", tags)
+    assert (suggestion.start, suggestion.end, suggestion.value) == (7, 7, "a ")
+    over = over_word(text, 7, 10, suggestion)
+    assert (over.start, over.end, over.value) == (7, 10, "a cat") and apply(text, over) == apply(text, suggestion)
+
+
+def test_spelling_tag_asks_the_spelling_suggester_and_unknown_tag_names_no_edit(tags):
+    _, suggestion, said = told("I recieved it.", 2, 10, "$SPELL", tags, lambda w: ["received"])
+    assert suggestion.value == "received" and said == "Spelling: *recieved* may need to be *received*."
+    edit, suggestion, said = told("I recieved it.", 2, 10, FALLBACK_TAG, tags)
+    assert suggestion is None and edit.type == "R:OTHER" and "recieved" in said
+
+
+def test_inflections_keep_case_and_agree_for_be():
+    table = inflection_table(["Go", "are", "is"])
+    inflections = Inflections(table["lemmas"], table["forms"])
+    assert inflections.form("Go", "VBZ") == "Goes"
+    assert inflections.form("are", "VBD") == "were" and inflections.form("is", "VBD") == "was"
+    assert json.loads(json.dumps(table)) == table  # written into the model dir as JSON
+
+
+# ------------------------------------------------------------------------------------------- the model's side
+
+def test_decode_tags_only_near_likely_errors_and_never_keep():
+    probs = np.array([[0.01, 0.01, 0.01, 0.9, 0.01]])
+    logits = np.zeros((1, 5, 4))
+    logits[..., 0] = 5.0  # $KEEP is the likeliest everywhere: never chosen
+    logits[0, :, 2] = 1.0
+    out = decode_tags(probs, logits)
+    assert out[0, :, 0].tolist() == [-1, 2, 2, 2, -1]  # the flagged token and the two before it
+    assert 0 < out[0, 3, 2] < 0.5
+
+
+def test_encode_packs_tags_on_first_subwords_only():
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained("models/electra-minilm/ged")
+    channels = ["error", "tag:$KEEP", "tag:$DELETE", "tag:$FORM_VBZ"]
+    sentence = GedSentence(["He", "goooes", "home"], [0, 1, 0], tags=["$KEEP", "$FORM_VBZ", "$KEEP"])
+    assert tag_targets(sentence, channels) == [-100, 2, -100]  # a clean token's $KEEP is out of the tag loss
+    (ids, packed), = encode(tokenizer, [sentence], 32, channels)
+    label, tag = unpack_tags(torch.tensor(packed))
+    words = tokenizer(sentence.tokens, is_split_into_words=True).word_ids()
+    first = [i for i, w in enumerate(words) if w == 1][0]
+    assert tag[first] == 2 and (tag[[i for i, w in enumerate(words) if w == 1 and i != first]] == -100).all()
+    assert label.tolist() == [-1 if w is None else sentence.labels[w] for w in words]

@@ -1,0 +1,407 @@
+"""Edit-tag training data: each source token's tag (``electra_detect/edit_tags.py``) from the corrections.
+
+Detection labels stay as the data gives them (MultiGED-2023's FCE TSV; W&I's M2); the tags come from the same
+sentences' corrections, as ERRANT edits on the source tokens:
+
+- W&I+LOCNESS's M2 holds ERRANT's edits already.
+- FCE: ``fce-train.json``'s character edits are aligned to the MultiGED TSV's tokens (the TSV has no essay ids and
+  splits the essays its own way; its quotes are written ``\\"``): each TSV sentence is found in the essays' text
+  with the whitespace taken out (:func:`align_tsv_to_bea`), the edits inside it are applied to make the corrected
+  sentence, and ERRANT aligns the TSV's tokens to it (the edits, and their types, as the field's scorer sees them).
+  A sentence that is not found, or an edit that crosses a sentence, leaves its tokens out of the tag loss.
+
+An edit without a correction, or two edits on one token, leave their tokens out of the tag loss (not ``$KEEP``).
+:func:`build_vocabulary` keeps the tags seen often enough, each with the majority ERRANT type of its edits, and
+writes the inflection table (lemminflect's forms) that checking reads instead of lemminflect.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from electra_detect.edit_tags import DELETE, FORMS, KEEP, SPELL
+from electra_detect.tasks.ged.readers import GedEdit, GedSentence, read_m2, read_token_tsv
+
+IGNORE = None  # a token whose tag is unknown: out of the tag loss
+
+
+@dataclass
+class TaggedSentence:
+    """A training sentence: tokens, detection labels, one tag per token (None: out of the tag loss), the ERRANT
+    edits behind the tags, and the essay it came from (-1: unknown)."""
+
+    tokens: list[str]
+    labels: list[int]
+    tags: list[str | None]
+    edits: list[GedEdit] = field(default_factory=list)
+    essay: int = -1
+
+    def ged(self) -> GedSentence:
+        """As a ``GedSentence``: its edits' types on the tokens they touch, and its tags."""
+        types = [[] for _ in self.tokens]
+        for edit in self.edits:
+            span = range(edit.start, edit.end) if edit.end > edit.start else [min(edit.start, len(self.tokens) - 1)]
+            for i in span:
+                types[i].append(edit.type)
+        return GedSentence(self.tokens, self.labels, types, self.edits, list(self.tags))
+
+
+# ---------------------------------------------------------------------------------------------- aligning FCE's forms
+
+def unescape_tsv(token: str) -> str:
+    """A MultiGED token as the essay wrote it (its quotes are ``\\"``)."""
+    return token.replace('\\"', '"')
+
+
+def align_tsv_to_bea(sentences: Sequence[GedSentence], essays: Sequence[dict]
+                     ) -> list[tuple[int, list[tuple[int, int]]] | None]:
+    """For each TSV sentence, (essay index, each token's [start, end) in that essay's text), or None where its
+    characters are not found in order in the essays' text (whitespace ignored on both sides)."""
+    stream, where = [], []  # the essays' non-space characters, and each one's (essay, offset)
+    for e, essay in enumerate(essays):
+        for m in re.finditer(r"\S", essay["text"]):
+            stream.append(m.group())
+            where.append((e, m.start()))
+    text = "".join(stream)
+    out: list[tuple[int, list[tuple[int, int]]] | None] = []
+    cursor = 0
+    for sentence in sentences:
+        tokens = [re.sub(r"\s", "", unescape_tsv(t)) for t in sentence.tokens]
+        joined = "".join(tokens)
+        found = text.find(joined, cursor, cursor + len(joined) + 2000) if joined else -1
+        if found < 0 and len(joined) >= 30:  # lost the thread (text the TSV lacks): a long sentence finds it again
+            found = text.find(joined, cursor)
+        if found < 0:
+            out.append(None)
+            continue
+        spans, at = [], found
+        essay = where[found][0]
+        for token in tokens:
+            if not token:  # a token of whitespace alone: an empty span where the next one starts
+                spans.append((where[at][1], where[at][1]))
+                continue
+            first, last = where[at], where[at + len(token) - 1]
+            spans.append((first[1], last[1] + 1))
+            at += len(token)
+        if where[at - 1][0] != essay:  # a sentence that runs across two essays: not one sentence of either
+            out.append(None)
+            continue
+        out.append((essay, spans))
+        cursor = found + len(joined)
+    return out
+
+
+def corrected_sentence(text: str, spans: Sequence[tuple[int, int]], edits: Iterable[Sequence[Any]]
+                       ) -> tuple[str, set[int]]:
+    """The sentence at ``spans`` of ``text`` with the edits inside it applied, and the tokens left out of the
+    tag loss (edits without a correction, or crossing the sentence's bounds)."""
+    start, end = spans[0][0], spans[-1][1]
+    inside, unknown = [], set()
+    for edit in edits:
+        e_start, e_end, correction = int(edit[0]), int(edit[1]), edit[2]
+        touched = [i for i, (s, t) in enumerate(spans) if s < e_end and t > e_start]
+        if e_end <= start and not (e_start == e_end == start) or e_start > end:
+            continue
+        if e_start < start or e_end > end or correction is None:
+            unknown.update(touched or [i for i, (s, _) in enumerate(spans) if s >= e_start][:1])
+            continue
+        inside.append((e_start, e_end, str(correction)))
+    pieces, at = [], start
+    for e_start, e_end, correction in sorted(inside):
+        if e_start < at:  # overlapping edits: the first wins, the other's tokens leave the tag loss
+            unknown.update(i for i, (s, t) in enumerate(spans) if s < e_end and t > e_start)
+            continue
+        pieces += [text[at:e_start], correction]
+        at = e_end
+    pieces.append(text[at:end])
+    return "".join(pieces), unknown
+
+
+def fce_tagged(tsv_path: str | Path, bea_path: str | Path, annotator: Any, progress: bool = True
+               ) -> tuple[list[TaggedSentence], dict[str, int]]:
+    """MultiGED's FCE TSV with tags from the BEA JSON's corrections; counts of what aligned."""
+    from tqdm.auto import tqdm
+
+    sentences = read_token_tsv(tsv_path)
+    essays = [json.loads(line) for line in Path(bea_path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    alignment = align_tsv_to_bea(sentences, essays)
+    out, counts = [], Counter(sentences=len(sentences))
+    for sentence, aligned in tqdm(list(zip(sentences, alignment, strict=True)), desc="FCE edits",
+                                  disable=not progress, mininterval=5):
+        if aligned is None:
+            out.append(TaggedSentence(sentence.tokens, sentence.labels, [IGNORE] * len(sentence.tokens)))
+            continue
+        counts["aligned"] += 1
+        essay, spans = aligned
+        raw = next((e for who, e in essays[essay].get("edits", []) if who == 0), [])
+        corrected, unknown = corrected_sentence(essays[essay]["text"], spans, raw)
+        source = [unescape_tsv(t) for t in sentence.tokens]
+        edits = errant_edits(annotator, source, corrected)
+        counts["unknown_tokens"] += len(unknown)
+        out.append(TaggedSentence(sentence.tokens, sentence.labels, tags_of(source, edits, unknown), edits, essay))
+    return out, dict(counts)
+
+
+def errant_edits(annotator: Any, source: Sequence[str], corrected: str) -> list[GedEdit]:
+    """ERRANT's edits from ``source`` tokens to the ``corrected`` text, with their types."""
+    original = annotator.parse(" ".join(source), tokenise=False)
+    fixed = annotator.parse(corrected, tokenise=True)
+    return [GedEdit(e.o_start, e.o_end, e.c_str, e.type) for e in annotator.annotate(original, fixed)
+            if e.type != "noop"]
+
+
+def wi_tagged(m2_path: str | Path) -> list[TaggedSentence]:
+    """W&I+LOCNESS's M2 (ERRANT's edits already) with tags."""
+    out = []
+    for sentence in read_m2(m2_path):
+        unknown = {i for e in sentence.edits if e.correction is None
+                   for i in (range(e.start, e.end) if e.end > e.start else [min(e.start, len(sentence.tokens) - 1)])}
+        edits = [e for e in sentence.edits if e.correction is not None]
+        out.append(TaggedSentence(sentence.tokens, sentence.labels, tags_of(sentence.tokens, edits, unknown), edits))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------- edits to tags
+
+def case_tag(source: str, target: str) -> str | None:
+    """``$CASE_*`` when ``target`` is ``source`` in another case, else None."""
+    if source == target or source.lower() != target.lower():
+        return None
+    if target == target.lower():
+        return "$CASE_LOWER"
+    if target == target.upper() and len(target) > 1:
+        return "$CASE_UPPER"
+    return "$CASE_CAPITAL" if target == target[:1].upper() + target[1:].lower() else None
+
+
+def form_tag(source: str, target: str) -> str | None:
+    """``$FORM_<PTB tag>`` when ``target`` is a form of a lemma of ``source`` (lemminflect), else None."""
+    import lemminflect
+
+    lower, goal = source.lower(), target.lower()
+    if lower == goal or not goal.isalpha():
+        return None
+    for upos, lemmas in lemminflect.getAllLemmas(lower).items():
+        for lemma in lemmas:
+            for tag, forms in lemminflect.getAllInflections(lemma, upos=upos).items():
+                if tag in FORMS and forms and choose_form(lower, forms) == goal:
+                    return f"$FORM_{tag}"
+    return None
+
+
+def choose_form(word: str, forms: Sequence[str]) -> str:
+    """The form a ``$FORM_`` tag gives when a lemma has several for one tag (be: VBD was/were, VBP am/are): the
+    plural-agreeing one for a plural-looking word, else the first."""
+    if len(forms) > 1 and word in ("are", "were", "'re") and "were" in forms:
+        return "were"
+    if len(forms) > 1 and "are" in forms:
+        return "are"
+    return forms[0]
+
+
+def word_tag(source: str, target: str, edit_type: str) -> str:
+    """The tag that turns one source word into one target text."""
+    if " " not in target:
+        tag = case_tag(source, target) or form_tag(source, target)
+        if tag:
+            return tag
+        if edit_type.endswith(":SPELL"):
+            return SPELL
+    return "$REPLACE_" + target.replace(" ", "_")
+
+
+def tags_of(source: Sequence[str], edits: Sequence[GedEdit], unknown: set[int] = frozenset()) -> list[str | None]:
+    """One tag per source token from its edits (their ``correction``: the target text); a token two edits claim,
+    or one in ``unknown``, gets None (out of the tag loss)."""
+    tags: list[str | None] = [KEEP] * len(source)
+    claimed = Counter()
+    for edit in edits:
+        target = (edit.correction or "").split()
+        lo, hi = edit.start, edit.end
+        # an edit may still share words at its ends (a merge, FCE's "because" -> "because of"): strip them
+        while lo < hi and target and source[lo] == target[0]:
+            lo, target = lo + 1, target[1:]
+        while hi > lo and target and source[hi - 1] == target[-1]:
+            hi, target = hi - 1, target[:-1]
+        if lo == hi:  # an insertion before token lo: on that token, or after the last where the gap ends it
+            if not target:
+                continue
+            new = {lo: "$INSERT_" + "_".join(target)} if lo < len(source) else \
+                {len(source) - 1: "$APPEND_" + "_".join(target)}
+        elif not target:
+            new = dict.fromkeys(range(lo, hi), DELETE)
+        else:
+            new = {}
+            pairs = min(hi - lo, len(target))
+            for k in range(pairs):
+                text = " ".join(target[k:]) if k == pairs - 1 else target[k]  # the last pair takes the rest
+                new[lo + k] = word_tag(source[lo + k], text, edit.type)
+            for i in range(lo + pairs, hi):
+                new[i] = DELETE
+        for i, tag in new.items():
+            claimed[i] += 1
+            tags[i] = tag
+    for i, n in claimed.items():
+        if n > 1:
+            tags[i] = IGNORE
+    for i in unknown:
+        if 0 <= i < len(tags):
+            tags[i] = IGNORE
+    return tags
+
+
+# --------------------------------------------------------------------------------------------------- the vocabulary
+
+def tag_types(sentences: Iterable[TaggedSentence]) -> dict[str, Counter]:
+    """Each tag's ERRANT types over its training edits."""
+    out: dict[str, Counter] = defaultdict(Counter)
+    for sentence in sentences:
+        for edit in sentence.edits:
+            span = range(edit.start, edit.end) if edit.end > edit.start else \
+                [edit.start if edit.start < len(sentence.tokens) else len(sentence.tokens) - 1]
+            for i in span:
+                tag = sentence.tags[i]
+                if tag and tag != KEEP:
+                    out[tag][edit.type] += 1
+    return out
+
+
+def build_vocabulary(sentences: Sequence[TaggedSentence], max_tags: int = 3000, min_count: int = 3
+                     ) -> tuple[list[str], dict[str, str], dict[str, int]]:
+    """(tags in channel order, tag -> majority ERRANT type, counts): ``$KEEP``, ``$DELETE``, ``$SPELL`` and the
+    g-transformations first, then the commonest other tags seen at least ``min_count`` times, ``max_tags`` in all."""
+    counts = Counter(t for s in sentences for t in s.tags if t)
+    types = tag_types(sentences)
+    fixed = [KEEP, DELETE, SPELL] + sorted(t for t in counts if t.startswith(("$CASE_", "$FORM_")))
+    rest = [t for t, n in counts.most_common() if n >= min_count and t not in fixed]
+    tags = fixed + rest[:max(0, max_tags - len(fixed))]
+    majority = {t: types[t].most_common(1)[0][0] for t in tags if types.get(t)}
+    majority.setdefault(SPELL, "R:SPELL")
+    return tags, majority, dict(counts)
+
+
+def inflection_table(words: Iterable[str]) -> dict[str, Any]:
+    """lemminflect's lemmas of ``words`` and every form of those lemmas that a ``$FORM_`` tag may name."""
+    import lemminflect
+
+    lemmas: dict[str, list[str]] = {}
+    forms: dict[str, dict[str, str]] = {}
+    for word in sorted({w.lower() for w in words if w.isalpha()}):
+        found = []
+        for upos, names in lemminflect.getAllLemmas(word).items():
+            if upos not in ("VERB", "AUX", "NOUN", "ADJ"):
+                continue
+            for lemma in names:
+                if lemma not in found:
+                    found.append(lemma)
+                table = forms.setdefault(lemma, {})
+                for tag, options in lemminflect.getAllInflections(lemma, upos=upos).items():
+                    if tag in FORMS and options and tag not in table:
+                        table[tag] = options[0]  # be's VBD/VBP: chosen by the word at check time
+        if found:
+            lemmas[word] = found
+    return {"lemmas": lemmas, "forms": forms}
+
+
+# ------------------------------------------------------------------------------------------------------- the build
+
+def write_tagged(path: str | Path, sentences: Iterable[TaggedSentence]) -> None:
+    """JSON lines: tokens, labels, tags, edits ([start, end, correction, type]), essay."""
+    from electra_detect.fileio import atomic_write_text
+
+    lines = [json.dumps({"tokens": s.tokens, "labels": s.labels, "tags": s.tags, "essay": s.essay,
+                         "edits": [[e.start, e.end, e.correction, e.type] for e in s.edits]}, ensure_ascii=False)
+             for s in sentences]
+    atomic_write_text(Path(path), "\n".join(lines) + "\n")
+
+
+def read_tagged(path: str | Path) -> list[TaggedSentence]:
+    """The sentences :func:`write_tagged` wrote (a malformed line: ``GedDataError`` naming it)."""
+    from electra_detect.errors import GedDataError
+
+    out = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GedDataError(f"cannot read tagged data {path}: {exc}") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            sentence = TaggedSentence(list(d["tokens"]), [int(x) for x in d["labels"]], list(d["tags"]),
+                                      [GedEdit(*e) for e in d["edits"]], int(d.get("essay", -1)))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise GedDataError(f"{path}:{number}: not an edit-tagged sentence ({type(exc).__name__})") from None
+        if not len(sentence.tokens) == len(sentence.labels) == len(sentence.tags):
+            raise GedDataError(f"{path}:{number}: tokens, labels and tags differ in length")
+        out.append(sentence)
+    return out
+
+
+def write_tag_files(model_dir: str | Path, tags: Sequence[str], types: dict[str, str], counts: dict[str, int],
+                    words: Iterable[str], source: str) -> None:
+    """The vocabulary (``edit_tags.json``: tags, each one's ERRANT type and training count, where they came from)
+    and the inflection table (``inflections.json``) a tag model's checks read."""
+    from electra_detect.edit_tags import INFLECTIONS_FILE, TAGS_FILE
+    from electra_detect.fileio import atomic_write_json
+
+    atomic_write_json(Path(model_dir) / TAGS_FILE, {"tags": list(tags), "types": types,
+                                                    "counts": {t: counts.get(t, 0) for t in tags}, "source": source})
+    atomic_write_json(Path(model_dir) / INFLECTIONS_FILE, inflection_table(words))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m electra_detect.training.finetune.edit_tag_data fce TSV BEA OUT`` | ``wi M2... OUT``."""
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[0] == "fce":
+        from electra_detect.tasks.ged.nlp import load_errant
+
+        sentences, counts = fce_tagged(args[1], args[2], load_errant())
+        write_tagged(args[3], sentences)
+        print(json.dumps(counts))
+    elif args[0] == "wi":
+        write_tagged(args[-1], [s for path in args[1:-1] for s in wi_tagged(path)])
+
+
+if __name__ == "__main__":
+    main()
+
+
+def essay_halves(essays: int, seed: int = 13) -> tuple[set[int], set[int]]:
+    """(tuning, report) essay indices: a fixed-seed half each, so a sentence's half follows its essay in every form
+    of the set (FCE dev's BEA JSON and MultiGED TSV share one split)."""
+    import random
+
+    order = list(range(essays))
+    random.Random(seed).shuffle(order)
+    cut = essays // 2
+    return set(order[:cut]), set(order[cut:])
+
+
+def write_dev_halves(tagged: Sequence[TaggedSentence], bea_path: str | Path, out: str | Path, seed: int = 13) -> dict:
+    """FCE dev's halves by essay in each form: ``fce_dev_{tune,report}.tsv`` (MultiGED's labels),
+    ``.json`` (BEA essays) and ``.jsonl`` (tagged, with ERRANT's edits): counts of each."""
+    from electra_detect.fileio import atomic_write_text
+
+    out = Path(out)
+    essays = [line for line in Path(bea_path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    halves = dict(zip(("tune", "report"), essay_halves(len(essays), seed), strict=True))
+    counts = {}
+    for name, chosen in halves.items():
+        mine = [s for s in tagged if s.essay in chosen]
+        atomic_write_text(out / f"fce_dev_{name}.tsv", "".join(
+            "".join(f"{t}\t{'i' if label else 'c'}\n" for t, label in zip(s.tokens, s.labels, strict=True)) + "\n"
+            for s in mine))
+        atomic_write_text(out / f"fce_dev_{name}.json", "\n".join(essays[i] for i in sorted(chosen)) + "\n")
+        write_tagged(out / f"fce_dev_{name}.jsonl", mine)
+        counts[name] = {"essays": len(chosen), "sentences": len(mine)}
+    return counts
