@@ -110,7 +110,9 @@ class MicroBatcher:
         self.long_backlog = 0  # the part of it that belongs to long requests (more than one step)
         self.long_by_client: Counter[str] = Counter()  # the same, per client
         self.rate = 0.0  # model tokens per second while the model runs, a moving average over full steps
-        self.long_log: deque[tuple[float, int]] = deque()  # (time, tokens) of long requests' steps, last 10 s
+        # (time, long tokens run, seconds) of every step the model ran while long work waited, over the last 10 s: the
+        # rate long work gets is its tokens over the time the model was busy (idle seconds are no one's work).
+        self.long_log: deque[tuple[float, int, float]] = deque()
 
     def _is_long(self, job: ScoringJob) -> bool:
         return job.cost > self.settings.step_tokens
@@ -124,21 +126,36 @@ class MicroBatcher:
             if self.long_by_client[client] <= 0:
                 del self.long_by_client[client]
 
-    def wait_estimate(self, cost: int, client: str = ANONYMOUS, others: bool = True) -> float:
-        """Seconds until a long request of ``cost`` tokens from ``client``, queued now, would be done: the
-        client's own long work queued before it and its own, plus as much of each other client's as runs in
-        turn with it (at most the same amount), at the rate long work actually got over the last 10 s (short
-        requests take their share first); at half the model's rate when there was no long work lately; 0 before
-        any step; ``others=False``: the client's own work alone."""
+    def long_rate(self) -> float:
+        """Model tokens a second that long work got over the last 10 s: its tokens over the seconds the model
+        worked while long work waited (its own steps and the short ones that went ahead of it); half the model's
+        rate when there was no long work lately (what long work gets when short requests keep coming); 0 before any
+        step."""
         now = time.monotonic()
         while self.long_log and now - self.long_log[0][0] > 10:
             self.long_log.popleft()
-        span = now - self.long_log[0][0] if self.long_log else 0.0
-        # Without recent long work: half the model's rate, what long work gets when short requests keep coming.
-        rate = sum(tokens for _, tokens in self.long_log) / span if span >= 2 else self.rate / 2
+        tokens = sum(ran for _, ran, _ in self.long_log)
+        seconds = sum(took for _, _, took in self.long_log)
+        return tokens / seconds if tokens and seconds > 0 else self.rate / 2
+
+    def wait_estimate(self, cost: int, client: str = ANONYMOUS, others: bool = True) -> float:
+        """Seconds until a long request of ``cost`` tokens from ``client``, queued now, would be done: the
+        client's own long work queued before it and its own, plus as much of each other client's as runs in
+        turn with it (at most the same amount), at :meth:`long_rate`; 0 before any step; ``others=False``: the
+        client's own work alone."""
+        rate = self.long_rate()
         own = self.long_by_client.get(client, 0) + cost
         ahead = own + others * sum(min(tokens, own) for other, tokens in self.long_by_client.items() if other != client)
         return ahead / rate if rate else 0.0
+
+    def tokens_within(self, seconds: float, client: str = ANONYMOUS) -> int | None:
+        """About how many model tokens of new long work ``client`` could have done within ``seconds`` (its own queue
+        first, each other client with long work taking turns with it); None before any step (no rate known)."""
+        rate = self.long_rate()
+        if not rate:
+            return None
+        turns = 1 + sum(1 for other in self.long_by_client if other != client)
+        return max(0, int(max(0.0, seconds) * rate / turns) - self.long_by_client.get(client, 0))
 
     async def start(self) -> None:
         self.worker = asyncio.create_task(self._run())
@@ -284,12 +301,16 @@ class MicroBatcher:
                 turns = long_slots(started, LONG_SLOTS)
                 batch = turns[long_turn % len(turns)]
                 long_turn += 1
+            long_waiting = bool(started)
             try:
+                began = time.monotonic()
                 ran = await loop.run_in_executor(self.executor, self._step, batch)
                 fresh_credit = fresh_credit - ran if use_fresh else self.settings.step_tokens
                 self._spent(batch.job, ran, batch.client, batch.merged)
-                if self._is_long(batch.job) and not batch.merged:
-                    self.long_log.append((time.monotonic(), ran))
+                long_step = self._is_long(batch.job) and not batch.merged
+                if long_waiting or long_step:
+                    ended = time.monotonic()
+                    self.long_log.append((ended, ran if long_step else 0, ended - began))
             except Exception as exc:  # an engine failure fails these requests, not the server
                 self._spent(batch.job, batch.job.remaining, batch.client, batch.merged)
                 if batch in started:

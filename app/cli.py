@@ -131,6 +131,8 @@ def add_demo(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--auth-file", metavar="FILE", help="logins, one username:password a line")
     p.add_argument("--max-file-size", default="1mb",
                    help="largest upload Gradio's server takes (default 1mb; the page itself uploads nothing)")
+    p.add_argument("--max-total-uploads", default="32mb",
+                   help="all uploads together the demo keeps (default 32mb); past it an upload is refused 413")
     p.add_argument("--queue-size", type=int, default=16,
                    help="jobs that may wait; more are told the queue is full at once (default 16)")
     p.add_argument("--concurrency", type=int, default=1,
@@ -153,7 +155,8 @@ def run_demo(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         raise DemoError(f"--port must be between 0 and 65535, got {args.port}")
-    limits = DemoLimits(max_file_size=args.max_file_size, queue_size=args.queue_size, concurrency=args.concurrency,
+    limits = DemoLimits(max_file_size=args.max_file_size, max_total_uploads=args.max_total_uploads,
+                        queue_size=args.queue_size, concurrency=args.concurrency,
                         auth=parse_auth(args.auth, args.auth_file))
     if args.host not in LOOPBACK and not limits.auth:
         print(f"warning: serving the demo on {args.host} without a login; anyone who can reach the port can use it "

@@ -134,11 +134,12 @@ class Shares:
         if not load.requests and not load.tokens:
             del self.clients[client]
 
-    def take(self, client: str, tokens: int) -> None:
-        """Count ``tokens`` more model tokens of ``client``, or raise Refused when they would take it past
-        ``client_tokens`` (a client with no tokens in flight is always let in: its request is bounded already)."""
+    def take(self, client: str, tokens: int, refuse: bool = True) -> None:
+        """Count ``tokens`` more model tokens of ``client``, or (when ``refuse``) raise Refused when they would take
+        it past ``client_tokens`` (a client with no tokens in flight is always let in: its request is bounded
+        already)."""
         load = self.clients.get(client, Load())
-        if load.tokens and load.tokens + tokens > self.settings.client_tokens:
+        if refuse and load.tokens and load.tokens + tokens > self.settings.client_tokens:
             raise Refused("client_tokens", f"this client has {load.tokens} model tokens queued or in progress; "
                                            f"{tokens} more would pass its share of {self.settings.client_tokens}; "
                                            f"retry after the Retry-After seconds", self.retry_after(client))

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -66,7 +67,8 @@ CSS = "#model-info p { margin: 0; } #status-highlight, #status-ged, #status-rera
 
 @dataclass
 class DemoLimits:
-    """What the demo's server takes: ``max_file_size`` per upload (Gradio's size string, e.g. "1mb"), at most
+    """What the demo's server takes: ``max_file_size`` per upload (Gradio's size string, e.g. "1mb"),
+    ``max_total_uploads`` all uploads together (the same form; past it an upload is refused 413), at most
     ``queue_size`` jobs waiting (more get "queue full" at once), ``concurrency`` jobs run at a time, and the
     (username, password) pairs that may log in (empty: no login)."""
 
@@ -74,12 +76,54 @@ class DemoLimits:
     queue_size: int = 16
     concurrency: int = 1
     auth: list[tuple[str, str]] = field(default_factory=list)
+    max_total_uploads: str = "32mb"
 
     def __post_init__(self) -> None:
         if self.queue_size < 1 or self.concurrency < 1:
             raise DemoError("--queue-size and --concurrency must be >= 1")
-        if not re.fullmatch(FILE_SIZE, str(self.max_file_size).strip()):  # the sizes Gradio's launch() reads
-            raise DemoError(f"--max-file-size {self.max_file_size!r} is not a size (e.g. 500kb, 1mb)")
+        for flag, size in (("--max-file-size", self.max_file_size), ("--max-total-uploads", self.max_total_uploads)):
+            if not re.fullmatch(FILE_SIZE, str(size).strip()):  # the sizes Gradio's launch() reads
+                raise DemoError(f"{flag} {size!r} is not a size (e.g. 500kb, 1mb)")
+
+
+def size_bytes(size: str) -> int:
+    """Bytes of a size string as Gradio reads one ("1mb": 1024 ** 2 bytes; "500kb", "2 gb", "10b")."""
+    number, unit = re.fullmatch(r"(?i)([0-9]+(?:\.[0-9]+)?)\s*(b|kb|mb|gb|tb)", size.strip()).groups()
+    return int(float(number) * 1024 ** ("b", "kb", "mb", "gb", "tb").index(unit.lower()))
+
+
+class UploadBudget:
+    """ASGI middleware on Gradio's app: an upload (a POST to a path ending in ``/upload``) is refused 413 when the
+    files the demo holds (``folder``) and the uploads in progress (their declared length, else ``per_upload``) would
+    pass ``limit`` bytes. Gradio caps each file (``max_file_size``) but not their number: 150 uploads of 1 MB left
+    145 MB behind. Here, not in Gradio (it has no such setting), so the cap holds whatever the page shows."""
+
+    def __init__(self, app: Any, folder: str, limit: int, per_upload: int) -> None:
+        self.app, self.folder, self.limit, self.per_upload = app, Path(folder), limit, per_upload
+        self.in_flight = 0  # bytes reserved by uploads being received (the event loop's thread only)
+
+    def held(self) -> int:
+        """Bytes of the files under the folder now."""
+        return sum(p.stat().st_size for p in self.folder.rglob("*") if p.is_file()) if self.folder.exists() else 0
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or not scope["path"].endswith("/upload"):
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        reserve = int(declared) if declared.isdigit() else self.per_upload
+        if self.held() + self.in_flight + reserve > self.limit:
+            from starlette.responses import PlainTextResponse
+
+            answer = PlainTextResponse(f"the demo holds its most uploads ({self.limit:,} bytes in all); none is "
+                                       f"taken now", status_code=413)
+            await answer(scope, receive, send)
+            return
+        self.in_flight += reserve
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= reserve
 
 
 def parse_auth(pairs: list[str] | None = None, auth_file: str | Path | None = None) -> list[tuple[str, str]]:
@@ -252,14 +296,16 @@ class DemoApp:
     """The demo's state (one calibrated and one raw view of the same Detector) and its handlers."""
 
     def __init__(self, detector: Any, note: str = "", threshold: float = 0.5, dictionary: Any = None) -> None:
-        from electra_detect.tasks.ged.check import GedChecker
-        from electra_detect.tasks.ged.dictionary import PersonalDictionary
-        from electra_detect.tasks.rerank.fusion import HypothesisScore
+        from electra_detect.app.service import Service
+        from electra_detect.app.settings import ServerSettings
 
         self.detector = detector
-        # The GED task flags, types, explains and suggests; the page only shows its records.
-        self.checker = GedChecker(detector, dictionary=dictionary or PersonalDictionary())
-        self.hypothesis = HypothesisScore.for_model(detector.model_dir)  # a learned reranker when the model has one
+        # The Errors tab's checks take the one request path every front takes (Service.check: admission, options,
+        # the GED task's flags, types, messages and suggestions); the page only shows its records.
+        settings = ServerSettings(dictionary=None if dictionary is None else str(dictionary.path))
+        self.service = Service(detector, settings)
+        self._service_thread: Any = None  # started by the first check (it loads spaCy and ERRANT: seconds)
+        self.hypothesis = self.service.hypothesis  # a learned reranker when the model has one
         self.threshold = threshold  # the slider's starting value
         self.has_calibration = detector.calibration != "raw"
         self.info = ModelInfo(name=model_label(detector), path=str(detector.model_dir),
@@ -267,6 +313,27 @@ class DemoApp:
                               provider=engine_provider(detector.engine), calibration=detector.calibration,
                               note=note)
         self._lock = threading.Lock()  # one scoring call at a time: the tokenizer and engine are shared
+
+    @property
+    def checker(self) -> Any:
+        """The GED task of the page's Service (its dictionary, suggester and typer)."""
+        return self.service.checker
+
+    def check(self, text: str, options: Any) -> Any:
+        """``text`` checked through ``Service.check`` (started on first use, on its own event loop thread)."""
+        from electra_detect.app.service import ServiceThread
+
+        with self._lock:
+            if self._service_thread is None:
+                self._service_thread = ServiceThread(self.service)
+            return self._service_thread.check([text], options, client="demo")
+
+    def close(self) -> None:
+        """Stop the Service's thread, when a check started it."""
+        with self._lock:
+            if self._service_thread is not None:
+                self._service_thread.close()
+                self._service_thread = None
 
     def _score(self, text: str, calibration: str) -> Any:
         with self._lock:
@@ -334,10 +401,13 @@ class DemoApp:
         if picky:  # never a higher threshold than the model's picky one
             options = replace(options, threshold=min(options.threshold, self.picky_threshold(True, calibration)))
         threshold = options.threshold
+        from electra_detect.app.api_errors import ApiError
         from electra_detect.app.languagetool import quoted  # the record's *emphasis* as quotes, as /v2/check gives
 
-        with self._lock:
-            flagged = self.checker.check_texts([text], options)[0]
+        try:
+            flagged = self.check(text, options).flagged[0]
+        except ApiError as refused:  # the Service's admission (busy, over budget, timed out): a message, as any
+            return [], f"⚠️ {refused.message}"
         rows = [[w.word, quoted(w.message), w.rule.category, f"{w.operation}:{w.type}" if w.type else
                  "– (untyped model)", w.rule.id, suggestion_cell(text, w.suggestions or []), round(w.score, 4),
                  w.start, w.end] for w in flagged]
@@ -528,6 +598,7 @@ def launch(app: DemoApp, host: str = "127.0.0.1", port: int = DEFAULT_PORT, bloc
     """Serve the page (no share link, no SSR, no analytics) within ``limits``; returns (blocks, local URL). With
     ``block=False`` the caller ends it with :func:`shutdown`."""
     import gradio as gr
+    from starlette.middleware import Middleware
 
     limits = limits or DemoLimits()
     uploads = tempfile.mkdtemp(prefix="electra-detect-demo-")  # Gradio's files of this process, gone at shutdown
@@ -536,11 +607,15 @@ def launch(app: DemoApp, host: str = "127.0.0.1", port: int = DEFAULT_PORT, bloc
     try:
         page = app.build()
         page.electra_uploads = uploads
+        page.electra_app = app
         page.queue(max_size=limits.queue_size, default_concurrency_limit=limits.concurrency)
+        budget = Middleware(UploadBudget, folder=uploads, limit=size_bytes(limits.max_total_uploads),
+                            per_upload=size_bytes(limits.max_file_size))
         _app, url, _share = page.launch(server_name=host, server_port=port, share=False, ssr_mode=False,
                                         prevent_thread_lock=True, quiet=True, show_error=False,
                                         footer_links=["settings"], theme=gr.themes.Default(), css=CSS,
-                                        max_file_size=limits.max_file_size, auth=limits.auth or None)
+                                        max_file_size=limits.max_file_size, auth=limits.auth or None,
+                                        app_kwargs={"middleware": [budget]})
     except OSError as exc:
         shutil.rmtree(uploads, ignore_errors=True)
         if "empty port" in str(exc):
@@ -557,20 +632,33 @@ def launch(app: DemoApp, host: str = "127.0.0.1", port: int = DEFAULT_PORT, bloc
         message += f" (ready {time.perf_counter() - started:.1f} s after start)"
     print(message, flush=True)
     if block:
+        main = threading.current_thread() is threading.main_thread()  # where a signal handler can be set
+        previous_handler = signal.signal(signal.SIGTERM, _stop_on_sigterm) if main else None  # systemd, docker
         try:
             page.block_thread()
         except KeyboardInterrupt:
             pass
         finally:
+            if main:
+                signal.signal(signal.SIGTERM, previous_handler)
             shutdown(page)
     return page, url
 
 
+def _stop_on_sigterm(_signum: int, _frame: Any) -> None:
+    """SIGTERM ends the demo as Ctrl-C does: its files are removed on the way out (the default action would kill the
+    process where it stands and leave its temp directory behind)."""
+    raise KeyboardInterrupt
+
+
 def shutdown(page: Any) -> None:
-    """Stop the page's server and remove the files Gradio kept for it (uploads included)."""
+    """Stop the page's server and the demo's Service, and remove the files Gradio kept for it (uploads included)."""
     try:
         page.close()
     finally:
         uploads = getattr(page, "electra_uploads", None)
         if uploads:
             shutil.rmtree(uploads, ignore_errors=True)
+        app = getattr(page, "electra_app", None)
+        if app is not None:
+            app.close()

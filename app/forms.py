@@ -1,5 +1,6 @@
 """HTML form bodies (``application/x-www-form-urlencoded``, ``multipart/form-data``) and GET query strings decoded
-strictly: every name and value must be UTF-8, and a form holds at most ``MAX_FORM_FIELDS`` fields. ``request_fields``
+strictly: every name and value must be UTF-8 without a NUL character, each name comes once, and a form holds at most
+``MAX_FORM_FIELDS`` fields. ``request_fields``
 is the one reader of a LanguageTool request's fields (the Guard reads them for an ``apiKey`` field, the route for
 the rest; the Guard leaves what it read in the scope under ``FIELDS_SCOPE_KEY``, so a form is parsed once).
 
@@ -54,7 +55,8 @@ def parse_query(query: bytes) -> dict[str, str]:
 
 
 def parse_form(body: bytes, content_type: str | None) -> dict[str, str]:
-    """Field name -> value (the last one, for a name given twice) of a form body; an empty body is an empty form.
+    """Field name -> value of a form body (a name given twice, or a NUL character, is a 400); an empty body is an
+    empty form.
 
     Shape: ``b"text=Hi&language=en"`` with ``application/x-www-form-urlencoded`` -> ``{"text": "Hi", "language":
     "en"}``; empty values are kept (``text=`` is an empty text, not a missing one)."""
@@ -67,7 +69,7 @@ def parse_form(body: bytes, content_type: str | None) -> dict[str, str]:
 
 
 def _pairs(text: str, what: str) -> dict[str, str]:
-    """Name -> value (the last one) of ``a=1&b=2``, percent-decoded as UTF-8."""
+    """Name -> value of ``a=1&b=2``, percent-decoded as UTF-8 (each name once: :func:`_fields`)."""
     try:
         pairs = parse_qsl(text, keep_blank_values=True, encoding="utf-8", errors="strict",
                           max_num_fields=MAX_FORM_FIELDS)
@@ -75,7 +77,21 @@ def _pairs(text: str, what: str) -> dict[str, str]:
         raise FormError(400, "bad_request", f"a percent-encoded {what} field is not valid UTF-8") from None
     except ValueError:  # parse_qsl's "Max number of fields exceeded"
         raise _too_many() from None
-    return dict(pairs)
+    return _fields(pairs, what)
+
+
+def _fields(pairs: list[tuple[str, str]], what: str) -> dict[str, str]:
+    """The fields as a dict: a name given twice is a 400 (which of two texts, or two keys, was meant cannot be
+    told: taking one silently checks what the client did not mean), and so is a NUL character, which the JSON
+    routes refuse too (JSON's parser takes no raw control character)."""
+    fields: dict[str, str] = {}
+    for name, value in pairs:
+        if name in fields:
+            raise FormError(400, "bad_request", f"the {what} gives the field {name[:40]!r} twice: give it once")
+        if "\x00" in name or "\x00" in value:
+            raise FormError(400, "bad_request", f"the {what} field {name[:40]!r} holds a NUL character (U+0000)")
+        fields[name] = value
+    return fields
 
 
 def _multipart(body: bytes, content_type: str) -> dict[str, str]:
@@ -123,4 +139,4 @@ def _multipart(body: bytes, content_type: str) -> dict[str, str]:
         raise
     except Exception as exc:  # python-multipart's MultipartParseError and kin: the body is not a multipart form
         raise FormError(400, "bad_request", f"the body is not a valid multipart form ({type(exc).__name__})") from None
-    return {_utf8(name, "field name"): _utf8(bytes(value), "value") for name, value in parts}
+    return _fields([(_utf8(name, "field name"), _utf8(bytes(value), "value")) for name, value in parts], "form")

@@ -15,20 +15,17 @@ from typing import Any
 from fastapi.responses import JSONResponse
 
 from electra_detect.app.api_errors import error_response, internal_error
-from electra_detect.app.clients import API_KEY_FIELD, API_KEY_HEADER, Refused, Shares, client_of, key_name, named_key
+from electra_detect.app.clients import API_KEY_FIELD, API_KEY_HEADER, client_of, key_name, named_key
 from electra_detect.app.forms import FIELDS_SCOPE_KEY, FormError, request_fields
 from electra_detect.app.metrics import Metrics
 from electra_detect.app.settings import ServerSettings
 
 log = logging.getLogger("electra_detect.server")
 
-# The routes that run the model: each request holds one of its client's requests in flight (Shares.enter).
-SCORED_PATHS = frozenset({"/v1/score", "/v1/ged", "/v1/rerank", "/v2/check"})
 CLIENT_SCOPE_KEY = "electra_detect.client"  # where the Guard leaves the request's client for the routes
 ERROR_ID_KEY = "electra_detect.error_id"  # the id a 500 answer names and the log line carries
-# LanguageTool's routes read forms, as its clients send them; every other route reads JSON.
-FORM_PATHS = frozenset({"/v2/check"})
 FORM_MEDIA = ("application/x-www-form-urlencoded", "multipart/form-data")
+LINGER_S, LINGER_BYTES = 5.0, 4 << 20  # after refusing a head: how long and how much of the rest is read and dropped
 
 
 def host_allowed(host_header: str, allowed: tuple[str, ...]) -> bool:
@@ -46,24 +43,30 @@ def host_allowed(host_header: str, allowed: tuple[str, ...]) -> bool:
 
 
 class Guard:
-    """ASGI middleware: Host header, API keys, the client's share of requests in flight (429), Content-Type,
+    """ASGI middleware: Host header, API keys, who the client is (left in the scope for the routes), Content-Type,
     body-size limit on received bytes, body read timeout, request metrics, and the last word on an unexpected
-    exception (a JSON 500 with an error id on a connection that stays usable; the log has the traceback).
+    exception (a JSON 500 with an error id on a connection that stays usable; the log has the traceback). What a
+    request may cost is the Service's business (``Service.check``), not the Guard's.
+
+    ``paths``: the app's routes (each its own metrics label; any other path is "other"); ``form_paths``: routes
+    whose body is a form (LanguageTool's, as its clients send them; every other route reads JSON);
+    ``key_field_paths``: routes that may carry the key as LanguageTool's ``apiKey`` field instead of the header.
 
     Pure ASGI (not BaseHTTPMiddleware) so the body can be counted as it arrives and a 413 sent
     before the app sees an oversized payload.
     """
 
-    def __init__(self, app: Any, settings: ServerSettings, metrics: Metrics, shares: Shares) -> None:
-        self.app, self.settings, self.metrics, self.shares = app, settings, metrics, shares
+    def __init__(self, app: Any, settings: ServerSettings, metrics: Metrics, paths: frozenset[str] = frozenset(),
+                 form_paths: frozenset[str] = frozenset(), key_field_paths: frozenset[str] = frozenset()) -> None:
+        self.app, self.settings, self.metrics = app, settings, metrics
+        self.paths, self.form_paths, self.key_field_paths = paths, form_paths, key_field_paths
 
     async def __call__(self, scope: dict, receive: Callable[[], Awaitable[dict]], send: Callable) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         path = scope["path"]
-        label = path if path in ("/v1/score", "/v1/ged", "/v1/rerank", "/v2/check", "/v2/languages", "/healthz",
-                                 "/metrics") else "other"
+        label = path if path in self.paths else "other"
         started = time.perf_counter()
         status_box = {"status": 500, "started": False}
 
@@ -74,7 +77,6 @@ class Guard:
             await send(message)
 
         self.metrics.inflight.inc()
-        client = None
         try:
             writes = scope["method"] in ("POST", "PUT", "PATCH")
             body: bytes | None = None  # read early only when the key may be in it
@@ -87,18 +89,10 @@ class Guard:
                         body, rejection = await self._read_body(scope, receive)
                 if rejection is None:
                     key, rejection = self._field_key(scope, body or b"")
-            if rejection is None and path in SCORED_PATHS:
-                client = scope[CLIENT_SCOPE_KEY] = client_of(scope, self.settings, key)
-                try:
-                    self.shares.enter(client)
-                except Refused as refused:
-                    client = None
-                    self.metrics.refused.labels(refused.reason).inc()
-                    rejection = too_many_requests(refused)
-                    if writes and body is None:
-                        await self._read_body(scope, receive)  # read, not left on the socket: the answer arrives
+            if rejection is None:
+                scope[CLIENT_SCOPE_KEY] = client_of(scope, self.settings, key)
             if rejection is None and writes and body is None:
-                rejection = self._content_type(scope, form=path in FORM_PATHS)
+                rejection = self._content_type(scope, form=path in self.form_paths)
                 if rejection is None:
                     body, rejection = await self._read_body(scope, receive)
             if rejection is None and writes and body is not None:
@@ -119,8 +113,6 @@ class Guard:
             if not status_box["started"]:
                 await internal_error(error_id)(scope, receive, send_counted)
         finally:
-            if client is not None:
-                self.shares.leave(client)
             self.metrics.inflight.dec()
             self.metrics.requests.labels(label, str(status_box["status"])).inc()
             self.metrics.latency.labels(label).observe(time.perf_counter() - started)
@@ -136,7 +128,8 @@ class Guard:
             return error_response(414, "uri_too_long", uri_too_long(self.settings.max_head_bytes)), False
         if self.settings.api_keys and scope["path"] != "/healthz":
             if key_name(headers, self.settings.api_keys) is None:
-                if scope["path"] in FORM_PATHS:
+                # A key in the field only when no header is sent: a wrong header is wrong whatever the field says.
+                if scope["path"] in self.key_field_paths and API_KEY_HEADER.encode() not in headers:
                     return None, True
                 return error_response(401, "unauthorized", f"missing or wrong {API_KEY_HEADER} header"), False
         return None, False
@@ -204,13 +197,6 @@ class Guard:
                 return b"".join(chunks), None
 
 
-def too_many_requests(refused: Refused) -> JSONResponse:
-    """The 429 past a share, with the seconds to wait."""
-    response = error_response(429, "too_many_requests", refused.message)
-    response.headers["retry-after"] = str(refused.retry_after)
-    return response
-
-
 def _replay(body: bytes, original: Callable[[], Awaitable[dict]]) -> Callable[[], Awaitable[dict]]:
     """The body we already read, then the real channel (which reports a disconnect)."""
     sent = False
@@ -249,13 +235,6 @@ def http_protocol(read_timeout_s: float, max_head_bytes: int = 16 * 1024) -> typ
             super().connection_made(transport)
             self._arm()
 
-        def data_received(self, data: bytes) -> None:
-            if self._head_timer is None and self.conn.their_state is h11.IDLE:
-                self._arm()  # the first bytes of a new request head: the head's clock starts
-            super().data_received(data)
-            if self.conn.their_state is not h11.IDLE:
-                self._disarm()
-
         def on_response_complete(self) -> None:
             self._disarm()  # idle from here: the keep-alive timeout's business, not the head's
             super().on_response_complete()
@@ -275,7 +254,37 @@ def http_protocol(read_timeout_s: float, max_head_bytes: int = 16 * 1024) -> typ
             headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
             for event in (h11.Response(status_code=status, headers=headers), h11.Data(data=body), h11.EndOfMessage()):
                 self.transport.write(self.conn.send(event) or b"")
-            self.transport.close()
+            self._linger()
+
+        def _linger(self) -> None:
+            """Close after the answer without resetting the connection: closing a socket with the client's bytes
+            still unread sends a TCP reset, and the client loses the answer (200 KB of headers got a reset, not
+            their 431). So the answer is sent with our end shut for writing, and what the client still sends is
+            read and dropped until it closes, for at most ``LINGER_S`` and ``LINGER_BYTES`` (nginx's
+            lingering_close)."""
+            self._lingering, self._lingered = True, 0
+            self._disarm()
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+            self.loop.call_later(LINGER_S, self.transport.close)
+
+        def data_received(self, data: bytes) -> None:
+            if getattr(self, "_lingering", False):  # after a refused head: drop it, close once it is too much
+                self._lingered += len(data)
+                if self._lingered > LINGER_BYTES:
+                    self.transport.close()
+                return
+            if self._head_timer is None and self.conn.their_state is h11.IDLE:
+                self._arm()  # the first bytes of a new request head: the head's clock starts
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:
+                self._disarm()
+
+        def eof_received(self) -> bool | None:
+            if getattr(self, "_lingering", False):
+                self.transport.close()  # the client has sent everything and read the answer
+                return None
+            return super().eof_received()
 
         def _arm(self) -> None:
             self._disarm()

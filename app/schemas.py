@@ -199,8 +199,9 @@ LIMITS_DOC = (
     "request of more than step_tokens that could not finish before its deadline at the present load: 503 "
     "overloaded (Retry-After); past the client's share of requests or model tokens in flight (client_requests, "
     "client_tokens; a client is its API key, else its address) or the server's max_requests: 429 "
-    "too_many_requests (Retry-After); a /v2/check (or a /v1/ged with suggest) whose cost (model tokens, times 1 + "
-    "the suggestion factor with candidates) is over check_budget: 413 over_budget before any scoring; a body "
+    "too_many_requests (Retry-After; a short request, step_tokens or less, is never refused for tokens); a check "
+    "(/v1/ged, /v2/check) whose texts' model tokens are over check_budget: 413 over_budget before any scoring (its "
+    "candidates, for suggestions, are cut to the rest of the budget and of the time left); a body "
     "without Content-Type: application/json: 415 unsupported_media_type; malformed JSON: 400 malformed_json, "
     "bad_request (not UTF-8), json_too_deep, number_too_long; a field of the wrong type or out of range (numbers "
     "must be finite and in range, booleans true/false): 422 invalid_request. See docs/serving.md.")

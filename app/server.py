@@ -38,6 +38,7 @@ from electra_detect.app.settings import ServerSettings
 from electra_detect.detector import Detector
 
 log = logging.getLogger("electra_detect.server")
+ROUTES = (health, score, ged, rerank, languagetool)  # the route modules, each an APIRouter
 
 
 def create_app(detector: Detector, settings: ServerSettings | None = None) -> FastAPI:
@@ -67,10 +68,12 @@ def create_app(detector: Detector, settings: ServerSettings | None = None) -> Fa
                               "grammatical error flags and n-best reranking. Errors are JSON: "
                               '{"error": {"type", "message"}}. ' + LIMITS_DOC + " " + limits)
     app.state.service, app.state.settings, app.state.metrics = service, settings, service.metrics
-    for routes in (health, score, ged, rerank, languagetool):
+    for routes in ROUTES:
         app.include_router(routes.router)
     add_error_handlers(app)
-    app.add_middleware(Guard, settings=settings, metrics=service.metrics, shares=service.shares)
+    paths = frozenset(route.path for routes in ROUTES for route in routes.router.routes)  # each a metrics label
+    app.add_middleware(Guard, settings=settings, metrics=service.metrics, paths=paths,
+                       form_paths=languagetool.FORM_PATHS, key_field_paths=languagetool.KEY_FIELD_PATHS)
     generate = app.openapi
     app.openapi = lambda: app.openapi_schema or declare_limits(generate(), settings)  # cached by FastAPI
     return app

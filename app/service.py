@@ -1,29 +1,31 @@
-"""What every route shares: the detector, its batcher, the settings and metrics, and scoring within a deadline.
+"""The one request path behind every front: the detector, its batcher, the settings and metrics, and a check's
+admission, options and work within a deadline.
 
-Routes receive the one ``Service`` of their app as a FastAPI dependency (``ServiceDep``); it is made by
-``create_app`` and holds no per-request state.
+Every front that checks text calls :meth:`Service.check` (``/v1/ged``, ``/v2/check``, the demo, the language
+server), and every front that only scores calls :meth:`Service.scored` (``/v1/score``, ``/v1/rerank``): a front
+parses its request and shapes its answer, the service decides what the work may cost and runs it (as TEI's router
+takes a permit, then predicts). Nothing here needs a web framework's objects: a client is a name, a cancel signal
+an event; what is refused is an :class:`~electra_detect.app.api_errors.ApiError` carrying its HTTP status, kind and
+one-line message. ``app/routing.py`` holds the FastAPI glue; :class:`ServiceThread` runs a Service for a front
+without an event loop of its own (the demo).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import json
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any
-
-from fastapi import Depends, Request
-from fastapi.responses import Response
+from typing import Any, Protocol
 
 from electra_detect.app.api_errors import ApiError
 from electra_detect.app.batcher import ANONYMOUS, MicroBatcher
 from electra_detect.app.clients import Refused, Shares
-from electra_detect.app.guard import CLIENT_SCOPE_KEY
 from electra_detect.app.metrics import Metrics
-from electra_detect.app.settings import SUGGESTION_FACTOR, SUGGESTION_FLOOR, ServerSettings
+from electra_detect.app.settings import ServerSettings
 from electra_detect.detector import Detector, ScoringJob, TextScores
 from electra_detect.tasks.ged.check import GedChecker
 from electra_detect.tasks.ged.dictionary import PersonalDictionary
@@ -31,6 +33,25 @@ from electra_detect.tasks.ged.edit_typing import EditTyper
 from electra_detect.tasks.ged.flags import FlaggedWord
 from electra_detect.tasks.ged.options import GedOptions
 from electra_detect.tasks.ged.suggestions import Suggester
+
+CANCEL_POLL_S = 0.05  # how often a threading.Event cancel signal is looked at (an asyncio.Event is awaited)
+
+
+class Cancel(Protocol):
+    """A cancel signal: ``threading.Event`` or ``asyncio.Event`` (awaited when it has an async ``wait``)."""
+
+    def is_set(self) -> bool: ...
+
+
+@dataclass
+class Checked:
+    """What :meth:`Service.check` found: each text's scores and flagged words, the options it applied (the
+    request's with the server's defaults) and the threshold it flagged at."""
+
+    scores: list[TextScores]
+    flagged: list[list[FlaggedWord]]
+    options: GedOptions
+    threshold: float
 
 
 class Service:
@@ -51,7 +72,7 @@ class Service:
         self.hypothesis = HypothesisScore.for_model(detector.model_dir)
         self.suggester = Suggester()
         dictionary = PersonalDictionary(Path(settings.dictionary)) if settings.dictionary else PersonalDictionary()
-        self.checker = GedChecker(detector, self.suggester, shared_typer(), dictionary)  # /v1/ged and /v2/check
+        self.checker = GedChecker(detector, self.suggester, shared_typer(), dictionary)  # every front's checks
         self.batcher: MicroBatcher | None = None  # from the app's startup to the end of its shutdown
         self.shares = Shares(settings, lambda: self.batcher.rate if self.batcher is not None else 0.0)
 
@@ -73,16 +94,47 @@ class Service:
         """A request's deadline in event-loop time, from now."""
         return asyncio.get_running_loop().time() + self.settings.timeout_s
 
-    async def scored(self, request: Request, texts: list[str], deadline: float | None = None,
+    # ------------------------------------------------------------------------------------------- the fronts' calls
+
+    async def check(self, texts: list[str], options: GedOptions, client: str = ANONYMOUS,
+                    cancel: Cancel | None = None) -> Checked:
+        """``texts`` checked by the GED task with ``options`` (from ``build_ged_options``; the server's
+        ``--ged-threshold`` fills a threshold the request left out) for ``client`` (the fairness unit: an API key's
+        name, an address, or a front's own name such as ``"lsp"``), stopped when ``cancel`` (a ``threading.Event``
+        or ``asyncio.Event``) is set: the one request path of every front that checks.
+
+        Admission, before any work: one of the client's ``client_requests`` (and the server's ``max_requests``);
+        the texts' words, then their model tokens, within ``check_budget``; their tokens within the client's
+        ``client_tokens`` share (a short check, one scheduling step or less, is never refused for tokens: the share
+        bounds long work); a long check refused 503 when it could not finish before its deadline at the model's
+        measured rate. Then scored, and the candidates of the flagged words that need them (suggestions, or a type
+        named by its edit) scored as they really cost: cut, earliest first, to what the rest of the budget and of
+        the deadline allow (a word left out keeps the type head's type and gets no suggestions). Texts are checked
+        as given (a front checks its own limits: ``schemas.check_texts``). Raises ``ApiError`` (413 over_budget or
+        too_many_tokens, 429 too_many_requests with a Retry-After header, 503 overloaded, 504 timeout, 499 when
+        cancelled); must run on the event loop the service started on (``ServiceThread`` from another thread)."""
+        options = self.options(options)
+        deadline = self.deadline()
+        with self.admitted(client):
+            # Every word is at least one model token, so its words (+ [CLS]/[SEP]) bound its cost from below: texts
+            # over budget by that count are refused on the event loop, before they queue for the tokenizer's thread.
+            least = sum(len(text.split()) + 2 for text in texts)
+            self.admit_budget(least, f"checking this text costs at least {least} model tokens (one a word)")
+            job = await self.prepare(texts, deadline, options.calibrated)
+            self.admit_budget(job.cost, f"checking this text costs {job.cost} model tokens")
+            scored = await self.score_job(job, client, cancel, deadline)
+            flagged = await self.flagged(scored, options, client, cancel, deadline,
+                                         self.settings.check_budget - job.cost)
+        return Checked(scored, flagged, options, self.checker.threshold(options))
+
+    async def scored(self, texts: list[str], client: str = ANONYMOUS, cancel: Cancel | None = None,
                      calibrated: bool = True) -> list[TextScores]:
-        """Scores of ``texts`` within the request's deadline (``deadline``, event-loop time, when it began
-        earlier), within its client's share of model tokens; a client that goes away or times out stops the
-        model's work on its request at the next step."""
-        deadline = self.deadline() if deadline is None else deadline
-        job = await self.prepare(texts, deadline, calibrated)
-        with self.share(request, job.cost):
-            self.check_load(request, job.cost, deadline)
-            return await self.run(request, job, deadline)
+        """Scores of ``texts`` for ``client`` within the deadline, admitted as :meth:`check` admits (without the
+        check budget: a request is bounded by ``max_tokens``)."""
+        deadline = self.deadline()
+        with self.admitted(client):
+            job = await self.prepare(texts, deadline, calibrated)
+            return await self.score_job(job, client, cancel, deadline)
 
     def options(self, options: GedOptions) -> GedOptions:
         """A request's GED options (``build_ged_options``) with this server's defaults: its own ``threshold``, else
@@ -94,44 +146,100 @@ class Service:
         return replace(options, threshold=fixed if options.level == "default" else min(fixed, self.detector.threshold(
             calibrated=options.calibrated, level=options.level)))
 
-    def candidates(self, options: GedOptions) -> bool:
-        """Whether a check may score candidates: for suggestions, or to name a word's type by the edit to its best
-        candidate (``TypingRule.ranked``; the default types by the first proposed one, scoring none)."""
-        return options.suggest or (self.checker.typer.available and self.checker.typing.ranked)
+    # ------------------------------------------------------------------------------------------------- admission
 
-    def ged_cost(self, job: ScoringJob, options: GedOptions) -> int:
-        """The model tokens a /v1/ged of ``job`` may cause: its own, and its candidates' (:func:`check_cost`'s bound,
-        cut to ``max_tokens`` as :meth:`flagged` cuts the candidates' job)."""
-        return job.cost + min(self.settings.max_tokens, check_cost(job.cost, self.candidates(options)) - job.cost)
+    @contextmanager
+    def admitted(self, client: str) -> Iterator[None]:
+        """Holds one of ``client``'s requests in flight while the block runs; 429 with Retry-After past its
+        ``client_requests`` or the server's ``max_requests``."""
+        try:
+            self.shares.enter(client)
+        except Refused as refused:
+            raise self._refused(refused) from None
+        try:
+            yield
+        finally:
+            self.shares.leave(client)
 
-    def admit_check(self, cost: int, costs: str, advice: str = "send less text") -> None:
+    def admit_budget(self, cost: int, costs: str) -> None:
         """A 413 ``over_budget`` (counted) for a check whose ``cost`` model tokens pass this server's budget per
-        check, before any work: ``costs`` says what it may cost, ``advice`` what to do instead."""
+        check, before any work: ``costs`` says what it costs."""
         if cost > self.settings.check_budget:
             self.metrics.refused.labels("check_budget").inc()
             raise ApiError(413, "over_budget", f"{costs}; this server's budget per check is "
-                                               f"{self.settings.check_budget}: {advice}")
+                                               f"{self.settings.check_budget}: send less text")
 
-    async def checked(self, request: Request, job: ScoringJob, cost: int, options: GedOptions,
-                      deadline: float) -> tuple[list[TextScores], list[list[FlaggedWord]]]:
-        """``job``'s texts scored and checked by the GED task within ``cost`` model tokens of the client's share
-        (the job's own, the rest for candidates: :meth:`check_cost`): (scores, each text's flagged words)."""
-        with self.share(request, cost):
-            self.check_load(request, cost, deadline)
-            scored = await self.run(request, job, deadline)
-            return scored, await self.flagged(request, scored, options, deadline, cost - job.cost)
+    @contextmanager
+    def share(self, client: str, tokens: int, refuse: bool = True) -> Iterator[None]:
+        """Holds ``tokens`` of ``client``'s share of model tokens while the block runs; 429 with Retry-After when
+        they would take the client past it (``refuse=False``: counted, never refused, for work already admitted).
+        A short job (one step or less) is never refused: it costs one turn of the model, and its client's long
+        work is what the share bounds (so a light client behind a busy address still gets its sentence checked)."""
+        short = tokens <= self.settings.step_tokens
+        try:
+            self.shares.take(client, tokens, refuse=refuse and not short)
+        except Refused as refused:
+            raise self._refused(refused) from None
+        try:
+            yield
+        finally:
+            self.shares.give(client, tokens)
 
-    async def flagged(self, request: Request, scored: list[TextScores], options: GedOptions, deadline: float,
-                      budget: int) -> list[list[FlaggedWord]]:
+    def _refused(self, refused: Refused) -> ApiError:
+        self.metrics.refused.labels(refused.reason).inc()
+        return ApiError(429, "too_many_requests", refused.message, headers={"retry-after": str(refused.retry_after)})
+
+    def check_load(self, client: str, cost: int, deadline: float) -> None:
+        """503 at once for a long request that could not finish before its deadline at the present load."""
+        assert self.batcher is not None, "the service has not started"
+        remaining = deadline - asyncio.get_running_loop().time()
+        wait = self.batcher.wait_estimate(cost, client)
+        if cost > self.settings.step_tokens and wait > 0.8 * remaining:
+            # Long requests queue behind each other (their client's, and as much of each other client's): one that
+            # cannot finish before its deadline at the present rate would only take model time from the others and
+            # then get a 504. (Short requests go ahead of the queue, so they are always taken.) When the client's
+            # own queue alone would make it late, it is past its share: a 429, as for a share of tokens.
+            own = self.batcher.wait_estimate(cost, client, others=False)
+            if self.batcher.long_by_client.get(client, 0) > 0 and own > 0.8 * remaining:
+                self.metrics.refused.labels("client_time").inc()
+                raise ApiError(429, "too_many_requests", f"this client has about {own:.0f} s of work queued with "
+                                                         f"this request (timeout {self.settings.timeout_s:g} s); "
+                                                         f"retry after the Retry-After seconds",
+                               headers={"retry-after": str(max(1, min(60, round(own - 0.8 * remaining))))})
+            self.metrics.abandoned.labels("overloaded").inc()
+            raise ApiError(503, "overloaded", f"the server has about {wait:.0f} s of work for this request and the "
+                                              f"ones queued before it (timeout {self.settings.timeout_s:g} s); retry "
+                                              f"later or send less text")
+
+    # ------------------------------------------------------------------------------------------------ the work
+
+    async def score_job(self, job: ScoringJob, client: str, cancel: Cancel | None, deadline: float,
+                        refuse: bool = True) -> list[TextScores]:
+        """``job`` scored within ``client``'s share (and, when ``refuse``, refused 429/503 at once when it cannot
+        be taken or finished in time)."""
+        with self.share(client, job.cost, refuse):
+            if refuse:
+                self.check_load(client, job.cost, deadline)
+            return await self.run(job, client, cancel, deadline)
+
+    async def flagged(self, scored: list[TextScores], options: GedOptions, client: str, cancel: Cancel | None,
+                      deadline: float, budget: int) -> list[list[FlaggedWord]]:
         """Each text's flagged words (``GedChecker``): the candidates' sentences scored through the batcher as one
-        more job of the request, within its deadline; targets that would take that job over ``budget`` model
-        tokens (at most ``max_tokens``) get none (and keep the type head's type)."""
+        more job of the request. Targets that would take that job over ``budget`` model tokens (at most
+        ``max_tokens``), or past what the model can score before the deadline at its measured rate, get none (and
+        keep the type head's type)."""
+        assert self.batcher is not None, "the service has not started"
         budget = min(budget, self.settings.max_tokens)
+        in_time = self.batcher.tokens_within(0.8 * (deadline - asyncio.get_running_loop().time()), client)
+        budget = budget if in_time is None else min(budget, in_time)
         plan = await self.in_thread(
             lambda: self.checker.prepare(scored, options).within(budget, lambda texts: self.detector.job(texts).cost),
             deadline)
         texts = plan.texts
-        scores = await self.run(request, await self.prepare(texts, deadline), deadline) if texts else []
+        scores = []
+        if texts:  # admitted with the check: its real cost counts against the client's share, never refused
+            job = await self.prepare(texts, deadline, options.calibrated)
+            scores = await self.score_job(job, client, cancel, deadline, refuse=False)
         return await self.in_thread(lambda: self.checker.finish(plan, scores), deadline)
 
     async def in_thread(self, work: Callable[[], Any], deadline: float) -> Any:
@@ -146,66 +254,23 @@ class Service:
         """``texts`` tokenised into a scoring job (off the event loop: a large request takes a while), refused 413
         over ``max_tokens``; nothing is queued yet."""
         settings, detector = self.settings, self.detector
-        loop = asyncio.get_running_loop()
-        try:
-            job = await asyncio.wait_for(asyncio.to_thread(detector.job, texts, settings.model_batch, calibrated),
-                                         max(0.0, deadline - loop.time()))
-        except TimeoutError:
-            raise self._timeout() from None
+        job = await self.in_thread(lambda: detector.job(texts, settings.model_batch, calibrated), deadline)
         if job.cost > settings.max_tokens:
             raise ApiError(413, "too_many_tokens",
                            f"the request needs {job.cost} model tokens ({job.tokens} text tokens in windows of "
                            f"{detector.max_length}); the limit is {settings.max_tokens}: send fewer or shorter texts")
         return job
 
-    @contextmanager
-    def share(self, request: Request, tokens: int) -> Iterator[None]:
-        """Holds ``tokens`` of the request's client's share of model tokens while the block runs; 429 with
-        Retry-After when they would take the client past it."""
-        client = client_of(request)
-        try:
-            self.shares.take(client, tokens)
-        except Refused as refused:
-            self.metrics.refused.labels(refused.reason).inc()
-            raise ApiError(429, "too_many_requests", refused.message,
-                           headers={"retry-after": str(refused.retry_after)}) from None
-        try:
-            yield
-        finally:
-            self.shares.give(client, tokens)
-
-    def check_load(self, request: Request, cost: int, deadline: float) -> None:
-        """503 at once for a long request that could not finish before its deadline at the present load."""
-        assert self.batcher is not None, "the app has not started"
-        remaining = deadline - asyncio.get_running_loop().time()
-        wait = self.batcher.wait_estimate(cost, client_of(request))
-        if cost > self.settings.step_tokens and wait > 0.8 * remaining:
-            # Long requests queue behind each other (their client's, and as much of each other client's): one that
-            # cannot finish before its deadline at the present rate would only take model time from the others and
-            # then get a 504. (Short requests go ahead of the queue, so they are always taken.) When the client's
-            # own queue alone would make it late, it is past its share: a 429, as for a share of tokens.
-            client = client_of(request)
-            own = self.batcher.wait_estimate(cost, client, others=False)
-            if self.batcher.long_by_client.get(client, 0) > 0 and own > 0.8 * remaining:
-                self.metrics.refused.labels("client_time").inc()
-                raise ApiError(429, "too_many_requests", f"this client has about {own:.0f} s of work queued with "
-                                                         f"this request (timeout {self.settings.timeout_s:g} s); "
-                                                         f"retry after the Retry-After seconds",
-                               headers={"retry-after": str(max(1, min(60, round(own - 0.8 * remaining))))})
-            self.metrics.abandoned.labels("overloaded").inc()
-            raise ApiError(503, "overloaded", f"the server has about {wait:.0f} s of work for this request and the "
-                                              f"ones queued before it (timeout {self.settings.timeout_s:g} s); retry "
-                                              f"later or send less text")
-
     def _timeout(self) -> ApiError:
         return ApiError(504, "timeout", f"not scored within {self.settings.timeout_s:g} s")
 
-    async def run(self, request: Request, job: ScoringJob, deadline: float) -> list[TextScores]:
-        """The scores of ``job`` through the batcher, within ``deadline``."""
+    async def run(self, job: ScoringJob, client: str, cancel: Cancel | None, deadline: float) -> list[TextScores]:
+        """The scores of ``job`` through the batcher, within ``deadline``; 499 when ``cancel`` is set first (the
+        model stops working on it at its next step)."""
         metrics, loop = self.metrics, asyncio.get_running_loop()
-        assert self.batcher is not None, "the app has not started"
-        future = self.batcher.submit(job, client_of(request))
-        gone = asyncio.ensure_future(_disconnect(request))
+        assert self.batcher is not None, "the service has not started"
+        future = self.batcher.submit(job, client)
+        gone = asyncio.ensure_future(cancelled(cancel))
         try:
             await asyncio.wait({future, gone}, timeout=max(0.0, deadline - loop.time()),
                                return_when=asyncio.FIRST_COMPLETED)
@@ -216,46 +281,60 @@ class Service:
             reason = "disconnect" if gone.done() and not gone.cancelled() else "timeout"
             metrics.abandoned.labels(reason).inc()
             if reason == "disconnect":
-                raise ApiError(499, "client_closed_request", "the client disconnected")
+                raise ApiError(499, "client_closed_request", "the client cancelled the check (or disconnected)")
             raise self._timeout()
         batch_job, start = future.result()
         return await asyncio.to_thread(batch_job.results, start, start + len(job.texts))
 
 
-async def reply(build: Callable[[], dict[str, Any]]) -> Response:
-    """A large answer is built and serialised off the event loop (other requests keep flowing)."""
-    body = await asyncio.to_thread(
-        lambda: json.dumps(build(), ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode())
-    return Response(body, media_type="application/json")
+async def cancelled(cancel: Cancel | None) -> None:
+    """Returns once ``cancel`` is set (never when it is None): an ``asyncio.Event`` is awaited, a
+    ``threading.Event`` looked at every ``CANCEL_POLL_S``."""
+    if cancel is None:
+        await asyncio.Event().wait()
+    elif isinstance(cancel, asyncio.Event):
+        await cancel.wait()
+    else:
+        while not cancel.is_set():
+            await asyncio.sleep(CANCEL_POLL_S)
 
 
-async def _disconnect(request: Request) -> None:
-    """Returns when the client has gone (the body was read already: the channel only reports that)."""
-    while (await request.receive())["type"] != "http.disconnect":
-        pass
+class ServiceThread:
+    """A started :class:`Service` on an event loop of its own thread, for a front whose handlers are plain
+    functions in threads (the demo): ``check`` blocks until :meth:`Service.check` answers.
 
+        thread = ServiceThread(Service(detector, settings))   # starts it (loads what checks need)
+        checked = thread.check(["He go home."], build_ged_options(suggest=True), client="demo")
+        thread.close()
+    """
 
-def check_cost(tokens: int, candidates: bool) -> int:
-    """The model tokens a check of ``tokens`` model tokens may cause: its own, and with ``candidates`` (suggestions,
-    or types named by their edit) at most ``SUGGESTION_FACTOR`` times as many (at least ``SUGGESTION_FLOOR``) for
-    the candidates' sentences (``Service.flagged`` keeps to it)."""
-    return tokens + max(tokens * SUGGESTION_FACTOR, SUGGESTION_FLOOR) if candidates else tokens
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="electra-detect-service", daemon=True)
+        self.thread.start()
+        self._call(service.start())
+
+    def _call(self, coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def check(self, texts: list[str], options: GedOptions, client: str = ANONYMOUS,
+              cancel: threading.Event | None = None) -> Checked:
+        return self._call(self.service.check(texts, options, client, cancel))
+
+    def close(self) -> None:
+        """Stop the service (its batcher drains) and the loop's thread."""
+        if self.loop.is_closed():
+            return
+        try:
+            self._call(self.service.stop())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join()
+            self.loop.close()
 
 
 @functools.cache
 def shared_typer() -> EditTyper:
     """One ERRANT typer (one spaCy pipeline) for every app of the process: loading one takes seconds."""
     return EditTyper()
-
-
-def client_of(request: Request) -> str:
-    """The request's client, as the Guard named it (an API key's name, else an address)."""
-    return request.scope.get(CLIENT_SCOPE_KEY, ANONYMOUS)
-
-
-def service(request: Request) -> Service:
-    """The route dependency: the app's one Service."""
-    return request.app.state.service
-
-
-ServiceDep = Annotated[Service, Depends(service)]

@@ -13,14 +13,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-# What a /v2/check with suggestions costs beyond its own scoring: the candidates' sentences scored per token of the
-# checked text. Measured on four learner-style paragraphs with the shipped MiniLM model (docs/serving.md): 10-19
-# model tokens of candidates per token checked; the suggestion job is cut to this many (``Service.suggested``), so
-# the estimate ``tokens x (1 + SUGGESTION_FACTOR)`` is a bound on the model work a check can cause, not a guess.
-SUGGESTION_FACTOR = 16
-# ... and at least this many, whatever the text's length: a short text's few flagged words each need their sentence
-# scored with up to 40 candidates in place (a 3-error, 18-token text needs about 1,500).
-SUGGESTION_FLOOR = 4096
 MIN_KEY_CHARS = 8  # an API key shorter than this is refused (guessable)
 
 
@@ -67,15 +59,14 @@ class ServerSettings:
         "--client-requests", "requests one client (an API key, else an address) may have in flight; past it 429 "
                              "with Retry-After"))
     client_tokens: int = field(default=32_768, metadata=_flag(
-        "--client-tokens", "model tokens one client may have queued or in progress (a /v2/check counts its "
-                           "suggestions' bound too); past it 429 with Retry-After (a client with nothing in flight "
-                           "is always let in)"))
+        "--client-tokens", "model tokens one client may have queued or in progress; past it 429 with Retry-After (a "
+                           "client with nothing in flight is always let in, and so is a short request: --step-tokens "
+                           "or less)"))
     max_requests: int = field(default=512, metadata=_flag(
         "--max-requests", "requests in flight over all clients; past it 429 with Retry-After"))
     check_budget: int = field(default=32_768, metadata=_flag(
-        "--check-budget", f"model tokens one /v2/check may cause: its tokens + max({SUGGESTION_FACTOR} x its tokens, "
-                          f"{SUGGESTION_FLOOR}) with suggestions, else its tokens (413 over_budget before any "
-                          f"scoring)"))
+        "--check-budget", "model tokens one check (/v1/ged, /v2/check) may cause: its texts' tokens over it are a "
+                          "413 over_budget before any scoring; its candidates (suggestions) are cut to the rest"))
     # Addresses (or networks) of reverse proxies whose X-Forwarded-For names the client; `serve --trusted-proxy`.
     trusted_proxies: tuple[str, ...] = ()
     # Host header values served (DNS-rebinding defence; "*.example.com" matches subdomains); empty: any.

@@ -393,3 +393,76 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def test_the_errors_tab_takes_the_services_one_request_path(app: DemoApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    from electra_detect.app.service import Service
+
+    calls, check = [], Service.check
+
+    async def counted(self, texts, options, client="-", cancel=None):  # noqa: ANN001, ANN202
+        calls.append((texts, client))
+        return await check(self, texts, options, client, cancel)
+
+    monkeypatch.setattr(Service, "check", counted)
+    rows, _message = app.ged(SENTENCE, 0.0, "calibrated")
+    assert calls == [([SENTENCE], "demo")] and rows  # admission, options and the check: Service.check's
+    app.service.settings.check_budget = 2  # what the service refuses, the page says in one line
+    try:
+        rows, message = app.ged(SENTENCE, 0.0, "calibrated")
+    finally:
+        app.service.settings.check_budget = 32_768
+    assert rows == [] and message.startswith("⚠️") and "budget" in message
+
+
+def test_the_demos_uploads_are_bounded_in_total(app: DemoApp) -> None:
+    import httpx
+
+    from electra_detect.app.demo import DemoLimits, shutdown
+
+    limits = DemoLimits(max_file_size="100kb", max_total_uploads="250kb")
+    page, url = launch(app, port=_free_port(), block=False, limits=limits)
+    uploads = Path(page.electra_uploads)
+    try:
+        with httpx.Client(base_url=url.rstrip("/"), timeout=30) as client:
+            statuses = [client.post("/gradio_api/upload", files={"files": (f"f{n}.txt", b"x" * 90_000)}).status_code
+                        for n in range(6)]
+        assert statuses[:2] == [200, 200] and statuses[2:] == [413] * 4, statuses  # before: 200 six times
+        held = sum(p.stat().st_size for p in uploads.rglob("*") if p.is_file())
+        assert held <= 250 * 1024
+    finally:
+        shutdown(page)
+    assert not uploads.exists()
+
+
+def test_sigterm_leaves_no_temp_directory(micro_run: Path, tmp_path: Path) -> None:
+    """systemd and docker stop a service with SIGTERM: the demo removes its files as on Ctrl-C (before: the temp
+    directory was left behind)."""
+    import os
+    import signal
+    import time
+
+    import httpx
+
+    port = _free_port()
+    env = {**os.environ, "TMPDIR": str(tmp_path), "ELECTRA_DETECT_DICTIONARY": str(tmp_path / "none.txt")}
+    proc = subprocess.Popen([sys.executable, "-m", "electra_detect.cli", "demo", "--model", str(micro_run),
+                             "--engine", "torch", "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        assert list(tmp_path.glob("electra-detect-demo-*")), "the demo made its temp directory"
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not list(tmp_path.glob("electra-detect-demo-*"))

@@ -177,20 +177,41 @@ def test_ged_gives_the_tasks_records_and_honours_the_options(server: Server) -> 
         assert response.status_code == 422 and response.json()["error"]["type"] == "invalid_request", bad
 
 
-def test_ged_with_suggestions_is_admitted_by_its_cost_like_a_check(micro_run: Path, tmp_path: Path) -> None:
+def test_ged_with_suggestions_is_admitted_by_its_cost_like_a_check(micro_run: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """/v1/ged takes Service.check's admission, with or without suggestions: its texts' tokens within the check
+    budget (413 over_budget before any scoring), its candidates as they really cost, cut to the budget's rest (before:
+    17 x its tokens were reserved, and a check with suggestions under the budget's 1/17 was refused)."""
     from fastapi.testclient import TestClient
 
     from electra_detect.app.server import create_app
+    from electra_detect.app.service import Service
     from electra_detect.app.settings import ServerSettings
 
     detector = Detector.load(micro_run / "discriminator", engine="torch")
-    # admission, not speed: typing 450 tokens' flags by their edits took over the 30 s default on a loaded CI host
-    settings = ServerSettings(check_budget=5000, dictionary=str(tmp_path / "none.txt"), timeout_s=300)
-    texts = ["a,b,c,d,e,f,g,h " * 30]  # 450 tokens: 450 + 16 x 450 with suggestions, over 5,000
+    texts = ["He go home. She like it. They was late. " * 6]
+    cost, rest = detector.job(texts).cost, 2000
+    jobs, score_job = [], Service.score_job
+
+    async def recording(self, job, client, cancel, deadline, refuse=True):  # noqa: ANN001, ANN202
+        jobs.append((job.cost, refuse))
+        return await score_job(self, job, client, cancel, deadline, refuse)
+
+    monkeypatch.setattr(Service, "score_job", recording)
+    # admission, not speed: typing every word's flag by its edit takes a while on a loaded CI host
+    settings = ServerSettings(check_budget=cost + rest, ged_threshold=0.0, dictionary=str(tmp_path / "none.txt"),
+                              timeout_s=300)
     with TestClient(create_app(detector, settings)) as client:
-        refused = client.post("/v1/ged", json={"texts": texts, "suggest": True})
-        assert refused.status_code == 413 and refused.json()["error"]["type"] == "over_budget", refused.text
-        assert client.post("/v1/ged", json={"texts": texts}).status_code == 200  # without: its candidates cut
+        answer = client.post("/v1/ged", json={"texts": texts, "suggest": True})
+        assert answer.status_code == 200, answer.text
+        assert jobs[0] == (cost, True) and len(jobs) == 2 and 0 < jobs[1][0] <= rest and not jobs[1][1]
+        flagged = answer.json()["results"][0]["flagged"]
+        assert any(w["suggestions"] for w in flagged) and any(w["suggestions"] == [] for w in flagged)  # cut
+    with TestClient(create_app(detector, ServerSettings(check_budget=cost - 1, timeout_s=300))) as client:
+        for suggest in (True, False):
+            refused = client.post("/v1/ged", json={"texts": texts, "suggest": suggest})
+            assert refused.status_code == 413 and refused.json()["error"]["type"] == "over_budget", refused.text
+    assert len(jobs) == 2  # refused before any scoring
 
 
 def test_ged_uses_model_threshold(server: Server) -> None:
@@ -445,6 +466,7 @@ def test_a_long_request_that_cannot_finish_in_time_is_a_quick_503(export_dir: Pa
     with TestClient(app) as client:
         assert client.post("/v1/score", json=long).status_code == 200  # no rate measured yet: taken
         assert app.state.batcher.backlog == app.state.batcher.long_backlog == 0 and app.state.batcher.rate > 0
+        app.state.batcher.long_log.clear()  # no long work lately: half the model's rate is long work's
         app.state.batcher.rate = 10.0  # as if the model ran 10 tokens/s: the long request would need minutes
         started = time.monotonic()
         response = client.post("/v1/score", json=long)

@@ -81,3 +81,48 @@ def test_options_from_input() -> None:
         build_ged_options(level="pedantic")
     with pytest.raises(GedOptionsError, match="enabledOnly needs"):
         build_ged_options(enabled_only=True)
+
+
+def test_every_front_checks_through_service_check() -> None:
+    """The GED check's fronts (/v1/ged, /v2/check, the demo) call Service.check and build no GedChecker of their own:
+    the service (one per app) is the only place in app/ a checker is made."""
+    def calls(path: Path) -> set[str]:
+        return {ast.unparse(node.func) for _, node in _functions(path) if isinstance(node, ast.Call)}
+
+    for front, call in (("app/routes/ged.py", "service.check"), ("app/routes/languagetool.py", "service.check"),
+                        ("app/demo.py", "self._service_thread.check")):
+        assert call in calls(ROOT / front), front
+    makers = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "app").rglob("*.py")) if "GedChecker" in calls(p)]
+    assert makers == ["app/service.py"], makers
+
+
+def test_service_check_needs_no_web_objects_and_stops_when_cancelled(micro_run: Path) -> None:
+    """A front without FastAPI (the language server) calls Service.check with a client name and a threading.Event;
+    a check cancelled before its scores arrive is a 499, and the model stops working on it."""
+    import asyncio
+    import threading
+
+    from electra_detect.app.api_errors import ApiError
+    from electra_detect.app.service import Service
+    from electra_detect.app.settings import ServerSettings
+    from electra_detect.detector import Detector
+
+    detector = Detector.load(micro_run / "discriminator", engine="torch")
+    service = Service(detector, ServerSettings(ged_threshold=0.0))
+
+    async def run() -> None:
+        await service.start()
+        try:
+            checked = await service.check(["He go home."], build_ged_options(suggest=True), "lsp")
+            assert checked.threshold == 0.0 and checked.options.threshold == 0.0  # the server's default filled in
+            assert checked.flagged[0] and all(w.suggestions is not None for w in checked.flagged[0])  # every word
+            cancel = threading.Event()
+            cancel.set()
+            with pytest.raises(ApiError) as cancelled:
+                await service.check(["He go home. " * 50], build_ged_options(), "lsp", cancel)
+            assert cancelled.value.status == 499
+            assert service.shares.clients == {}  # nothing held after either
+        finally:
+            await service.stop()
+
+    asyncio.run(run())

@@ -20,11 +20,13 @@ from electra_detect.app.languagetool import (
     parse_language,
     parse_options,
 )
+from electra_detect.app.routing import ServiceDep, client_of, disconnect_signal, reply
 from electra_detect.app.schemas import CHECK_FORM_BODY, CHECK_QUERY_PARAMETERS, NOT_BLANK, check_texts
-from electra_detect.app.service import ServiceDep, check_cost, reply
 from electra_detect.tasks.ged.options import GedOptionsError
 
 router = APIRouter()
+FORM_PATHS = frozenset({"/v2/check"})  # bodies are forms, as LanguageTool's clients send them (the Guard's media check)
+KEY_FIELD_PATHS = frozenset({"/v2/check", "/v2/languages"})  # the key may come as LanguageTool's apiKey field
 
 
 async def check_fields(request: Request) -> dict[str, str]:
@@ -43,9 +45,8 @@ async def check_fields(request: Request) -> dict[str, str]:
 CHECK_RESPONSES = {**ERROR_RESPONSES,
                    400: {"description": "bad_request: a field is not valid UTF-8, or the body is not a form"},
                    413: {"description": "text_too_long, too_many_tokens, body_too_large, too_many_fields, or "
-                                        "over_budget: the check's cost (its model tokens, times 1 + the suggestion "
-                                        "factor with candidates) is over the server's check_budget; refused before "
-                                        "any scoring"},
+                                        "over_budget: the text's model tokens are over the server's check_budget; "
+                                        "refused before any scoring"},
                    415: {"description": "unsupported_media_type: send a form "
                                         "(application/x-www-form-urlencoded or multipart/form-data)"},
                    422: {"description": "invalid_request: no text or data, both, bad data JSON, a language other "
@@ -55,8 +56,8 @@ message from the rule table (docs/ged_rules.md), offsets in UTF-16 code units of
 from the suggester (unless the server runs with ``--no-suggest``). Honours LanguageTool's ``disabledRules``,
 ``enabledRules``, ``disabledCategories``, ``enabledCategories``, ``enabledOnly``, ``level`` (picky) and ``apiKey``,
 and this server's ``words`` (the request's own dictionary words); other LanguageTool fields are accepted and ignored.
-Admitted by its cost before any work: its model tokens (times 1 + the suggestion factor) against ``check_budget`` and
-its client's share."""
+Admitted by its cost before any work, as every check (``Service.check``): its model tokens against ``check_budget``
+and its client's share; its candidates (suggestions) cost what they really score, cut to the rest of the budget."""
 
 
 @router.post("/v2/check", summary="LanguageTool-compatible check (form fields text or data, language, options)",
@@ -77,32 +78,22 @@ async def languagetool_check_get(request: Request, service: ServiceDep) -> Respo
 
 
 async def check(request: Request, service: ServiceDep) -> Response:
-    """Both methods' check: the fields read, the options built, the cost admitted before any work, then scored and
-    checked by the GED task and shaped as LanguageTool's answer."""
+    """Both methods' check: the fields read and the options built here, the check admitted and run by
+    ``Service.check``, its flagged words shaped as LanguageTool's answer."""
     fields = await check_fields(request)
     settings = service.settings
     try:
         found_language = parse_language(fields.get("language"))
         document = parse_document(fields.get("text"), fields.get("data"))
-        options = service.options(parse_options(fields, settings.suggest))
+        options = parse_options(fields, settings.suggest)
     except (CheckError, GedOptionsError) as exc:
         raise ApiError(422, "invalid_request", str(exc)) from None
     found: list[dict[str, Any]] = []
     if re.search(NOT_BLANK, document.checked):  # an empty document has no matches, as in LanguageTool
         check_texts([document.checked], settings, "text")
-        deadline = service.deadline()
-        candidates = service.candidates(options)
-        # Every word is at least one model token, so its words (+ [CLS]/[SEP]) bound its cost from below: a text
-        # over budget by that count is refused on the event loop, before it queues for the tokenizer's thread.
-        least = check_cost(len(document.checked.split()) + 2, candidates)
-        service.admit_check(least, f"checking this text costs at least {least} model tokens (one a word, with its "
-                                   f"candidates' bound)")
-        job = await service.prepare([document.checked], deadline)
-        cost = check_cost(job.cost, candidates)
-        how = f"{job.cost} to score it, and up to {cost - job.cost} for its candidates" if candidates else "to score it"
-        service.admit_check(cost, f"checking this text may cost {cost} model tokens ({how})")  # before any scoring
-        _scored, flagged = await service.checked(request, job, cost, options, deadline)
-        found = matches(document, flagged[0])
+        async with disconnect_signal(request) as cancel:
+            checked = await service.check([document.checked], options, client_of(request), cancel)
+        found = matches(document, checked.flagged[0])
     return await reply(lambda: check_answer(found_language, found, request.app.version))
 
 

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from electra_detect.app.api_errors import ERROR_RESPONSES, ApiError
+from electra_detect.app.routing import ServiceDep, client_of, disconnect_signal, reply
 from electra_detect.app.schemas import RerankRequest, check_texts, rerank_lists
-from electra_detect.app.service import ServiceDep, reply
 
 router = APIRouter()
 
@@ -25,7 +25,9 @@ async def rerank(body: RerankRequest, request: Request, service: ServiceDep) -> 
     check_texts(texts, service.settings, "hypotheses")
     unique = list(dict.fromkeys(texts))
     chosen = service.hypothesis  # the task's choice: a learned reranker's score, else the sentence score
-    results = dict(zip(unique, await service.scored(request, unique, calibrated=chosen.calibrated), strict=True))
+    async with disconnect_signal(request) as cancel:
+        scored = await service.scored(unique, client_of(request), cancel, calibrated=chosen.calibrated)
+    results = dict(zip(unique, scored, strict=True))
     lm = dict(zip(results, chosen.of(list(results.values())), strict=True))
     try:
         rows = [rank_hypotheses(hyps, [lm[text] for text, _ in hyps], float(body.lm_weight),

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from electra_detect.app.api_errors import ERROR_RESPONSES
+from electra_detect.app.routing import ServiceDep, client_of, disconnect_signal, reply
 from electra_detect.app.schemas import ScoreRequest, check_texts
-from electra_detect.app.service import ServiceDep, reply
 from electra_detect.detector import TextScores
 
 router = APIRouter()
@@ -29,6 +29,7 @@ def _result(scores: TextScores, tokens: bool) -> dict[str, Any]:
 @router.post("/v1/score", summary="token, word and sentence scores", responses=ERROR_RESPONSES)
 async def score(body: ScoreRequest, request: Request, service: ServiceDep) -> Response:
     check_texts(body.texts, service.settings)
-    results = await service.scored(request, body.texts)
+    async with disconnect_signal(request) as cancel:
+        results = await service.scored(body.texts, client_of(request), cancel)
     head = {k: service.info[k] for k in ("engine", "provider", "variant", "calibration")}
     return await reply(lambda: {**head, "results": [_result(r, body.tokens) for r in results]})

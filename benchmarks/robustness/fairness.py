@@ -4,10 +4,13 @@ A flooder (its own process, so its client work does not slow the measured one) k
 (96: each two texts of ``--words`` (450) words, to /v1/ged), waiting a 429's or 503's ``Retry-After`` before its
 next try (``--ignore-retry-after``: not even that). Beside it a light client sends one sentence a second. Goals:
 the light client's p95 latency <= 1 s and 0 errors over ``--duration`` (60 s); the flooder gets 429s, not
-timeouts. Also timed: a /v2/check over its budget (a text whose model tokens x (1 + the suggestion factor) pass
-``--check-budget``), idle and during the flood (goal: refused in <= 0.1 s).
+timeouts. Also timed: a /v2/check over its budget (4,000 one-letter words: over the server's ``--check-budget``,
+4,096 here, by its word count alone), idle and during the flood (goal: refused in <= 0.1 s). ``--shared-address``:
+no API keys, so the flooder and the light client are one client, their address (an editor plugin beside a batch
+job, or behind a proxy not named by ``--trusted-proxy``).
 
     python -m benchmarks.robustness.fairness --model models/electra-minilm          # 60 s, about 2 minutes
+    python -m benchmarks.robustness.fairness --shared-address --out-dir benchmarks/results/fairness_shared
 
 Writes benchmarks/results/fairness/{result.json,table.md,plot.png}; exits 1 when a goal is missed.
 """
@@ -35,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = ROOT / "benchmarks" / "results" / "fairness"
 FLOOD_KEY, LIGHT_KEY = "flooder-key-0123456789", "light-key-0123456789"
 SENTENCE = "The farmer saw a red house yesterday and went home."
-OVER_BUDGET = "x " * 4000  # 4,000 one-character words: about 8,000 model tokens, x 17 with suggestions
+OVER_BUDGET = "x " * 4000  # 4,000 one-character words: at least 4,002 model tokens by its words alone
+CHECK_BUDGET = 4096  # the server's --check-budget here: the over-budget check is over it before any tokenising
 
 
 def pct(values: list[float], q: float) -> float:
@@ -58,8 +62,14 @@ def flood_texts(words: int) -> list[str]:
 
 # ------------------------------------------------------------------------------------------- the flooder
 
+def key_header(key: str, shared: bool) -> dict[str, str]:
+    """The client's X-API-Key header; none with ``--shared-address`` (the server has no keys: a client is its
+    address)."""
+    return {} if shared else {"x-api-key": key}
+
+
 async def flood(url: str, concurrency: int, seconds: float, texts: list[str], timeout: float,
-                honour_retry_after: bool) -> dict[str, Any]:
+                honour_retry_after: bool, shared: bool = False) -> dict[str, Any]:
     import httpx
 
     statuses: dict[str, int] = {}
@@ -67,7 +77,7 @@ async def flood(url: str, concurrency: int, seconds: float, texts: list[str], ti
     started = time.monotonic()
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout,
-                                 headers={"x-api-key": FLOOD_KEY}) as client:
+                                 headers=key_header(FLOOD_KEY, shared)) as client:
         async def loop() -> None:
             while time.monotonic() - started < seconds:
                 wait = 0.0
@@ -90,12 +100,12 @@ async def flood(url: str, concurrency: int, seconds: float, texts: list[str], ti
 
 # -------------------------------------------------------------------------------------- the light client
 
-async def light(url: str, seconds: float, timeout: float) -> list[dict[str, Any]]:
+async def light(url: str, seconds: float, timeout: float, shared: bool = False) -> list[dict[str, Any]]:
     import httpx
 
     rows = []
     started = time.monotonic()
-    async with httpx.AsyncClient(base_url=url, timeout=timeout, headers={"x-api-key": LIGHT_KEY}) as client:
+    async with httpx.AsyncClient(base_url=url, timeout=timeout, headers=key_header(LIGHT_KEY, shared)) as client:
         n = 0
         while time.monotonic() - started < seconds:
             sent = time.monotonic()
@@ -111,12 +121,12 @@ async def light(url: str, seconds: float, timeout: float) -> list[dict[str, Any]
     return rows
 
 
-async def over_budget(url: str, count: int) -> list[dict[str, Any]]:
+async def over_budget(url: str, count: int, shared: bool = False) -> list[dict[str, Any]]:
     """``count`` /v2/check requests over their budget, one after another: status, type and seconds each."""
     import httpx
 
     rows = []
-    async with httpx.AsyncClient(base_url=url, timeout=60, headers={"x-api-key": LIGHT_KEY}) as client:
+    async with httpx.AsyncClient(base_url=url, timeout=60, headers=key_header(LIGHT_KEY, shared)) as client:
         for _ in range(count):
             sent = time.monotonic()
             response = await client.post("/v2/check", data={"text": OVER_BUDGET, "language": "en-US"})
@@ -152,7 +162,8 @@ def render_markdown(result: dict[str, Any]) -> str:
     lt, fl, ob = result["light"], result["flood"], result["over_budget"]
     idle = [r["seconds"] for r in ob["idle"]]
     busy = [r["seconds"] for r in ob["under_flood"]]
-    lines = [f"# Fairness between two API keys ({result['date']}, {result['host']})", "",
+    who = "one address" if result.get("shared_address") else "two API keys"
+    lines = [f"# Fairness between {who} ({result['date']}, {result['host']})", "",
              f"{result['label']}Model `{result['model']}`; server flags `{result['server_args'] or '(defaults)'}`. "
              f"Command: `{result['command']}`.", "",
              "| goal | met |", "|---|---|"]
@@ -192,7 +203,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     bottom.set_xlabel("seconds into the run")
     bottom.set_ylabel("answers per second")
     bottom.legend()
-    fig.suptitle("Two API keys: a flooder beside a light client")
+    fig.suptitle(f"{'One address' if result.get('shared_address') else 'Two API keys'}: a flooder beside a light "
+                 f"client")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 
@@ -204,6 +216,8 @@ def main() -> int:
     parser.add_argument("--flood", type=int, default=96, help="flooder requests in flight")
     parser.add_argument("--words", type=int, default=450, help="words in each of the flooder's two texts")
     parser.add_argument("--ignore-retry-after", action="store_true", help="the flooder retries at once")
+    parser.add_argument("--shared-address", action="store_true",
+                        help="no API keys: the flooder and the light client are one client, their address")
     parser.add_argument("--server-args", default="", help="extra `serve` flags")
     parser.add_argument("--label", default="", help="a note at the head of the table (e.g. 'Trial run, busy CPU.')")
     parser.add_argument("--out-dir", type=Path, default=OUT_DIR)
@@ -211,7 +225,8 @@ def main() -> int:
     args = parser.parse_args()
     texts = flood_texts(args.words)
     if args.flood_only:
-        out = asyncio.run(flood(args.flood_only, args.flood, args.duration, texts, 45.0, not args.ignore_retry_after))
+        out = asyncio.run(flood(args.flood_only, args.flood, args.duration, texts, 45.0, not args.ignore_retry_after,
+                                args.shared_address))
         print(json.dumps(out))
         return 0
     work = Path(tempfile.mkdtemp(prefix="fairness-"))
@@ -219,26 +234,30 @@ def main() -> int:
     keys.write_text(f"{FLOOD_KEY} flooder\n{LIGHT_KEY} light\n", encoding="utf-8")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = start_server(args.model, port, ["--api-keys-file", str(keys), *args.server_args.split()],
+    keyed = [] if args.shared_address else ["--api-keys-file", str(keys)]
+    proc = start_server(args.model, port, [*keyed, "--check-budget", str(CHECK_BUDGET), *args.server_args.split()],
                         work / "server.log")
     result: dict[str, Any] = {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                               "host": f"{platform.machine()}, {os.cpu_count()} cores", "model": args.model,
                               "server_args": args.server_args, "seconds": args.duration, "words": args.words,
                               "flood_concurrency": args.flood, "honour_retry_after": not args.ignore_retry_after,
+                              "shared_address": args.shared_address,
                               "label": f"{args.label} " if args.label else "", "command": command_line()}
     try:
-        asyncio.run(light(url, 2.0, 30.0))  # warm the routes
-        result_idle = asyncio.run(over_budget(url, 5))
+        shared = args.shared_address
+        asyncio.run(light(url, 2.0, 30.0, shared))  # warm the routes
+        result_idle = asyncio.run(over_budget(url, 5, shared))
         flooder = subprocess.Popen(
             [sys.executable, "-m", "benchmarks.robustness.fairness", "--flood-only", url, "--flood", str(args.flood),
              "--duration", str(args.duration), "--words", str(args.words)]
-            + (["--ignore-retry-after"] if args.ignore_retry_after else []),
+            + (["--ignore-retry-after"] if args.ignore_retry_after else [])
+            + (["--shared-address"] if shared else []),
             cwd=ROOT, stdout=subprocess.PIPE, text=True)
 
         async def beside_the_flood() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             await asyncio.sleep(min(5.0, args.duration / 4))  # the flood under way
-            light_task = asyncio.ensure_future(light(url, args.duration - min(5.0, args.duration / 4), 30.0))
-            checks = await over_budget(url, 5)
+            light_task = asyncio.ensure_future(light(url, args.duration - min(5.0, args.duration / 4), 30.0, shared))
+            checks = await over_budget(url, 5, shared)
             return await light_task, checks
 
         light_rows, result_busy = asyncio.run(beside_the_flood())
