@@ -105,6 +105,9 @@ class GedRequest(BaseModel):
                                                     "case, inflections included")
     suggest: StrictBool = Field(False, description="give each flagged word its suggestions (the type, rule and "
                                                    "message are the same without)")
+    markup: Literal["text", "markdown", "latex"] = Field(
+        "text", description="how each text is read: text (as it is), markdown or latex (its prose checked, code, "
+                            "URLs, math and commands not; offsets stay those of the text given: docs/markup.md)")
 
 
 class Hypothesis(BaseModel):

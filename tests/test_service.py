@@ -126,3 +126,53 @@ def test_service_check_needs_no_web_objects_and_stops_when_cancelled(micro_run: 
             await service.stop()
 
     asyncio.run(run())
+
+
+MARKDOWN = """# Notes
+
+The farmer go to the market yesterday, see [the site](https://example.org/he-go-there) for more.
+
+```python
+he_go = "to the market"  # the farmer go
+```
+
+Use `the farmer go` in code.
+"""
+LATEX = r"""\section{Notes}
+The farmer go to the market yesterday, as $x + y$ shows \cite{he-go}.
+\begin{verbatim}the farmer go\end{verbatim}
+"""
+
+
+@pytest.mark.parametrize("markup, document, outside", [
+    ("markdown", MARKDOWN, ["https://example.org/he-go-there", "he_go = \"to the market\"  # the farmer go",
+                            "`the farmer go`"]),
+    ("latex", LATEX, ["\\section", "$x + y$", "\\cite{he-go}", "\\begin{verbatim}the farmer go\\end{verbatim}"])])
+def test_ged_reads_markup_and_flags_prose_only(micro_run: Path, tmp_path: Path, markup: str, document: str,
+                                                outside: list[str]) -> None:
+    """/v1/ged's markup field: every word of the prose flagged at threshold 0, none in code, URLs, math or commands,
+    every offset into the document as given (the markup layer's blocks, through Service.check)."""
+    from fastapi.testclient import TestClient
+
+    from electra_detect.app.server import create_app
+    from electra_detect.app.settings import ServerSettings
+    from electra_detect.detector import Detector
+
+    detector = Detector.load(micro_run / "discriminator", engine="torch")
+    settings = ServerSettings(ged_threshold=0.0, dictionary=str(tmp_path / "none.txt"))
+    with TestClient(create_app(detector, settings)) as client:
+        answer = client.post("/v1/ged", json={"texts": [document], "markup": markup, "suggest": True})
+        assert answer.status_code == 200, answer.text
+        result = answer.json()["results"][0]
+        flagged = result["flagged"]
+        assert result["text"] == document and answer.json()["threshold"] == 0.0
+        spans = [(w["start"], w["end"]) for w in flagged]
+        assert all(document[start:end] == w["word"] for (start, end), w in zip(spans, flagged, strict=True))
+        assert {"farmer", "go", "market"} <= {w["word"] for w in flagged}  # the prose sentence
+        for piece in outside:
+            lo = document.index(piece)
+            hi = lo + len(piece)
+            assert not [s for s in spans if s[0] < hi and lo < s[1]], (piece, flagged)
+        plain = client.post("/v1/ged", json={"texts": [document]}).json()["results"][0]["flagged"]
+        assert len(plain) > len(flagged)  # read as text, the markup's words are flagged too
+        assert client.post("/v1/ged", json={"texts": [document], "markup": "html"}).status_code == 422
