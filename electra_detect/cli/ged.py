@@ -14,13 +14,15 @@ from electra_detect.cli.engine import add_engine_args, add_model_arg, load_detec
 
 def _ged_errors() -> tuple[type[BaseException], ...]:
     from electra_detect.errors import DetectorError, GedDataError, RulesUnavailable
+    from electra_detect.markup import MarkupError
     from electra_detect.tasks.ged.options import GedOptionsError
 
-    return DetectorError, GedDataError, RulesUnavailable, GedOptionsError
+    return DetectorError, GedDataError, RulesUnavailable, GedOptionsError, MarkupError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from electra_detect.errors import DetectorError, GedDataError
+    from electra_detect.markup import MARKUPS  # light: the parsers load when a document is read
 
     p = verb(sub, "ged", run_ged, errors=_ged_errors,
              help="flag grammatical errors in text (JSON lines out); `ged eval` scores a data set",
@@ -29,8 +31,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          "`electra-detect ged eval --help` for evaluation.")
     p.add_argument("text", nargs="*", help="text(s) to check")
     add_model_arg(p)
-    p.add_argument("--file", help="check each non-empty line of this file ('-' = stdin, "
-                                   "also read when no text or --file is given)")
+    p.add_argument("--file", help="check each non-empty line of this file ('-' = stdin, also read when no text or "
+                                   "--file is given); with --markup other than text, the file as one document")
+    p.add_argument("--markup", choices=(*MARKUPS, "auto"), default="text",
+                   help="text (default): each line is a text; markdown, latex: --file (or standard input, or each text "
+                        "argument) is one document whose prose is checked block by block (not its code, URLs, math or "
+                        "commands), one JSON line a block with offsets into the document (docs/markup.md); auto: "
+                        "by --file's extension (.md, .markdown, .mdx: markdown; .tex, .latex: latex; else text)")
     p.add_argument("--threshold", type=float, help="flag words with score >= this (default: the model's "
                                                   "tuned ged.json threshold at --level, else 0.5)")
     p.add_argument("--suggest", action="store_true",
@@ -94,12 +101,12 @@ def add_ged_option_args(p: argparse.ArgumentParser) -> None:
 
 def ged_options(args: argparse.Namespace, **fields) -> object:
     """The ``GedOptions`` the flags of :func:`add_ged_option_args` (and ``fields``) ask for."""
-    from electra_detect.tasks.ged.options import GedOptions
+    from electra_detect.tasks.ged.options import build_ged_options
 
-    return GedOptions(threshold=getattr(args, "threshold", None), level=args.level, disabled_rules=args.disable,
-                      enabled_rules=args.enable, disabled_categories=args.disable_category,
-                      enabled_categories=args.enable_category, enabled_only=args.enabled_only,
-                      words=tuple(args.word), **fields)
+    return build_ged_options(threshold=getattr(args, "threshold", None), level=args.level,
+                             disabled_rules=args.disable, enabled_rules=args.enable,
+                             disabled_categories=args.disable_category, enabled_categories=args.enable_category,
+                             enabled_only=args.enabled_only, words=args.word, threshold_name="--threshold", **fields)
 
 
 def personal_dictionary(path: str | None) -> object:
@@ -123,10 +130,9 @@ def run_ged(args: argparse.Namespace) -> int:
     import sys
     from contextlib import closing
 
-    from electra_detect.cli.texts import check_unit_interval, input_batches
+    from electra_detect.cli.texts import input_batches
     from electra_detect.errors import CliError
 
-    check_unit_interval(args.threshold, "--threshold")
     options = ged_options(args, suggest=args.suggest, with_rules=args.with_rules)  # bad options: before any input
     dictionary = personal_dictionary(args.dictionary)
     if args.processes < 1:
@@ -134,6 +140,9 @@ def run_ged(args: argparse.Namespace) -> int:
     if args.processes > 1 and args.workers:
         raise CliError("--workers sets one process's scoring threads; with --processes each process scores one "
                        "batch at a time")
+    markup = chosen_markup(args.markup, args.file)
+    if markup != "text":
+        return check_documents(args, markup, dictionary, options)
     batches = input_batches(args.text, args.file, args.verb)
     if batches is None:
         return 0
@@ -172,13 +181,16 @@ class Checking:
         self.threshold = self.checker.threshold(options)
         self.served = {"model": detector.name, "variant": detector.variant}  # every answer says what made it
 
-    def lines(self, scored: list) -> str:
-        """The JSON lines of scored texts: each text, the threshold, its flagged words and what served them."""
+    def flagged(self, scored: list) -> list[list[dict]]:
+        """Each scored text's flagged words as JSON objects (offsets into the text)."""
         from electra_detect.tasks.ged.flags import flagged_dicts
 
-        flagged = self.checker.check(scored, self.options)
-        return "".join(json.dumps({"text": s.text, "threshold": self.threshold, "flagged": flagged_dicts(words, 4),
-                                   **self.served}) + "\n" for s, words in zip(scored, flagged, strict=True))
+        return [flagged_dicts(words, 4) for words in self.checker.check(scored, self.options)]
+
+    def lines(self, scored: list) -> str:
+        """The JSON lines of scored texts: each text, the threshold, its flagged words and what served them."""
+        return "".join(json.dumps({"text": s.text, "threshold": self.threshold, "flagged": words, **self.served})
+                       + "\n" for s, words in zip(scored, self.flagged(scored), strict=True))
 
 
 _PROCESS: dict[str, object] = {}  # a --processes worker's Checking, or the error its start met
@@ -202,6 +214,128 @@ def check_texts(texts: list[str]) -> tuple[str, str]:
         raise _PROCESS["error"]
     checking = _PROCESS["checking"]
     return checking.detector.describe(), checking.lines(checking.detector.score(list(texts)))
+
+
+def check_blocks(texts: list[str]) -> tuple[str, float, dict, list[list[dict]]]:
+    """A --processes worker's batch of --markup blocks: (the engine line, the threshold, what served them, each
+    block's flagged words as JSON objects, offsets into the block's text)."""
+    if "error" in _PROCESS:
+        raise _PROCESS["error"]
+    checking = _PROCESS["checking"]
+    scored = checking.detector.score(list(texts))
+    return checking.detector.describe(), checking.threshold, checking.served, checking.flagged(scored)
+
+
+def chosen_markup(markup: str, file: str | None) -> str:
+    """``--markup`` as it applies: ``auto`` is the markup of --file's extension, and plain text for standard input
+    and text arguments."""
+    from electra_detect.markup import markup_for_path
+
+    if markup != "auto":
+        return markup
+    return markup_for_path(file) if file and file != "-" else "text"
+
+
+def read_documents(texts: list[str], file: str | None) -> list[str]:
+    """The documents --markup checks: each text argument, then --file (or standard input when neither is given)
+    read whole, its line breaks as they are (offsets count the file's own characters, \\r\\n as two)."""
+    import sys
+
+    from electra_detect.errors import CliError
+
+    documents = list(texts)
+    if not file and texts:
+        return documents
+    if not file or file == "-":
+        if sys.stdin is None or sys.stdin.isatty():
+            raise CliError("no document to check: give --file, text arguments, or pipe a document on standard input")
+        name, data = "standard input", sys.stdin.buffer.read()
+    else:
+        name = file
+        try:
+            with open(file, "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            raise CliError(f"input file not found: {file}") from None
+        except OSError as exc:
+            raise CliError(f"cannot read {file}: {exc.strerror}") from None
+    try:
+        documents.append(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise CliError(f"input file is not UTF-8 text: {name}") from None
+    return documents
+
+
+def check_documents(args: argparse.Namespace, markup: str, dictionary: object, options: object) -> int:
+    """``ged --markup``: each document's prose blocks checked, one JSON line a block in document order: ``block``
+    (its start and end in the document), ``text`` (the prose the model read), the threshold, the flagged words with
+    offsets into the document (flags on code, math or a URL's stand-in dropped), what served them, and
+    ``document`` (its index) when there are several."""
+    import sys
+    from collections import deque
+    from contextlib import closing
+
+    from electra_detect.cli.texts import STREAM_BIG, STREAM_CHARS
+    from electra_detect.markup import prose_blocks
+
+    documents = read_documents(args.text, args.file)
+    blocks = [(number, block) for number, document in enumerate(documents)
+              for block in prose_blocks(document, markup)]  # a document markup cannot read: before the model loads
+    if not blocks:
+        return 0
+    several = len(documents) > 1
+    waiting: deque[list] = deque()  # the blocks of each batch sent to the engine, in order
+
+    def batches():
+        batch, chars, limit = [], 0, 8  # a small first batch: the first lines show soon
+        for item in blocks:
+            batch.append(item)
+            chars += len(item[1].text)
+            if len(batch) >= limit or chars >= STREAM_CHARS:
+                waiting.append(batch)
+                yield [block.text for _number, block in batch]
+                batch, chars, limit = [], 0, STREAM_BIG
+        if batch:
+            waiting.append(batch)
+            yield [block.text for _number, block in batch]
+
+    def write(threshold: float, served: dict, flagged: list[list[dict]]) -> None:
+        for (number, block), words in zip(waiting.popleft(), flagged, strict=True):
+            row = {"block": {"start": block.start, "end": block.end}, "text": block.text, "threshold": threshold,
+                   "flagged": [w for w in (in_document(word, block) for word in words) if w is not None], **served}
+            if several:
+                row["document"] = number
+            sys.stdout.write(json.dumps(row) + "\n")
+        sys.stdout.flush()
+
+    if args.processes > 1:
+        from electra_detect.pipeline import process_stream
+
+        announced = False
+        with closing(process_stream(start_checking, check_blocks, (args,), batches(), args.processes)) as results:
+            for engine_line, threshold, served, flagged in results:
+                if not announced:
+                    print(engine_line, file=sys.stderr, flush=True)
+                    announced = True
+                write(threshold, served, flagged)
+        return 0
+    checking = Checking(load_detector(args, task="ged"), dictionary, options)
+    checking.checker.preload()
+    with closing(checking.detector.stream(batches(), workers=args.workers or None)) as results:
+        for scored in results:
+            write(checking.threshold, checking.served, checking.flagged(scored))
+    return 0
+
+
+def in_document(word: dict, block: object) -> dict | None:
+    """A flagged word's JSON object with its offsets (and its suggestions') moved from the block's text into the
+    document; None when it lies on a stand-in (code, math, a URL: not the writer's prose)."""
+    if not block.is_prose(word["start"], word["end"]):
+        return None
+    word["start"], word["end"] = block.span(word["start"], word["end"])
+    for suggestion in word.get("suggestions") or ():
+        suggestion["start"], suggestion["end"] = block.span(suggestion["start"], suggestion["end"])
+    return word
 
 
 def run_eval(args: argparse.Namespace) -> int:
