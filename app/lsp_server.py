@@ -1,22 +1,22 @@
 """The language server behind ``electra-detect lsp`` (pygls over stdio): diagnostics, quick fixes, the dictionary and
 the workspace's disabled rules, settings from the editor.
 
+Every check goes through ``Service.check`` (client ``lsp``), the one request path of every front: this module
+only turns documents into prose blocks (``electra_detect.markup``) and flags into diagnostics.
+
 Typing discipline: a change is checked ``debounce`` seconds after the last keystroke; a newer change cancels the
-check under way (it stops before its next batch of blocks); a document is checked whole, block by block (the markup
-layer's prose blocks), and a block whose text, options and dictionary were checked before is not checked again
-(``Checks.cache``). One model is loaded once, in the one check thread; checks run there one at a time, so the event
-loop always answers the editor. Anything that fails (a model that will not load, a block the check refuses, a
-workspace file that is not JSON) is a ``window/showMessage``; the server stays up.
+check under way (``Service.check``'s cancel signal: the model stops at its next step); a document is checked whole,
+block by block, and a block whose text, options and dictionary were checked before is not checked again
+(``Checks.cache``). One model is loaded once. Anything that fails (a model that will not load, a block the check
+refuses, a workspace file that is not JSON) is a ``window/showMessage``; the server stays up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,9 +39,13 @@ from electra_detect.app.lsp_text import Finding, LineIndex, document_blocks
 ADD_TO_DICTIONARY = "electra-detect.addToDictionary"
 DISABLE_RULE = "electra-detect.disableRule"
 SOURCE = "electra-detect"
+CLIENT = "lsp"  # the service's fairness unit for this front
 CACHE_BLOCKS = 20_000  # blocks whose flags are kept (a few hundred bytes each): many long documents' worth
-BATCH_TEXTS, BATCH_CHARS = 16, 8_000  # a check's unit between two looks at its cancel signal
+BATCH_TEXTS, BATCH_CHARS = 16, 8_000  # one Service.check: what a cancelled check has cached when it stops
 CONFIGURATION_WAIT_S = 5.0  # a client that never answers workspace/configuration does not stall the first check
+# One writer's server: a document is checked whole however long (the HTTP server's per-request caps guard a shared
+# server; here a long paragraph must not be refused), within an hour a batch.
+LIMIT_TOKENS, TIMEOUT_S = 1 << 24, 3600.0
 
 logger = logging.getLogger(__name__)
 
@@ -50,74 +54,73 @@ class Cancelled(Exception):
     """A check made stale by a newer change of its document."""
 
 
-@dataclass
-class LoadedModel:
-    """What checks run with: the model path, its detector and checker."""
+def service_settings(detector: Any, dictionary: Path | None) -> Any:
+    """The Service's settings for one writer's editor: no caps on a document's length, batching as ``serve``
+    chooses it (on for CUDA)."""
+    from electra_detect.app.settings import ServerSettings
 
-    model: str
-    detector: Any
-    checker: Any
+    on_gpu = "cuda" in str(getattr(detector.engine, "provider", "")).lower()
+    return ServerSettings(max_tokens=LIMIT_TOKENS, check_budget=LIMIT_TOKENS, client_tokens=LIMIT_TOKENS,
+                          timeout_s=TIMEOUT_S, batching=on_gpu, dictionary=str(dictionary) if dictionary else None)
 
 
 class Checks:
-    """The model and the block cache, used only from the server's one check thread."""
+    """The model's Service and the block cache (used on the server's event loop only)."""
 
     def __init__(self, engine: dict[str, Any]) -> None:
         self.engine = engine  # Detector.load's engine, variant, device, threads
-        self.loaded: LoadedModel | None = None
+        self.service: Any = None
+        self.model: str | None = None
         self.load_error: str | None = None
-        self.dictionary: Path | None = None
         self.cache: OrderedDict[tuple, list] = OrderedDict()
 
-    def load(self, model: str, dictionary: Path | None) -> str | None:
-        """Load ``model`` unless it is loaded already (then only the dictionary is set); the engine line when a
-        model was loaded. A model that fails to load raises, and the one loaded before keeps checking."""
+    async def load(self, model: str, dictionary: Path | None) -> str | None:
+        """Start a Service over ``model`` unless it runs already (then only the dictionary is set); the engine line
+        when a model was loaded. A model that fails to load raises, and the one loaded before keeps checking."""
+        from electra_detect.app.service import Service
         from electra_detect.detector import Detector
-        from electra_detect.tasks.ged.check import GedChecker
 
-        self.dictionary = dictionary
-        if self.loaded is not None and self.loaded.model == model:
-            self.loaded.checker.dictionary = self._dictionary()
+        if self.service is not None and self.model == model:
+            self.set_dictionary(dictionary)
             return None
         try:
-            detector = Detector.load(model, task="ged", **self.engine)
-            checker = GedChecker(detector, dictionary=self._dictionary())
-            loading = checker.preload()  # spaCy, ERRANT, lemminflect: seconds, now rather than in the first check
-            checker.suggester.candidates("warm")
-            if loading is not None:
-                loading.join()
+            detector = await asyncio.to_thread(Detector.load, model, task="ged", **self.engine)
+            service = Service(detector, service_settings(detector, dictionary))
+            await service.start()  # loads what checks need (spaCy, ERRANT, word lists) now, not in the first check
         except Exception as exc:
-            if self.loaded is None:
+            if self.service is None:
                 self.load_error = f"cannot load the model {model}: {exc}"
             else:
-                self.loaded.checker.dictionary = self._dictionary()
+                self.set_dictionary(dictionary)
             raise
-        self.loaded, self.load_error = LoadedModel(model, detector, checker), None
+        old, self.service, self.model, self.load_error = self.service, service, model, None
         self.cache.clear()
+        if old is not None:
+            await old.stop()
         return detector.describe()
 
-    def _dictionary(self) -> Any:
+    def set_dictionary(self, path: Path | None) -> None:
+        """The personal dictionary the settings name (None: the default file)."""
         from electra_detect.tasks.ged.dictionary import PersonalDictionary
 
-        return PersonalDictionary(self.dictionary) if self.dictionary else PersonalDictionary()
+        self.service.checker.dictionary = PersonalDictionary(path) if path else PersonalDictionary()
 
     def dictionary_stamp(self) -> tuple[str, int, int] | None:
         """The personal dictionary file as it is now (a changed file makes every cached block stale)."""
-        assert self.loaded is not None
-        path = self.loaded.checker.dictionary.path
+        path = self.service.checker.dictionary.path
         try:
             stat = path.stat()
         except OSError:
             return None
         return str(path), stat.st_mtime_ns, stat.st_size
 
-    def check(self, texts: Sequence[str], options: Any, cancel: threading.Event) -> tuple[list[list], list[str], int]:
+    async def check(self, texts: Sequence[str], options: Any, cancel: asyncio.Event) -> tuple[list[list], list[str],
+                                                                                             int]:
         """Each text's flagged words (``FlaggedWord``; cached blocks are not checked again), the errors of the
         texts the check refused (those get no flags) and how many texts were checked (not from the cache); raises
-        Cancelled when ``cancel`` is set between batches."""
-        if self.loaded is None:
+        Cancelled when ``cancel`` is set."""
+        if self.service is None:
             raise RuntimeError(self.load_error or "the model is not loaded")
-        checker = self.loaded.checker
         stamp = self.dictionary_stamp()
         found: list[list | None] = [None] * len(texts)
         todo: dict[str, list[int]] = {}
@@ -134,7 +137,7 @@ class Checks:
         for batch in batches(list(todo)):
             if cancel.is_set():
                 raise Cancelled
-            for text, words in zip(batch, self._check_batch(checker, batch, options, errors), strict=True):
+            for text, words in zip(batch, await self._check_batch(batch, options, cancel, errors), strict=True):
                 if words is None:
                     words = []
                 else:
@@ -145,16 +148,23 @@ class Checks:
             self.cache.popitem(last=False)
         return [f if f is not None else [] for f in found], errors, len(todo)
 
-    @staticmethod
-    def _check_batch(checker: Any, batch: list[str], options: Any, errors: list[str]) -> list[list | None]:
+    async def _check_batch(self, batch: list[str], options: Any, cancel: asyncio.Event,
+                           errors: list[str]) -> list[list | None]:
         """The batch checked at once; when that fails, text by text, so one bad block costs only its own flags."""
+        from electra_detect.app.api_errors import ApiError
+
         try:
-            return checker.check_texts(batch, options)
+            return (await self.service.check(batch, options, CLIENT, cancel)).flagged
+        except ApiError as exc:
+            if exc.status == 499:  # the cancel signal
+                raise Cancelled from None
+            problem = exc.message
         except Exception as exc:  # noqa: BLE001 - a block the check refuses is reported; the others are checked
-            if len(batch) == 1:
-                errors.append(f"a paragraph could not be checked ({batch[0][:40]!r}...): {exc}")
-                return [None]
-        return [Checks._check_batch(checker, [text], options, errors)[0] for text in batch]
+            problem = str(exc)
+        if len(batch) == 1:
+            errors.append(f"a paragraph could not be checked ({batch[0][:40]!r}...): {problem}")
+            return [None]
+        return [(await self._check_batch([text], options, cancel, errors))[0] for text in batch]
 
 
 def batches(texts: list[str]) -> list[list[str]]:
@@ -176,14 +186,14 @@ class DocumentState:
 
     language_id: str
     task: asyncio.Task | None = None
-    cancel: threading.Event = field(default_factory=threading.Event)
+    cancel: asyncio.Event = field(default_factory=asyncio.Event)
     version: int | None = None  # the version the findings are for
     findings: list[Finding] = field(default_factory=list)
     shown: set[str] = field(default_factory=set)  # error messages shown for it already
 
 
 class ElectraDetectServer(LanguageServer):
-    """The language server: settings, documents, and the check thread."""
+    """The language server: settings, documents and the checks."""
 
     def __init__(self, model: str, engine: dict[str, Any], debounce: float, dictionary: str | None = None) -> None:
         from importlib.metadata import version
@@ -192,11 +202,10 @@ class ElectraDetectServer(LanguageServer):
         self.default_model, self.debounce, self.default_dictionary = model, debounce, dictionary
         self.settings = LspSettings()
         self.checks = Checks(engine)
-        self.executor = ThreadPoolExecutor(1, thread_name_prefix="electra-detect-check")
+        self.loading: asyncio.Task | None = None  # the model's load; checks wait for it
         self.documents: dict[str, DocumentState] = {}
         self.workspace_files: dict[Path, WorkspaceFile] = {}
         self.ready: asyncio.Event | None = None  # set once the first settings are applied (made in the loop)
-        self.initial_error: str | None = None
 
     # --- settings and the model -------------------------------------------------------------------------------
 
@@ -220,18 +229,26 @@ class ElectraDetectServer(LanguageServer):
         self.settings = settings
         return changed
 
-    async def load_model(self) -> None:
-        """Load the settings' model in the check thread (a no-op when it is loaded); a failure is a message."""
+    def load_model(self) -> asyncio.Task:
+        """Load the settings' model (a no-op when it is loaded) in a task that checks wait for; a failure is a
+        message."""
         model, dictionary = self.model_path(), self.dictionary_path()
-        try:
-            described = await asyncio.get_running_loop().run_in_executor(
-                self.executor, self.checks.load, model, dictionary)
-        except Exception as exc:  # noqa: BLE001 - shown to the writer; the model loaded before (if any) keeps checking
-            kept = self.checks.loaded
-            self.show(f"cannot load the model {model}: {exc}" + (f"; still checking with {kept.model}" if kept else ""))
-            return
-        if described:
-            self.log(f"model loaded: {described}")
+        previous = self.loading
+
+        async def load() -> None:
+            if previous is not None:
+                await previous  # one load at a time, in the order the settings came
+            try:
+                described = await self.checks.load(model, dictionary)
+            except Exception as exc:  # noqa: BLE001 - shown to the writer; the model loaded before keeps checking
+                kept = self.checks.model if self.checks.service is not None else None
+                self.show(f"cannot load the model {model}: {exc}" + (f"; still checking with {kept}" if kept else ""))
+                return
+            if described:
+                self.log(f"model loaded: {described}")
+
+        self.loading = asyncio.ensure_future(load())
+        return self.loading
 
     async def fetch_configuration(self) -> Any:
         """The ``electra-detect`` section through ``workspace/configuration``, when the client offers it."""
@@ -264,19 +281,21 @@ class ElectraDetectServer(LanguageServer):
         if state.task is not None:
             state.task.cancel()
         state.cancel.set()
-        state.cancel = threading.Event()
+        state.cancel = asyncio.Event()
         state.task = asyncio.ensure_future(self.check_later(uri, state, delay, state.cancel))
 
     def schedule_all(self) -> None:
         for uri in list(self.documents):
             self.schedule(uri, 0.0)
 
-    async def check_later(self, uri: str, state: DocumentState, delay: float, cancel: threading.Event) -> None:
+    async def check_later(self, uri: str, state: DocumentState, delay: float, cancel: asyncio.Event) -> None:
         try:
             if delay:
                 await asyncio.sleep(delay)
             if self.ready is not None:
                 await self.ready.wait()
+            if self.loading is not None:
+                await asyncio.shield(self.loading)  # a newer change cancels this check, not the model's load
             await self.check_document(uri, state, cancel)
         except (asyncio.CancelledError, Cancelled):
             pass
@@ -284,26 +303,23 @@ class ElectraDetectServer(LanguageServer):
             logger.exception("check of %s failed", uri)
             self.show_once(state, f"{uri} could not be checked: {exc}")
 
-    async def check_document(self, uri: str, state: DocumentState, cancel: threading.Event) -> None:
+    async def check_document(self, uri: str, state: DocumentState, cancel: asyncio.Event) -> None:
         document = self.workspace.get_text_document(uri)
         text, version = document.source, document.version
         options = self.options_for(uri, state)
         encoding = self.workspace.position_encoding or types.PositionEncodingKind.Utf16
-        severity = self.settings.diagnostic_severity
-        loop = asyncio.get_running_loop()
-
-        def started(blocks: int) -> None:  # from the check thread: the protocol is written by the loop only
-            loop.call_soon_threadsafe(self.log, f"{uri} version {version}: checking {blocks} blocks",
-                                      types.MessageType.Log)
-
-        findings, errors, checked, blocks = await loop.run_in_executor(
-            self.executor, self.find, text, state.language_id, options, encoding, severity, cancel, started)
+        blocks = await asyncio.to_thread(document_blocks, text, state.language_id)  # a long document takes a while
+        if cancel.is_set():
+            return
+        self.log(f"{uri} version {version}: checking {len(blocks)} blocks", types.MessageType.Log)
+        flagged, errors, checked = await self.checks.check([block.text for block in blocks], options, cancel)
+        findings = await asyncio.to_thread(self.findings, text, blocks, flagged, encoding)
         if cancel.is_set() or self.documents.get(uri) is not state:
             return
         state.version, state.findings = version, findings
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, version=version, diagnostics=[f.diagnostic for f in findings]))
-        self.log(f"{uri} version {version}: {checked} of {blocks} blocks checked, the others from the cache; "
+        self.log(f"{uri} version {version}: {checked} of {len(blocks)} blocks checked, the others from the cache; "
                  f"{len(findings)} flags", types.MessageType.Log)
         for error in errors:
             self.show_once(state, error)
@@ -336,16 +352,9 @@ class ElectraDetectServer(LanguageServer):
         folder = folder_of(path, folders)
         return self.workspace_files.setdefault(folder, WorkspaceFile(folder))
 
-    def find(self, text: str, language_id: str, options: Any, encoding: str, severity: types.DiagnosticSeverity,
-             cancel: threading.Event, started: Callable[[int], None] = lambda blocks: None,
-             ) -> tuple[list[Finding], list[str], int, int]:
-        """In the check thread: the document's prose blocks checked, each flag mapped back to the document (flags
-        on markup placeholders dropped) with its diagnostic."""
-        if cancel.is_set():
-            raise Cancelled
-        blocks = document_blocks(text, language_id)
-        started(len(blocks))
-        flagged, errors, checked = self.checks.check([block.text for block in blocks], options, cancel)
+    def findings(self, text: str, blocks: list, flagged: list[list], encoding: str) -> list[Finding]:
+        """Each flag mapped back to the document (flags on markup's stand-ins dropped) with its diagnostic."""
+        severity = self.settings.diagnostic_severity
         index = LineIndex(text, encoding)
         findings = []
         for block, words in zip(blocks, flagged, strict=True):
@@ -360,7 +369,7 @@ class ElectraDetectServer(LanguageServer):
                     source=SOURCE, data={"category": word.rule.category, "word": word.word,
                                          "score": round(float(word.score), 4)})
                 findings.append(Finding(start, end, word, edits, diagnostic))
-        return findings, errors, checked, len(blocks)
+        return findings
 
     # --- code actions and commands -------------------------------------------------------------------------------
 
@@ -454,8 +463,8 @@ def build_server(model: str, engine: dict[str, Any], debounce: float,
         if pulled is not None:
             ls.apply_settings(pulled)
         assert ls.ready is not None
+        ls.load_model()
         ls.ready.set()
-        await ls.load_model()
         ls.schedule_all()  # documents opened before the settings came are checked with them
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -465,7 +474,7 @@ def build_server(model: str, engine: dict[str, Any], debounce: float,
             pulled = await ls.fetch_configuration()  # the spec's newer way: the notification only says "changed"
             settings = pulled if pulled is not None else settings
         if ls.apply_settings(settings):
-            await ls.load_model()
+            ls.load_model()
             ls.schedule_all()
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
@@ -511,6 +520,5 @@ def build_server(model: str, engine: dict[str, Any], debounce: float,
             state.cancel.set()
             if state.task is not None:
                 state.task.cancel()
-        ls.executor.shutdown(wait=False, cancel_futures=True)
 
     return server

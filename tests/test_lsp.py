@@ -100,6 +100,19 @@ async def start(tmp: Path, capabilities: types.ClientCapabilities, folders: list
     return client
 
 
+async def close(client: LanguageClient) -> None:
+    """Shut the server down unless it exited already (pytest-lsp's stop waits for the process to end, and a failed
+    test may have left it running); kill it when it does not answer in a minute."""
+    server = client._server
+    try:
+        if server is not None and server.returncode is None:
+            await asyncio.wait_for(client.shutdown_session(), 60)
+    finally:
+        if server is not None and server.returncode is None:
+            server.kill()
+        await client.stop()
+
+
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("lsp")
@@ -115,8 +128,7 @@ async def client(home: Path):
     client = await start(home, client_capabilities("visual-studio-code"), [home / "project", home / "other"],
                          settings={"electra-detect": {}})
     yield client
-    await client.shutdown_session()
-    await client.stop()
+    await close(client)
 
 
 def open_document(client: LanguageClient, path: Path, text: str, language: str = "markdown") -> str:
@@ -289,6 +301,9 @@ async def test_a_newer_change_cancels_the_check_under_way_and_only_changed_parag
     diagnostics = await diagnostics_of(client, uri, 2)
     assert any(d.range.start.line == 1000 for d in diagnostics)  # paragraph 500, on line 2 * 500
     assert 1 not in {p.version for p in client.published if p.uri == uri}  # stale: never published
+    (logged,) = [m.message for m in client.log_messages if f"{uri} version 2: " in m.message and "blocks checked"
+                 in m.message]
+    assert int(logged.split(": ")[2].split(" of ")[0]) > 1, logged  # version 1's check stopped, not all cached
     before = len(client.log_messages)
     paragraphs[10] = "In paragraph ten, he go to the store."  # a text no other test checks
     change_document(client, uri, 3, "\n\n".join(paragraphs))
@@ -333,7 +348,7 @@ async def test_utf8_is_negotiated_and_shutdown_exits_cleanly(home: Path) -> None
         await client.shutdown_session()
         assert client._server.returncode == 0
     finally:
-        await client.stop()
+        await close(client)
 
 
 async def test_a_bad_flag_is_one_error_line() -> None:
