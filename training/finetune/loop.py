@@ -58,7 +58,9 @@ def train_loop(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
     stopped = "steps"
     model.train()
     while step < total_steps and stopped == "steps":
+        batches = 0
         for batch in epoch_batches():
+            batches += 1
             if skip:
                 skip -= 1
                 continue
@@ -80,6 +82,8 @@ def train_loop(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
             if max_minutes and time.monotonic() - started > max_minutes * 60:
                 stopped = "time"
                 break
+        if not batches:  # an empty epoch would never reach total_steps: stop rather than spin
+            break
     bar.close()
     return LoopResult(step, losses, round((time.monotonic() - started) / 60, 3), stopped)
 
