@@ -615,7 +615,8 @@ def distill(start: str | Path, out: str | Path, labelled: Sequence[tuple[Path, P
     from electra_detect.engines import usable_positions
     from electra_detect.model_dir import resolve_model_dir
     from electra_detect.training.finetune.ged_finetune import length_batches
-    from electra_detect.training.optim import build_optimizer, fine_tune_step, warmup_linear_decay
+    from electra_detect.training.finetune.loop import train_loop
+    from electra_detect.training.optim import optimizer_and_schedule
 
     config = config or DistillConfig()
     if config.subwords not in ("all", "first"):
@@ -647,31 +648,25 @@ def distill(start: str | Path, out: str | Path, labelled: Sequence[tuple[Path, P
     targets = flat.tensors(device)
     steps_per_epoch = -(-len(encoded) // config.batch_size)
     total = config.max_steps or steps_per_epoch * config.epochs
-    optimizer = build_optimizer(model, config.lr, 0.01)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, warmup_linear_decay(max(1, round(total * config.warmup_fraction)), total))
+    optimizer, scheduler = optimizer_and_schedule(model, config.lr, 0.01,
+                                                  max(1, round(total * config.warmup_fraction)), total)
     rng = random.Random(config.seed)
-    model.train()
-    step, losses, parts, started, stop = 0, [], [], time.monotonic(), "steps"
-    bar = tqdm(total=total, desc="distill train", unit="step", disable=not show_progress, mininterval=5)
-    while step < total and stop == "steps":
-        for ids, attention, rows in length_batches(encoded, config.batch_size, tokenizer.pad_token_id, rng):
-            ids, attention, rows = ids.to(device), attention.to(device), rows.to(device)
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda):  # bf16 on a GPU, fp32 weights
-                output = model(input_ids=ids, attention_mask=attention).logits
-            loss, part = distill_loss(output, rows, targets, bool(channels), config)
-            losses.append(fine_tune_step(loss, model, optimizer, scheduler))
-            parts.append(part)
-            step += 1
-            bar.update(1)
-            if step % 20 == 0:
-                bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
-            if step >= total:
-                break
-            if config.max_minutes and time.monotonic() - started > config.max_minutes * 60:
-                stop = "time"
-                break
-    bar.close()
+    parts: list[dict[str, float]] = []  # each step's loss terms, for the summary
+
+    def loss_of(batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        ids, attention, rows = (t.to(device) for t in batch)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda):  # bf16 on a GPU, fp32 weights
+            output = model(input_ids=ids, attention_mask=attention).logits
+        loss, part = distill_loss(output, rows, targets, bool(channels), config)
+        parts.append(part)
+        return loss
+
+    started = time.monotonic()
+    result = train_loop(model, optimizer, scheduler,
+                        lambda: length_batches(encoded, config.batch_size, tokenizer.pad_token_id, rng),
+                        loss_of, total, max_minutes=config.max_minutes, desc="distill train",
+                        show_progress=show_progress)
+    step, losses, stop = result.step, result.losses, result.stopped
     model.eval().cpu()
     if config.fp16:
         model.half()
