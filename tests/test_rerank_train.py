@@ -132,7 +132,7 @@ def test_reranker_file_errors(tmp_path: Path) -> None:
 def test_an_interrupted_rerank_train_resumes_to_the_same_weights(micro_run: Path, tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from electra_detect.tasks.rerank.nbest import read_nbest
-    from electra_detect.training.finetune import rerank_train
+    from electra_detect.training.finetune import loop, rerank_train
 
     lists = tmp_path / "train.json"
     lists.write_text(json.dumps(LISTS), encoding="utf-8")
@@ -140,7 +140,7 @@ def test_an_interrupted_rerank_train_resumes_to_the_same_weights(micro_run: Path
     config = rerank_train.RerankTrainConfig(epochs=1, lists_per_batch=2, checkpoint_every=1)
     whole = rerank_train.train_reranker(micro_run, tmp_path / "whole", utts, None, config, show_progress=False)
 
-    real_step, calls = rerank_train.fine_tune_step, []
+    real_step, calls = loop.fine_tune_step, []  # the one fine-tune loop takes every step
 
     def dies_on_the_third(*args, **kwargs):
         calls.append(1)
@@ -148,11 +148,11 @@ def test_an_interrupted_rerank_train_resumes_to_the_same_weights(micro_run: Path
             raise KeyboardInterrupt
         return real_step(*args, **kwargs)
 
-    monkeypatch.setattr(rerank_train, "fine_tune_step", dies_on_the_third)
+    monkeypatch.setattr(loop, "fine_tune_step", dies_on_the_third)
     with pytest.raises(KeyboardInterrupt):
         rerank_train.train_reranker(micro_run, tmp_path / "cut", utts, None, config, show_progress=False)
     assert (tmp_path / "cut.partial" / "checkpoint.pt").exists() and not (tmp_path / "cut").exists()
-    monkeypatch.setattr(rerank_train, "fine_tune_step", real_step)
+    monkeypatch.setattr(loop, "fine_tune_step", real_step)
     resumed = rerank_train.train_reranker(micro_run, tmp_path / "cut", utts, None, config, show_progress=False)
     assert resumed["steps"] == whole["steps"] == 3
     assert resumed["weights"] == pytest.approx(whole["weights"], rel=1e-5)

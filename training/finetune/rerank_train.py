@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
 from electra_detect.batching import pad_ids
 from electra_detect.engines.torch_engine import load_discriminator, replaced_logits
@@ -40,7 +39,8 @@ from electra_detect.model_dir import resolve_model_dir
 from electra_detect.tasks.rerank.listwise import COUNT_THRESHOLD, FEATURES, Reranker
 from electra_detect.tasks.rerank.nbest import Utterance
 from electra_detect.tasks.rerank.wer import hypothesis_word_errors, normalise, word_errors
-from electra_detect.training.optim import fine_tune_step, save_resumable, warmup_linear_decay
+from electra_detect.training.finetune.loop import drop_checkpoint, train_loop
+from electra_detect.training.optim import warmup_linear_decay
 
 LOSSES = ("mwer", "softmax")
 
@@ -302,6 +302,7 @@ def train_reranker(model_path: str | Path, out_dir: str | Path, train: Sequence[
 
     # Phase 3: encoder and weights together
     step, losses = 0, []
+    partial = Path(str(out_dir) + ".partial") / "checkpoint.pt"  # resumable state of an unfinished phase 3
     if not config.linear_only:
         steps_per_epoch = math.ceil(len(lists) / config.lists_per_batch)
         total = steps_per_epoch * config.epochs
@@ -311,47 +312,30 @@ def train_reranker(model_path: str | Path, out_dir: str | Path, train: Sequence[
         scorer.log_sharpness.requires_grad_(False)  # phase 2's; learned on, MWER sharpens to an argmax with no gradient
         optimizer = torch.optim.AdamW(groups, betas=(0.9, 0.999), eps=1e-6)
         schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_linear_decay(max(1, total // 10), total))
-        partial = Path(str(out_dir) + ".partial") / "checkpoint.pt"
-        if config.checkpoint_every and partial.exists():  # resume: the order is replayed from the seed
-            state = torch.load(partial, map_location="cpu", weights_only=True)
-            scorer.load_state_dict(state["scorer"])
-            optimizer.load_state_dict(state["optimizer"])
-            schedule.load_state_dict(state["schedule"])
-            torch.set_rng_state(state["torch_rng"])  # dropout continues as it would have
-            step, losses = state["step"], state["losses"]
-        bar = tqdm(total=total, initial=step, desc="rerank train", unit="step", disable=not show_progress)
-        done = 0
-        for _ in range(config.epochs):
+
+        def epoch_batches() -> Iterator[list[EncodedList]]:  # a fresh seeded order each epoch
             order = list(range(len(lists)))
             rng.shuffle(order)
             for first in range(0, len(order), config.lists_per_batch):
-                done += 1
-                if done <= step:
-                    continue
-                scorer.train()
-                t = batch_tensors([lists[i] for i in order[first:first + config.lists_per_batch]], pad)
-                real = t["labels"] >= 0
-                flat, logits = scorer.features(t["ids"], t["attention"], real, t["words"])
-                top = torch.where(t["valid"], t["asr"], torch.full_like(t["asr"], -1e9)).max(-1).values
-                asr = t["asr"] - top[:, None]  # softmax-invariant; keeps the totals small
-                totals = scorer.totals(asr, to_lists(flat, t["valid"]))
-                loss = list_loss(totals, t["errors"], t["ref_words"], t["valid"], scorer.log_sharpness.exp(),
-                                 config.loss)
-                if config.token_weight:
-                    loss = loss + config.token_weight * F.binary_cross_entropy_with_logits(
-                        logits[real], t["labels"][real].float())
-                losses.append(fine_tune_step(loss, scorer, optimizer, schedule))
-                step += 1
-                bar.update(1)
-                bar.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
-                if config.checkpoint_every and step % config.checkpoint_every == 0 and step < total:
-                    save_resumable(partial, {"scorer": scorer.state_dict(), "optimizer": optimizer.state_dict(),
-                                             "schedule": schedule.state_dict(), "torch_rng": torch.get_rng_state(),
-                                             "step": step, "losses": losses})
-        bar.close()
-        if partial.exists():
-            partial.unlink()
-            partial.parent.rmdir()
+                yield [lists[i] for i in order[first:first + config.lists_per_batch]]
+
+        def loss_of(batch: list[EncodedList]) -> torch.Tensor:
+            t = batch_tensors(batch, pad)
+            real = t["labels"] >= 0
+            flat, logits = scorer.features(t["ids"], t["attention"], real, t["words"])
+            top = torch.where(t["valid"], t["asr"], torch.full_like(t["asr"], -1e9)).max(-1).values
+            asr = t["asr"] - top[:, None]  # softmax-invariant; keeps the totals small
+            totals = scorer.totals(asr, to_lists(flat, t["valid"]))
+            loss = list_loss(totals, t["errors"], t["ref_words"], t["valid"], scorer.log_sharpness.exp(), config.loss)
+            if config.token_weight:
+                loss = loss + config.token_weight * F.binary_cross_entropy_with_logits(
+                    logits[real], t["labels"][real].float())
+            return loss
+
+        result = train_loop(scorer, optimizer, schedule, epoch_batches, loss_of, total, checkpoint=partial,
+                            checkpoint_every=config.checkpoint_every, desc="rerank train",
+                            show_progress=show_progress)
+        step, losses = result.step, result.losses
     # Phase 3b: the weights re-fitted on in-domain lists (training lists may differ from the test's voices and noise)
     if refit:
         refit_lists = [item for item in encode_lists(tokenizer, refit, config.max_length) if len(item.ids) > 1]
@@ -378,4 +362,5 @@ def train_reranker(model_path: str | Path, out_dir: str | Path, train: Sequence[
         atomic_write_json(tmp / "rerank_train.json", summary)
 
     atomic_write_dir(Path(out_dir), fill)
+    drop_checkpoint(partial)  # finished: the resumable state is no longer needed
     return summary
