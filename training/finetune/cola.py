@@ -14,13 +14,14 @@ import csv
 import math
 import random
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from sklearn.metrics import matthews_corrcoef
-from tqdm.auto import tqdm
 
+from electra_detect.training.finetune.loop import train_loop
 from electra_detect.training.optim import optimizer_and_schedule
 
 
@@ -91,21 +92,17 @@ def finetune_cola(model_dir: str | Path, train: tuple[list[str], list[int]], dev
         batch = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
         return {k: v.to(device) for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
 
-    model.train()
-    bar = tqdm(total=total, desc="cola", unit="step", disable=not show_progress)
-    for _epoch in range(config.epochs):
+    def epoch_batches() -> Iterator[list[int]]:  # the kept sentences reshuffled in place each epoch
         rng.shuffle(order)
         for first in range(0, len(order), config.batch_size):
-            chosen = order[first:first + config.batch_size]
-            target = torch.tensor([labels[i] for i in chosen], device=device)
-            loss = model(**encode([sentences[i] for i in chosen]), labels=target).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            bar.update(1)
-    bar.close()
+            yield order[first:first + config.batch_size]
+
+    def loss_of(chosen: list[int]) -> torch.Tensor:
+        target = torch.tensor([labels[i] for i in chosen], device=device)
+        return model(**encode([sentences[i] for i in chosen]), labels=target).loss
+
+    train_loop(model, optimizer, scheduler, epoch_batches, loss_of, steps_per_epoch * config.epochs, desc="cola",
+               show_progress=show_progress)  # not `total`: no sentences or no epochs train no step, as before
 
     model.eval()
     dev_sentences, dev_labels = dev
