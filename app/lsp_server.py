@@ -51,7 +51,11 @@ logger = logging.getLogger(__name__)
 
 
 class Cancelled(Exception):
-    """A check made stale by a newer change of its document."""
+    """A check made stale by a newer change of its document, after ``checked`` texts were checked (and cached)."""
+
+    def __init__(self, checked: int = 0) -> None:
+        super().__init__(f"cancelled after {checked} texts")
+        self.checked = checked
 
 
 def service_settings(detector: Any, dictionary: Path | None) -> Any:
@@ -134,16 +138,22 @@ class Checks:
             else:
                 todo.setdefault(text, []).append(index)
         errors: list[str] = []
+        done = 0
         for batch in batches(list(todo)):
             if cancel.is_set():
-                raise Cancelled
-            for text, words in zip(batch, await self._check_batch(batch, options, cancel, errors), strict=True):
+                raise Cancelled(done)
+            try:
+                checked = await self._check_batch(batch, options, cancel, errors)
+            except Cancelled:
+                raise Cancelled(done) from None
+            for text, words in zip(batch, checked, strict=True):
                 if words is None:
                     words = []
                 else:
                     self.cache[(text, options, stamp)] = words
                 for index in todo[text]:
                     found[index] = words
+            done += len(batch)
         while len(self.cache) > CACHE_BLOCKS:
             self.cache.popitem(last=False)
         return [f if f is not None else [] for f in found], errors, len(todo)
@@ -181,12 +191,26 @@ def batches(texts: list[str]) -> list[list[str]]:
 
 
 @dataclass
+class PendingCheck:
+    """A document's next check: waiting out the debounce (cancelled as a task), or under way (stopped through its
+    cancel signal, so that the service drops the model's work on it at its next step)."""
+
+    cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task | None = None
+    underway: bool = False
+
+    def stop(self, now: bool = False) -> None:
+        self.cancel.set()
+        if self.task is not None and (now or not self.underway):
+            self.task.cancel()
+
+
+@dataclass
 class DocumentState:
-    """One open document: its language, the check under way and the last published findings."""
+    """One open document: its language, its pending check and the last published findings."""
 
     language_id: str
-    task: asyncio.Task | None = None
-    cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    pending: PendingCheck | None = None
     version: int | None = None  # the version the findings are for
     findings: list[Finding] = field(default_factory=list)
     shown: set[str] = field(default_factory=set)  # error messages shown for it already
@@ -278,17 +302,16 @@ class ElectraDetectServer(LanguageServer):
         state = self.documents.get(uri)
         if state is None:
             return
-        if state.task is not None:
-            state.task.cancel()
-        state.cancel.set()
-        state.cancel = asyncio.Event()
-        state.task = asyncio.ensure_future(self.check_later(uri, state, delay, state.cancel))
+        if state.pending is not None:
+            state.pending.stop()
+        state.pending = pending = PendingCheck()
+        pending.task = asyncio.ensure_future(self.check_later(uri, state, delay, pending))
 
     def schedule_all(self) -> None:
         for uri in list(self.documents):
             self.schedule(uri, 0.0)
 
-    async def check_later(self, uri: str, state: DocumentState, delay: float, cancel: asyncio.Event) -> None:
+    async def check_later(self, uri: str, state: DocumentState, delay: float, pending: PendingCheck) -> None:
         try:
             if delay:
                 await asyncio.sleep(delay)
@@ -296,7 +319,10 @@ class ElectraDetectServer(LanguageServer):
                 await self.ready.wait()
             if self.loading is not None:
                 await asyncio.shield(self.loading)  # a newer change cancels this check, not the model's load
-            await self.check_document(uri, state, cancel)
+            if pending.cancel.is_set():
+                return
+            pending.underway = True
+            await self.check_document(uri, state, pending.cancel)
         except (asyncio.CancelledError, Cancelled):
             pass
         except Exception as exc:  # noqa: BLE001 - a bad document is a message; the server stays up
@@ -312,7 +338,12 @@ class ElectraDetectServer(LanguageServer):
         if cancel.is_set():
             return
         self.log(f"{uri} version {version}: checking {len(blocks)} blocks", types.MessageType.Log)
-        flagged, errors, checked = await self.checks.check([block.text for block in blocks], options, cancel)
+        try:
+            flagged, errors, checked = await self.checks.check([block.text for block in blocks], options, cancel)
+        except Cancelled as stopped:
+            self.log(f"{uri} version {version}: stopped by a newer change after {stopped.checked} of {len(blocks)} "
+                     f"blocks checked", types.MessageType.Log)
+            raise
         findings = await asyncio.to_thread(self.findings, text, blocks, flagged, encoding)
         if cancel.is_set() or self.documents.get(uri) is not state:
             return
@@ -492,9 +523,8 @@ def build_server(model: str, engine: dict[str, Any], debounce: float,
         uri = params.text_document.uri
         state = ls.documents.pop(uri, None)
         if state is not None:
-            state.cancel.set()
-            if state.task is not None:
-                state.task.cancel()
+            if state.pending is not None:
+                state.pending.stop(now=True)
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
@@ -517,8 +547,7 @@ def build_server(model: str, engine: dict[str, Any], debounce: float,
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: ElectraDetectServer, params: None) -> None:
         for state in ls.documents.values():
-            state.cancel.set()
-            if state.task is not None:
-                state.task.cancel()
+            if state.pending is not None:
+                state.pending.stop(now=True)
 
     return server
