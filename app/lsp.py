@@ -54,10 +54,11 @@ def run_lsp(args: argparse.Namespace) -> int:
     if args.dictionary is not None and os.path.isdir(args.dictionary):
         raise LspError(f"--dictionary {args.dictionary} is a directory")
     try:
+        import electra_detect.app.service  # noqa: F401 - the check's one path (its web-free core needs the app extra)
         from electra_detect.app.lsp_server import build_server
     except ModuleNotFoundError as exc:
-        if exc.name and exc.name.split(".")[0] in ("pygls", "lsprotocol"):
-            raise LspError(f"the language server needs {exc.name}: pip install 'electra-detect[lsp]'") from None
+        if exc.name and exc.name.split(".")[0] in ("pygls", "lsprotocol", "fastapi", "starlette", "prometheus_client"):
+            raise LspError(f"the language server needs {exc.name}: pip install 'electra-detect[app,lsp]'") from None
         raise
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="electra-detect lsp: %(message)s")
     engine = {"engine": args.engine, "variant": args.variant if args.engine != "torch" else None,
