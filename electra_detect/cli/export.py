@@ -9,7 +9,8 @@ import argparse
 import json
 import sys
 
-from electra_detect.cli import DEFAULT_MODEL, verb
+from electra_detect.cli import verb
+from electra_detect.cli.engine import add_model_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -23,8 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          ">= 99%% of tokens flagged alike); an fp16 or int8 variant that fails is dropped with a "
                          "warning (--strict: any failure exports nothing). Tokenizer, config, calibration.json and "
                          "ged.json travel with the model.")
-    p.add_argument("--model", default=DEFAULT_MODEL,
-                   help="run dir or discriminator dir (an existing export dir with --triton: only the Triton repo)")
+    add_model_arg(p, "run dir or discriminator dir (an existing export dir with --triton: only the Triton repo)")
     p.add_argument("--out", help="export dir (default: the first-use cache for MODEL's weights, where score, ged "
                                  "and serve find it; nothing is written inside MODEL)")
     p.add_argument("--variants", default=",".join(VARIANTS),

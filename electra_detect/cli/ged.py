@@ -10,6 +10,7 @@ import json
 
 from electra_detect.cli import verb
 from electra_detect.cli.engine import add_engine_args, add_model_arg, load_detector
+from electra_detect.cli.options import add_dictionary_arg, add_labelled_data_args, personal_dictionary
 
 
 def _ged_errors() -> tuple[type[BaseException], ...]:
@@ -58,17 +59,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--zero-shot", action="store_true",
                    help="evaluate the pre-trained discriminator even when the model dir holds a fine-tuned ged/")
     e.add_argument("--data", required=True, help="labelled data file")
-    e.add_argument("--format", choices=["m2", "tsv", "parallel", "bea"], required=True, dest="fmt",
-                   help="parallel: --data is the source file, --refs its corrections (ERRANT aligns them)")
-    e.add_argument("--refs", nargs="+", default=[], help="correction file(s) for --format parallel")
-    e.add_argument("--combine", choices=["first", "any", "majority"], default="first",
-                   help="how several --refs make one label per token")
+    add_labelled_data_args(e, format_required=True)
     e.add_argument("--threshold", type=float, help="fixed threshold (default: tuned, else the model's ged.json, "
                                                   "else 0.5)")
     e.add_argument("--tune-on", help="tune the threshold for max F0.5 on this file (m2/tsv/bea; same format)")
     e.add_argument("--split", action="store_true", help="tune on half of --data, report on the other half")
     e.add_argument("--seed", type=int, default=13, help="seed of the --split")
-    e.add_argument("--annotator", type=int, default=0, help="M2 annotator id whose edits are the labels")
     e.add_argument("--per-pos-thresholds", action="store_true",
                    help="also tune one threshold per universal POS tag (spaCy) on the tuning data; used when it "
                         "beats the single threshold in 2-fold cross-validation on the tuning data")
@@ -91,10 +87,7 @@ def add_ged_option_args(p: argparse.ArgumentParser) -> None:
                    help="flag only under the rules and categories given by --enable and --enable-category")
     g.add_argument("--level", choices=("default", "picky"), default="default",
                    help="picky flags more: the lower threshold tuned for it (ged.json \"levels\")")
-    g.add_argument("--dictionary", metavar="FILE",
-                   help="personal dictionary, one word a line, never flagged nor suggested (default: "
-                        "$ELECTRA_DETECT_DICTIONARY, else $XDG_CONFIG_HOME/electra-detect/dictionary.txt when it "
-                        "exists)")
+    add_dictionary_arg(g)
     g.add_argument("--word", action="append", default=[], metavar="WORD",
                    help="a word to take as right, beside the dictionary's; repeat for more")
 
@@ -107,20 +100,6 @@ def ged_options(args: argparse.Namespace, **fields) -> object:
                              disabled_rules=args.disable, enabled_rules=args.enable,
                              disabled_categories=args.disable_category, enabled_categories=args.enable_category,
                              enabled_only=args.enabled_only, words=args.word, threshold_name="--threshold", **fields)
-
-
-def personal_dictionary(path: str | None) -> object:
-    """The dictionary ``--dictionary`` names (it must exist), else the default one (which may not)."""
-    from pathlib import Path
-
-    from electra_detect.errors import CliError
-    from electra_detect.tasks.ged.dictionary import PersonalDictionary
-
-    if path is None:
-        return PersonalDictionary()
-    if not Path(path).is_file():
-        raise CliError(f"--dictionary {path}: no such file")
-    return PersonalDictionary(Path(path))
 
 
 def run_ged(args: argparse.Namespace) -> int:

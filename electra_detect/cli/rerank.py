@@ -9,11 +9,11 @@ import argparse
 
 from electra_detect.cli import verb
 from electra_detect.cli.engine import add_engine_args, add_model_arg
+from electra_detect.cli.options import add_nbest_format_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from electra_detect.errors import DetectorError, RerankError
-    from electra_detect.tasks.rerank.nbest import FORMATS
 
     p = verb(
         sub, "rerank", run_rerank, errors=(RerankError, DetectorError),
@@ -32,14 +32,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                      "`rerank train` (its learned weights are used unless --tune-on or --lm-weight is given)")
     p.add_argument("--out", help="output JSONL (written atomically: no partial file on error); default: stdout, "
                                  "a row as each chunk is scored")
-    p.add_argument("--format", choices=FORMATS, default="auto", dest="fmt")
+    add_nbest_format_arg(p)
     p.add_argument("--scores", help="Kaldi format: file of 'UTT-N SCORE' lines (log-likelihood, higher = better)")
     p.add_argument("--refs", help="Kaldi and ESPnet formats: reference 'text' file (UTT words) for WER")
     weights = p.add_mutually_exclusive_group()
     weights.add_argument("--tune-on", metavar="DEV", help="tune lm/length weights on this n-best file by WER")
     weights.add_argument("--lm-weight", type=float, help="lambda: weight of the sentence score (default 1.0)")
     p.add_argument("--length-weight", type=float, help="beta: weight per word (default 0; tuned with --tune-on)")
-    p.add_argument("--dev-format", choices=FORMATS, default="auto")
+    add_nbest_format_arg(p, "--dev-format", "dev_format")
     p.add_argument("--dev-scores", help="Kaldi-format dev: scores file")
     p.add_argument("--dev-refs", help="Kaldi or ESPnet dev: reference text file (needed to tune)")
     p.add_argument("--score", choices=["sum", "mean"], default="sum",

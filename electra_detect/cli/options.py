@@ -1,0 +1,64 @@
+"""Options several verbs share, each defined once: labelled GED data (``--format``, ``--refs``, ``--combine``,
+``--annotator``), the personal dictionary (``--dictionary``) and an n-best list's ``--format``. The model and
+engine options are in :mod:`electra_detect.cli.engine`. Other layers' verbs (``ged train``, ``calibrate``,
+``pos-bias``, ``serve``, ``demo``, ``rerank train``) add them the same way, so a flag reads alike on every verb.
+
+Only argparse at the top: the CLI imports every verb module at start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+LABELLED_FORMATS = ("m2", "tsv", "parallel", "bea")
+COMBINE_CHOICES = ("first", "any", "majority")
+COMBINE_DEFAULT = "first"  # the one default: ged eval and ged train label alike
+DICTIONARY_HELP = ("personal dictionary, one word a line, never flagged nor suggested, read again when it changes "
+                   "(default: $ELECTRA_DETECT_DICTIONARY, else $XDG_CONFIG_HOME/electra-detect/dictionary.txt when it "
+                   "exists; docs/writers.md)")
+
+
+def add_labelled_data_args(p: Any, *, format_required: bool = False, annotator: bool = True,
+                           format_help: str | None = None) -> None:
+    """``--format`` (``args.fmt``; m2 unless ``format_required``), ``--refs`` and ``--combine`` (several corrections
+    made one label), and ``--annotator`` (an M2 annotator's edits) where the verb reads M2."""
+    p.add_argument("--format", choices=LABELLED_FORMATS, dest="fmt", required=format_required,
+                   default=None if format_required else "m2",
+                   help=format_help or "labelled data format: m2, token tsv, parallel (source text with --refs, "
+                                       "aligned by ERRANT) or bea (BEA-2019 JSON essays, as FCE ships)"
+                                       + ("" if format_required else "; default m2"))
+    p.add_argument("--refs", nargs="+", default=[], help="correction file(s) for --format parallel")
+    p.add_argument("--combine", choices=COMBINE_CHOICES, default=COMBINE_DEFAULT,
+                   help=f"how several --refs make one label per token: {COMBINE_DEFAULT} (default); first, the first "
+                        "reference's; any, wrong where any reference edits it; majority, where most do")
+    if annotator:
+        p.add_argument("--annotator", type=int, default=0, help="M2 annotator id whose edits are the labels")
+
+
+def add_dictionary_arg(p: Any, help: str = DICTIONARY_HELP) -> None:
+    """``--dictionary FILE``: the personal dictionary every front reads."""
+    p.add_argument("--dictionary", metavar="FILE", help=help)
+
+
+def personal_dictionary(path: str | None) -> Any:
+    """The dictionary ``--dictionary`` names (it must exist), else the default one (which may not)."""
+    from pathlib import Path
+
+    from electra_detect.errors import CliError
+    from electra_detect.tasks.ged.dictionary import PersonalDictionary
+
+    if path is None:
+        return PersonalDictionary()
+    if not Path(path).is_file():
+        raise CliError(f"--dictionary {path}: no such file")
+    return PersonalDictionary(Path(path))
+
+
+def add_nbest_format_arg(p: argparse.ArgumentParser, flag: str = "--format", dest: str = "fmt") -> None:
+    """An n-best list's format (``rerank``, ``rerank train``): auto (by its content) unless given."""
+    from electra_detect.tasks.rerank.nbest import FORMATS
+
+    p.add_argument(flag, choices=FORMATS, default="auto", dest=dest,
+                   help="n-best format: auto (default: by the content), or one of " + ", ".join(
+                       f for f in FORMATS if f != "auto"))
