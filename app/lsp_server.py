@@ -43,6 +43,8 @@ CLIENT = "lsp"  # the service's fairness unit for this front
 CACHE_BLOCKS = 20_000  # blocks whose flags are kept (a few hundred bytes each): many long documents' worth
 BATCH_TEXTS, BATCH_CHARS = 16, 8_000  # one Service.check: what a cancelled check has cached when it stops
 CONFIGURATION_WAIT_S = 5.0  # a client that never answers workspace/configuration does not stall the first check
+DOCUMENTS_AT_ONCE = 8  # documents checked at a time (many open ones re-checked at once wait their turn, well within
+# the service's requests per client, 64); their batches share the model a step at a time
 # One writer's server: a document is checked whole however long (the HTTP server's per-request caps guard a shared
 # server; here a long paragraph must not be refused), within an hour a batch.
 LIMIT_TOKENS, TIMEOUT_S = 1 << 24, 3600.0
@@ -227,6 +229,7 @@ class ElectraDetectServer(LanguageServer):
         self.settings = LspSettings()
         self.checks = Checks(engine)
         self.loading: asyncio.Task | None = None  # the model's load; checks wait for it
+        self.turns: asyncio.Semaphore | None = None  # DOCUMENTS_AT_ONCE (made in the loop)
         self.documents: dict[str, DocumentState] = {}
         self.workspace_files: dict[Path, WorkspaceFile] = {}
         self.ready: asyncio.Event | None = None  # set once the first settings are applied (made in the loop)
@@ -321,8 +324,13 @@ class ElectraDetectServer(LanguageServer):
                 await asyncio.shield(self.loading)  # a newer change cancels this check, not the model's load
             if pending.cancel.is_set():
                 return
-            pending.underway = True
-            await self.check_document(uri, state, pending.cancel)
+            if self.turns is None:
+                self.turns = asyncio.Semaphore(DOCUMENTS_AT_ONCE)
+            async with self.turns:
+                if pending.cancel.is_set():
+                    return
+                pending.underway = True
+                await self.check_document(uri, state, pending.cancel)
         except (asyncio.CancelledError, Cancelled):
             pass
         except Exception as exc:  # noqa: BLE001 - a bad document is a message; the server stays up

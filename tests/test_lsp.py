@@ -317,6 +317,17 @@ async def test_a_newer_change_cancels_the_check_under_way_and_only_changed_parag
     assert "1 of 1000 blocks checked" in logged[0]
 
 
+async def test_many_documents_opened_at_once_are_all_checked(client: LanguageClient, home: Path) -> None:
+    """More open documents than the service takes requests from one client at a time (64): all checked, none
+    refused."""
+    shown = len(client.messages)
+    uris = [open_document(client, home / "project" / f"many{i}.md", f"On day {i} he go to the store.\n")
+            for i in range(80)]
+    for uri in uris:
+        assert [d.data["word"] for d in await diagnostics_of(client, uri, 1)] == ["go"]
+    assert client.messages[shown:] == []
+
+
 async def test_a_bad_document_is_a_message_and_the_server_stays_up(client: LanguageClient, home: Path) -> None:
     shown = len(client.messages)
     text = f"A lone surrogate \ud800 here.\n\n{SENTENCE}\n"  # JSON carries it; no text encoding does
