@@ -110,12 +110,14 @@ class EditTags:
     and its inflection table. ``names``, ``operations`` and ``mains`` are arrays by channel index, one longer than
     the channels: index -1 is the fallback for a word whose tag was not decoded."""
 
-    def __init__(self, channels: list[str], types: dict[str, str], inflections: Inflections) -> None:
+    def __init__(self, channels: list[str], types: dict[str, str], inflections: Inflections,
+                 deleted_types: dict[str, str] | None = None) -> None:
         import numpy as np
 
         self.channels = channels
         self.types = types
         self.inflections = inflections
+        self.deleted_types = deleted_types or {}  # a deleted word's type (U:DET for *the*), else $DELETE's
         names = [*channels, FALLBACK_TAG]
         full = [types.get(t) or f"{operation(t) or 'R'}:OTHER" for t in names]
         self.names = np.array(names, dtype=object)
@@ -126,13 +128,16 @@ class EditTags:
     def load(cls, model_dir: str | Path, channels: list[str]) -> EditTags:
         """The vocabulary of a model whose channels after ``error`` are ``channels`` (``tag:$KEEP``, ...)."""
         path = Path(model_dir) / TAGS_FILE
-        types = json.loads(path.read_text(encoding="utf-8"))["types"] if path.exists() else {}
-        return cls([c[len(TAG_PREFIX):] for c in channels], types, Inflections.load(model_dir))
+        data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        return cls([c[len(TAG_PREFIX):] for c in channels], data.get("types", {}), Inflections.load(model_dir),
+                   data.get("deleted_types", {}))
 
     def edit(self, tag: str, word: str) -> TagEdit:
         """The edit ``tag`` makes at ``word``."""
         op = operation(tag) or "R"
         full = self.types.get(tag) or f"{op}:OTHER"
+        if tag == DELETE:
+            full = self.deleted_types.get(word.lower(), full)
         replacement: str | None = None
         if tag == DELETE:
             replacement = ""

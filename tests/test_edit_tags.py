@@ -92,8 +92,11 @@ def test_corrected_sentence_applies_edits_inside_and_leaves_out_the_rest():
 
 def test_vocabulary_types_and_round_trip(tmp_path):
     sentences = [TaggedSentence(["a", "cat"], [1, 0], ["$DELETE", "$KEEP"], [GedEdit(0, 1, "", "U:DET")])] * 3
-    tags, types, counts = build_vocabulary(sentences, min_count=3)
-    assert tags[:3] == ["$KEEP", "$DELETE", "$SPELL"] and types["$DELETE"] == "U:DET" and counts["$DELETE"] == 3
+    merged = TaggedSentence(["every", "one"], [1, 1], ["$REPLACE_everyone", "$DELETE"],
+                            [GedEdit(0, 2, "everyone", "R:ORTH")])  # a merge's deleted half is not a deletion
+    tags, types, counts, deleted = build_vocabulary([*sentences, merged, merged, merged, merged], min_count=3)
+    assert tags[:3] == ["$KEEP", "$DELETE", "$SPELL"] and types["$DELETE"] == "U:DET" and counts["$DELETE"] == 7
+    assert deleted == {"a": "U:DET"}
     write_tagged(tmp_path / "t.jsonl", sentences)
     again = read_tagged(tmp_path / "t.jsonl")
     assert again[0].tags == sentences[0].tags and again[0].edits[0].type == "U:DET"
@@ -114,9 +117,9 @@ def test_essay_halves_are_disjoint_and_fixed():
 @pytest.fixture(scope="module")
 def tags() -> EditTags:
     table = inflection_table(["go", "goes", "went", "cat", "cats", "is", "are"])
-    types = {"$INSERT_,": "M:PUNCT", "$INSERT_a": "M:DET", "$DELETE": "U:DET", "$FORM_VBZ": "R:VERB:SVA",
+    types = {"$INSERT_,": "M:PUNCT", "$INSERT_a": "M:DET", "$DELETE": "U:PUNCT", "$FORM_VBZ": "R:VERB:SVA",
              "$FORM_VBD": "R:VERB:TENSE", "$SPELL": "R:SPELL", "$REPLACE_in": "R:PREP"}
-    return EditTags(["$KEEP", *types], types, Inflections(table["lemmas"], table["forms"]))
+    return EditTags(["$KEEP", *types], types, Inflections(table["lemmas"], table["forms"]), {"the": "U:DET"})
 
 
 def apply(text: str, suggestion) -> str:

@@ -119,32 +119,67 @@ def test_typed_finetune_learns_operations(tmp_path: Path, micro_run: Path) -> No
 def test_an_interrupted_finetune_resumes_to_the_same_weights(tmp_path: Path, micro_run: Path, monkeypatch) -> None:
     from safetensors.torch import load_file
 
-    from electra_detect.training.finetune import ged_finetune
+    from electra_detect.training.finetune import loop
 
     sentences = [s.split() for s in synthetic_text(40, seed=2).replace(".", " .").split(" .") if s.strip()]
     train = [GedSentence(tokens, [int(t == "house") for t in tokens], [[] for _ in tokens]) for tokens in sentences]
     config = FinetuneConfig(epochs=2, batch_size=8, lr=1e-3, checkpoint_every=2)
     finetune(micro_run, tmp_path / "whole", train, config=config, show_progress=False)
 
-    save = ged_finetune.save_resumable
+    save = loop.save_resumable  # the one fine-tune loop saves the resumable state
 
     def save_then_die(path, state):  # the run is killed right after its second checkpoint
         save(path, state)
         if state["step"] == 4:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(ged_finetune, "save_resumable", save_then_die)
+    monkeypatch.setattr(loop, "save_resumable", save_then_die)
     try:
         finetune(micro_run, tmp_path / "resumed", train, config=config, show_progress=False)
     except KeyboardInterrupt:
         pass
     assert not (tmp_path / "resumed").exists() and (tmp_path / "resumed.partial" / "checkpoint.pt").exists()
-    monkeypatch.setattr(ged_finetune, "save_resumable", save)
+    monkeypatch.setattr(loop, "save_resumable", save)
     summary = finetune(micro_run, tmp_path / "resumed", train, config=config, show_progress=False)
     assert summary["steps"] > 4 and not (tmp_path / "resumed.partial").exists()
     whole = load_file(str(tmp_path / "whole" / "model.safetensors"))
     resumed = load_file(str(tmp_path / "resumed" / "model.safetensors"))
     assert all(torch_allclose(whole[k], resumed[k]) for k in whole)
+
+
+def test_tag_finetune_names_the_edit_in_every_engine(tmp_path: Path, micro_run: Path) -> None:
+    """A tag head trained beside detection (``tags``): the Detector's words carry their tag, the check tells the
+    writer the tag's edit (message, suggestion, type) without ERRANT, and the ONNX export agrees on the tags."""
+    from electra_detect.tasks.ged.check import GedChecker
+    from electra_detect.tasks.ged.options import build_ged_options
+    from electra_detect.training.finetune.edit_tag_data import write_tag_files
+
+    sentences = [s.split() for s in synthetic_text(160, seed=5).replace(".", " .").split(" .") if s.strip()]
+    tags = {"house": "$FORM_NNS", "red": "$DELETE"}
+    train = [GedSentence(tokens, [int(t in tags) for t in tokens], [[] for _ in tokens],
+                         tags=[tags.get(t, "$KEEP") for t in tokens]) for tokens in sentences]
+    config = FinetuneConfig(epochs=4, batch_size=16, lr=3e-3, tags=("$KEEP", "$DELETE", "$FORM_NNS"),
+                            tag_weight=1.0)  # a tiny model: full weight
+    finetune(micro_run, tmp_path / "ged", train, config=config, show_progress=False)
+    write_tag_files(tmp_path / "ged", config.tags, {"$DELETE": "U:ADJ", "$FORM_NNS": "R:NOUN:NUM"}, {}, {},
+                    ["house", "houses", "red"], source="test")
+    text = "My sister painted a red house."
+    detector = Detector.load(tmp_path / "ged")
+    words = {w.word: w for w in detector.score(text)[0].words}
+    assert (words["house"].tag, words["red"].tag) == ("$FORM_NNS", "$DELETE")
+    assert (words["house"].operation, words["house"].error_type, words["red"].operation) == ("R", "NOUN:NUM", "U")
+    checked = GedChecker(detector).check_texts([text], build_ged_options(threshold=0.5, use_dictionary_file=False))
+    told = {w.word: w for w in checked[0]}
+    assert told["house"].message == "Noun number: *house* may need to be *houses*."
+    assert told["house"].best.value == "houses" and told["red"].message == "Adjective: *red* may be unnecessary."
+    assert not GedChecker(detector).typer.__dict__.get("annotator")  # ERRANT was never loaded
+
+    from electra_detect.onnx.export import export_model
+
+    report = export_model(tmp_path / "ged", variants=["fp32"], progress=False)
+    assert report.parity["variants"]["fp32"]["tag_agreement"] == 1.0
+    onnx_words = {w.word: w for w in Detector.load(tmp_path / "ged", engine="onnx").score(text)[0].words}
+    assert [w.tag for w in onnx_words.values()] == [w.tag for w in words.values()]
 
 
 def torch_allclose(a, b) -> bool:

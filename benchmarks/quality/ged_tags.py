@@ -1,7 +1,7 @@
 """What the writer is told, measured: detection, types, operations and suggestions of GED models side by side on the
 report halves (issue 59's goals), with ERRANT's types on FCE dev.
 
-    python -m benchmarks.quality.ged_tags --data runs/tags --jfleg ../shared/data/jfleg \\
+    python -m benchmarks.quality.ged_tags --data runs/tags --jfleg ../shared/data/jfleg/dev \\
         --model today=models/electra-minilm/ged --model tagged=runs/tagged/ged
 
 FCE dev is split by essay (``edit_tag_data.essay_halves``, seed 13), one split for its MultiGED TSV, its BEA JSON
@@ -155,7 +155,7 @@ def table(results: dict[str, Any]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=Path("runs/tags"), help="edit_tag_data's FCE dev halves")
-    parser.add_argument("--jfleg", type=Path, default=Path("../shared/data/jfleg"))
+    parser.add_argument("--jfleg", type=Path, default=Path("../shared/data/jfleg/dev"))
     parser.add_argument("--model", action="append", required=True, metavar="NAME=PATH")
     parser.add_argument("--engine", default="torch")
     parser.add_argument("--out", type=Path, default=OUT)

@@ -105,7 +105,7 @@ class GedChecker:
     def tagged(self) -> bool:
         """Whether the model names each flagged word's edit (a tag model): its types, messages and suggestions come
         from the tags, and neither the candidate search nor ERRANT runs."""
-        return self.detector.edit_tags is not None
+        return getattr(self.detector, "edit_tags", None) is not None
 
     def preload(self) -> threading.Thread | None:
         """Load what typing by edits needs (spaCy, ERRANT, lemminflect's tables: seconds) in a background thread,
@@ -225,8 +225,11 @@ class GedChecker:
         for word in words:
             if word.tag is None:
                 continue
-            _edit, suggestion, word.explanation = told(text, word.start, word.end, word.tag, tags,
-                                                       self.suggester.spellings)
+            edit, suggestion, word.explanation = told(text, word.start, word.end, word.tag, tags,
+                                                      self.suggester.spellings)
+            op, main = edit.type.split(":", 1)
+            if (op, main) != (word.operation, word.type):  # a deletion's type is the deleted word's
+                word.retype(op, main, "model")
             word.best = suggestion
             word.suggestions = [suggestion] if suggestion is not None else []
 
