@@ -20,6 +20,7 @@ from electra_detect.tasks.ged.dictionary import MAX_REQUEST_WORDS, request_words
 from electra_detect.tasks.ged.flags import FlaggedWord
 from electra_detect.tasks.ged.options import GedOptions, build_ged_options
 from electra_detect.tasks.ged.rule_table import MAIN_TYPES, Rule
+from electra_detect.tasks.ged.tag_edits import over_word
 
 SOFTWARE = {"name": "electra-detect", "buildDate": "", "apiVersion": 1, "premium": False, "status": ""}
 LANGUAGES = [{"name": "English", "code": "en", "longCode": "en"},
@@ -182,7 +183,8 @@ def matches(document: Document, flagged: list[FlaggedWord]) -> list[dict[str, An
     sentences = sentence_spans(original)  # each match's sentence, as the Detector split the text to score it
     found, seen = [], set()
     for word in flagged:
-        suggestions = word.suggestions or []
+        # an insertion (a tag model's missing word) is a replacement over the flagged word here, as LanguageTool's is
+        suggestions = [over_word(document.checked, word.start, word.end, s) for s in word.suggestions or []]
         span = document.to_original(word.start, word.end)
         if suggestions:
             target = (suggestions[0].start, suggestions[0].end)
