@@ -14,23 +14,17 @@ from dataclasses import replace
 from electra_detect.app.settings import ServerSettings, read_keys_file, serve_flags
 from electra_detect.cli import DEFAULT_MODEL, verb
 from electra_detect.cli.engine import add_engine_args, add_model_arg
+from electra_detect.errors import UserError
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-class ServeError(ValueError):
+class ServeError(UserError, ValueError):
     """A setting the server cannot run with."""
 
 
-def _serve_errors() -> tuple[type[BaseException], ...]:
-    from electra_detect.app.settings import SettingsError
-    from electra_detect.errors import DetectorError
-
-    return ServeError, SettingsError, DetectorError, OSError
-
-
 def add_serve(sub: argparse._SubParsersAction) -> None:
-    p = verb(sub, "serve", run_serve, errors=_serve_errors,
+    p = verb(sub, "serve", run_serve,
              help="HTTP server: /v1/score, /v1/ged, /v1/rerank, /healthz, /metrics, /docs",
              description="Serve a model over HTTP with micro-batching. Runs onnxruntime (the model's ONNX export, or "
                          "one made once and cached); --engine torch serves the PyTorch weights instead. "
@@ -100,7 +94,10 @@ def run_serve(args: argparse.Namespace) -> int:
           f"provider {engine.provider}, variant {getattr(engine, 'variant', '-')}, "
           f"batching {f'{args.max_batch} texts / {args.max_wait_ms:g} ms' if batching else 'off'}); "
           f"{'docs at /docs' if args.docs else 'schema at /openapi.json'}", file=sys.stderr, flush=True)
-    serve(detector, settings, args.host, args.port, args.log_level)
+    try:
+        serve(detector, settings, args.host, args.port, args.log_level)
+    except OSError as exc:  # the server could not bind its address (serve says which): one error line, as a flag
+        raise ServeError(str(exc)) from None
     return 0
 
 
@@ -112,7 +109,7 @@ def check_dictionary(path: str | None) -> None:
 
 def add_demo(sub: argparse._SubParsersAction) -> None:
     """The ``demo`` verb: the Gradio page over one Detector."""
-    p = verb(sub, "demo", run_demo, errors=_demo_errors,
+    p = verb(sub, "demo", run_demo,
              help="browser demo: words coloured by replaced probability, GED spans, reranking",
              description="Start the Gradio demo on this machine (offline; binds 127.0.0.1 by default).")
     add_model_arg(p, help=f"run dir or discriminator dir (default {DEFAULT_MODEL})")
@@ -137,13 +134,6 @@ def add_demo(sub: argparse._SubParsersAction) -> None:
                    help="jobs that may wait; more are told the queue is full at once (default 16)")
     p.add_argument("--concurrency", type=int, default=1,
                    help="jobs run at a time (default 1: the model scores one request at a time anyway)")
-
-
-def _demo_errors() -> tuple[type[BaseException], ...]:
-    from electra_detect.app.demo import DemoError  # stdlib-only at import time; gradio loads inside run_demo()
-    from electra_detect.errors import DetectorError
-
-    return DemoError, DetectorError
 
 
 def run_demo(args: argparse.Namespace) -> int:

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from electra_detect.errors import UserError
+
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported anywhere
 
 MAX_CHARS = 5_000  # one page of text; longer input is refused with a message (the CLI scores files)
@@ -147,7 +149,7 @@ def parse_auth(pairs: list[str] | None = None, auth_file: str | Path | None = No
     return found
 
 
-class DemoError(ValueError):
+class DemoError(UserError, ValueError):
     """The demo cannot start (bad model dir, engine, port); printed as one ``error:`` line."""
 
 

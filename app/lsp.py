@@ -12,16 +12,17 @@ import sys
 
 from electra_detect.cli import verb
 from electra_detect.cli.engine import add_engine_args, add_model_arg
+from electra_detect.errors import UserError
 
 DEFAULT_DEBOUNCE_S = 0.3
 
 
-class LspError(ValueError):
+class LspError(UserError, ValueError):
     """A flag the language server cannot start with."""
 
 
 def add_lsp(sub: argparse._SubParsersAction) -> None:
-    p = verb(sub, "lsp", run_lsp, errors=(LspError,),
+    p = verb(sub, "lsp", run_lsp,
              help="language server for editors (stdio): diagnostics, quick fixes, dictionary, rules",
              description="Serve the GED check to an editor over the Language Server Protocol on stdin/stdout: "
                          "diagnostics per document (Markdown and LaTeX read as prose with markup around it), each "

@@ -24,6 +24,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from electra_detect.errors import UserError
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.tasks.ged.options import GedOptions, build_ged_options
 
@@ -36,7 +37,7 @@ _LISTS = {"disabledRules": "disabled_rules", "enabledRules": "enabled_rules",
 _STRINGS = {"level": "level", "dictionary": "dictionary", "model": "model", "diagnosticSeverity": "severity"}
 
 
-class SettingsError(ValueError):
+class SettingsError(UserError, ValueError):
     """Settings or a workspace file the server cannot use; the message is one line for the editor to show."""
 
 

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from electra_detect.errors import UserError
+
 MIN_KEY_CHARS = 8  # an API key shorter than this is refused (guessable)
 
 
-class SettingsError(ValueError):
+class SettingsError(UserError, ValueError):
     """A setting the server cannot run with (its message names the flag)."""
 
 

@@ -11,14 +11,8 @@ from electra_detect.calibration import CalibrationError
 from electra_detect.cli import DEFAULT_MODEL, verb
 
 
-def _errors() -> tuple[type[BaseException], ...]:
-    from electra_detect.errors import DetectorError, GedDataError
-
-    return CalibrationError, DetectorError, GedDataError
-
-
 def add_calibrate(sub: argparse._SubParsersAction) -> None:
-    p = verb(sub, "calibrate", run_calibrate, errors=_errors,
+    p = verb(sub, "calibrate", run_calibrate,
              help="fit calibration of replaced probabilities; writes calibration.json",
              description="Fit temperature / Platt / isotonic calibration on half of the data and report "
                          "ECE, MCE, Brier, NLL and AUC on the other half, raw and calibrated. Source rtd: "
@@ -51,7 +45,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def add_pos_bias(sub: argparse._SubParsersAction) -> None:
-    p = verb(sub, "pos-bias", run_pos_bias, errors=_errors,
+    p = verb(sub, "pos-bias", run_pos_bias,
              help="replaced probability, false-positive rate and recall per part of speech",
              description="Tag words with spaCy and report per universal POS tag, with sentence-bootstrap "
                          "intervals and Holm-corrected tests against the overall rate (JSON, Markdown, PNG). "

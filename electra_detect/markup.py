@@ -25,6 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from electra_detect.errors import MarkupError  # defined with the other user errors; importable from here too
+
 MARKUPS = ("text", "markdown", "latex")
 # What code, math, URLs and citations read as: of ten stand-ins tried in 22 sentence frames with the shipped model
 # ("X", "1", "Foo", "it", "this", "code", "something", ...), "X" left its neighbours' scores lowest (mean top
@@ -36,10 +38,6 @@ LATEX_SUFFIXES = frozenset({".tex", ".latex", ".ltx"})
 MARKDOWN_LANGUAGE_IDS = frozenset({"markdown", "mdx", "quarto", "rmd", "rmarkdown"})
 LATEX_LANGUAGE_IDS = frozenset({"latex", "tex", "plaintex", "context", "bibtex"})
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # markdown-it's own line splitting (its normalize step)
-
-
-class MarkupError(ValueError):
-    """A markup name this layer does not know (fronts report it as a bad request or an ``error:`` line)."""
 
 
 @dataclass(frozen=True)

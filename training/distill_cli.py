@@ -15,12 +15,6 @@ from electra_detect.cli import verb
 from electra_detect.training.cli import no_subverb, positive_int
 
 
-def _errors() -> tuple[type[BaseException], ...]:
-    from electra_detect.errors import DetectorError, GedDataError
-
-    return DetectorError, GedDataError
-
-
 def _count(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -29,7 +23,7 @@ def _count(text: str) -> int:
 
 
 def add_distill(sub: argparse._SubParsersAction) -> None:
-    p = verb(sub, "distill", no_subverb, errors=_errors,
+    p = verb(sub, "distill", no_subverb,
              help="distil a large GED teacher into a small student (text sets, teacher labels, student training)",
              description="Three steps: `distill text` writes the text to label (learner sentences in two halves, "
                          "corpus sentences with realistic errors, clean ones); `distill label` runs the teacher(s) "

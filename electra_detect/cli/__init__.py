@@ -5,9 +5,10 @@ The core's verbs (score, ged, rerank, export) live in this package; each layer r
 ``electra_detect.calibration.cli``; serve and demo in ``electra_detect.app.cli``) through the
 ``electra_detect.verbs`` entry-point group, so the core never names a module above it.
 
-A verb is a function ``add_parser(sub)`` that adds its sub-parser with ``verb(...)``: the plain function
-that runs it and the exception types it reports as one ``error:`` line on stderr (exit 2). Verb modules
-import only argparse at the top: ``electra-detect score`` never loads the trainer.
+A verb is a function ``add_parser(sub)`` that adds its sub-parser with ``verb(...)`` and the plain function
+that runs it. Whatever the verb, a failure the user can fix (``electra_detect.errors.UserError``, or a file that
+cannot be found or opened) is one ``error:`` line on stderr (exit 2); anything else is a bug and keeps its
+traceback. Verb modules import only argparse at the top: ``electra-detect score`` never loads the trainer.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
+
+from electra_detect.errors import UserError
 
 # The shipped default model lives in the checkout (it is not in the wheel); without it, `make quickstart`'s run.
 SHIPPED_MODEL = Path(__file__).resolve().parents[2] / "models" / "electra-minilm"
@@ -27,29 +30,16 @@ DEFAULT_MODEL = os.environ.get("ELECTRA_DETECT_MODEL") or (
 VERB_GROUP = "electra_detect.verbs"
 CORE_VERBS = ("electra_detect.cli.score", "electra_detect.cli.ged", "electra_detect.cli.rerank",
               "electra_detect.cli.export")
-# Errors every verb reports as one line: a bad flag value, a file it cannot open.
-COMMON_ERRORS: tuple[type[BaseException], ...] = (FileNotFoundError, PermissionError)
-
-
-Errors = Iterable[type[BaseException]] | Callable[[], Iterable[type[BaseException]]]
+# What every verb reports as one line: the user errors of every layer, a file it cannot find or open.
+USER_ERRORS: tuple[type[BaseException], ...] = (UserError, FileNotFoundError, PermissionError)
 
 
 def verb(sub: argparse._SubParsersAction, name: str, run: Callable[[argparse.Namespace], int],
-         errors: Errors = (), **kwargs) -> argparse.ArgumentParser:
-    """Add verb ``name``: ``run(args)`` does the work; ``errors`` are the exception types it turns into one
-    ``error:`` line (exit 2), or a function returning them (called only when the verb runs, for types whose
-    modules are heavy); anything else is a bug and keeps its traceback."""
+         **kwargs) -> argparse.ArgumentParser:
+    """Add verb ``name``: ``run(args)`` does the work."""
     parser = sub.add_parser(name, **kwargs)
-    parser.set_defaults(func=run, known_errors=errors)
+    parser.set_defaults(func=run)
     return parser
-
-
-def known_errors(args: argparse.Namespace) -> tuple[type[BaseException], ...]:
-    """The exception types the chosen verb reports as one ``error:`` line."""
-    from electra_detect.errors import CliError
-
-    errors = args.known_errors() if callable(args.known_errors) else args.known_errors
-    return (CliError, *COMMON_ERRORS, *errors)
 
 
 def _layer_verbs() -> list[Callable[[argparse._SubParsersAction], None]]:
@@ -87,10 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:2] == ["rerank", "train"]:  # `rerank train`; a list file named train is ./train
         argv = ["rerank-train", *argv[2:]]
     args = build_parser().parse_args(argv)
-    errors = known_errors(args)
     try:
         return args.func(args)
-    except errors as exc:
+    except USER_ERRORS as exc:
         return fail(str(exc))
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as Python's docs advise
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when stdout is flushed

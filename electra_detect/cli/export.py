@@ -14,10 +14,9 @@ from electra_detect.cli.engine import add_model_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from electra_detect.errors import DetectorError, ExportError
     from electra_detect.onnx.export import VARIANTS  # light: numpy and the detector module, no torch
 
-    p = verb(sub, "export", run, errors=(ExportError, DetectorError),
+    p = verb(sub, "export", run,
              help="export the discriminator to ONNX (fp32, optimized, fp16, int8) with parity",
              description="Export a discriminator (pre-trained or GED fine-tuned) to ONNX. Each variant is "
                          "checked against PyTorch on held-out text (fp32: max |Δlogit| <= 1e-4; fp16/int8: "

@@ -13,19 +13,10 @@ from electra_detect.cli.engine import add_engine_args, add_model_arg, load_detec
 from electra_detect.cli.options import add_dictionary_arg, add_labelled_data_args, personal_dictionary
 
 
-def _ged_errors() -> tuple[type[BaseException], ...]:
-    from electra_detect.errors import DetectorError, GedDataError, RulesUnavailable
-    from electra_detect.markup import MarkupError
-    from electra_detect.tasks.ged.options import GedOptionsError
-
-    return DetectorError, GedDataError, RulesUnavailable, GedOptionsError, MarkupError
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from electra_detect.errors import DetectorError, GedDataError
     from electra_detect.markup import MARKUPS  # light: the parsers load when a document is read
 
-    p = verb(sub, "ged", run_ged, errors=_ged_errors,
+    p = verb(sub, "ged", run_ged,
              help="flag grammatical errors in text (JSON lines out); `ged eval` scores a data set",
              description="Grammatical error detection: words whose replaced probability is >= --threshold are "
                          "flagged, each with its error type, rule, category and message (docs/ged_rules.md). "
@@ -50,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_ged_option_args(p)
     add_engine_args(p, device=True, processes=True)
 
-    e = verb(sub, "ged-eval", run_eval, errors=(DetectorError, GedDataError),
+    e = verb(sub, "ged-eval", run_eval,
              help="evaluate GED on labelled data (also spelled `ged eval`)",
              description="Token-level precision, recall, F0.5 and average precision on M2 or token-TSV "
                          "data. The threshold is given, tuned on --tune-on, or tuned on a fixed-seed half "

@@ -13,10 +13,8 @@ from electra_detect.cli.options import add_nbest_format_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from electra_detect.errors import DetectorError, RerankError
-
     p = verb(
-        sub, "rerank", run_rerank, errors=(RerankError, DetectorError),
+        sub, "rerank", run_rerank,
         help="rerank ASR n-best lists: total = asr + lm_weight * ELECTRA score + length_weight * words",
         description="Rescore every hypothesis of an n-best list with the Detector's sentence score, fuse it with the "
                     "recogniser's score, and write one JSONL row per utterance (every hypothesis's component scores "

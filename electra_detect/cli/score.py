@@ -9,9 +9,7 @@ from electra_detect.cli.engine import add_engine_args, add_model_arg, load_detec
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from electra_detect.errors import DetectorError
-
-    p = verb(sub, "score", run, errors=(DetectorError,), help="per-token replaced probabilities for text",
+    p = verb(sub, "score", run, help="per-token replaced probabilities for text",
              description="Score text with a discriminator and highlight suspicious words.")
     p.add_argument("text", nargs="*", help="text(s) to score")
     add_model_arg(p, f"run dir or discriminator dir (default {DEFAULT_MODEL})")

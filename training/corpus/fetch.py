@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+from electra_detect.errors import UserError
+
 if TYPE_CHECKING:  # annotations only: sources.py imports this module for the Debian package list
     from electra_detect.training.corpus.sources import Source
 
 
-class FetchError(RuntimeError):
+class FetchError(UserError, RuntimeError):
     """A source could not be fetched or unpacked (reported and skipped by the build)."""
 
 

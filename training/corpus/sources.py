@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from electra_detect.errors import UserError
+
 # Build-time mixing weights per group: how many times the loader reads a group's shards. The modern
 # general block is upsampled so that API documentation (most of the volume) does not dominate.
 GROUP_WEIGHTS: dict[str, int] = {"general": 3, "literature": 2, "technical": 1, "archaic": 1}
@@ -118,7 +120,7 @@ def debian_doc_source(package: str, licence: str = "see the package's copyright 
     return _deb_html(package, licence)
 
 
-class UnknownSourceError(ValueError):
+class UnknownSourceError(UserError, ValueError):
     """A source name that the registry does not hold."""
 
 

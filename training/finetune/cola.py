@@ -21,11 +21,12 @@ from pathlib import Path
 import torch
 from sklearn.metrics import matthews_corrcoef
 
+from electra_detect.errors import UserError
 from electra_detect.training.finetune.loop import train_loop
 from electra_detect.training.optim import optimizer_and_schedule
 
 
-class ColaDataError(ValueError):
+class ColaDataError(UserError, ValueError):
     """A CoLA file is missing or malformed."""
 
 

@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from electra_detect.errors import UserError
+
 if TYPE_CHECKING:  # transformers costs seconds to import; a bad flag is reported before it loads
     from transformers import ElectraConfig, ModernBertConfig
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration value is invalid or unknown."""
 
 

@@ -5,10 +5,12 @@ Each is a failure a user can fix; ``electra-detect pretrain`` prints it as one `
 
 from __future__ import annotations
 
+from electra_detect.errors import UserError
 
-class CorpusError(ValueError):
+
+class CorpusError(UserError, ValueError):
     """The corpus cannot be read or holds too little text."""
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(UserError, RuntimeError):
     """A checkpoint is missing, corrupt, or does not match the run."""
