@@ -13,7 +13,8 @@ from dataclasses import replace
 
 from electra_detect.app.settings import ServerSettings, read_keys_file, serve_flags
 from electra_detect.cli import DEFAULT_MODEL, verb
-from electra_detect.cli.engine import add_engine_args, add_model_arg
+from electra_detect.cli.engine import add_engine_args, add_model_arg, check_engine_args
+from electra_detect.cli.options import add_dictionary_arg, check_dictionary_file
 from electra_detect.errors import UserError
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -31,9 +32,8 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
                          "Binds 127.0.0.1 unless --host says otherwise; set an API key (read from the "
                          "environment variable named by --api-key-env) before binding elsewhere.")
     add_model_arg(p, help="export dir, or a run/discriminator dir holding one in onnx/")
-    add_engine_args(p, workers=False, device=True)  # --engine, --variant, --device: as every verb has them
+    add_engine_args(p, workers=False, device=True, threads=True)  # --engine, --variant, --device, --threads: shared
     p.add_argument("--require-gpu", action="store_true", help="fail instead of falling back to CPU")
-    p.add_argument("--threads", type=int, help="onnxruntime intra-op threads (default: all cores)")
     p.add_argument("--no-calibration", action="store_true", help="serve raw sigmoid scores")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
@@ -48,10 +48,9 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
                    help="a Host header value served (e.g. localhost, api.example.com, *.example.com); repeat for "
                         "several; others get 400 (against DNS rebinding; default: any)")
-    p.add_argument("--dictionary", metavar="FILE",
-                   help="personal dictionary, one word a line, never flagged nor suggested through /v1/ged and "
-                        "/v2/check, read again when it changes (default: $ELECTRA_DETECT_DICTIONARY, else "
-                        "$XDG_CONFIG_HOME/electra-detect/dictionary.txt when it exists; docs/writers.md)")
+    add_dictionary_arg(p, help="personal dictionary, one word a line, never flagged nor suggested through /v1/ged and "
+                               "/v2/check, read again when it changes (default: $ELECTRA_DETECT_DICTIONARY, else "
+                               "$XDG_CONFIG_HOME/electra-detect/dictionary.txt when it exists; docs/writers.md)")
     p.add_argument("--docs", action="store_true",
                    help="serve the Swagger UI at /docs (its scripts load from a public CDN; /openapi.json is always "
                         "served)")
@@ -69,9 +68,8 @@ def run_serve(args: argparse.Namespace) -> int:
 
     if not 0 < args.port < 65536:
         raise ServeError(f"--port {args.port} is not a TCP port")
-    if args.threads is not None and args.threads < 1:
-        raise ServeError(f"--threads must be >= 1, got {args.threads}")
-    check_dictionary(args.dictionary)
+    check_engine_args(args)
+    check_dictionary_file(args.dictionary)
     api_key = os.environ.get(args.api_key_env) or None
     settings = ServerSettings(**{name: getattr(args, name) for name, *_ in serve_flags()},  # checks every value
                               api_key=api_key, api_keys=read_keys_file(args.api_keys_file) if args.api_keys_file
@@ -101,12 +99,6 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_dictionary(path: str | None) -> None:
-    """A dictionary named on the command line must be a file (the default one may be missing: then it is empty)."""
-    if path is not None and not os.path.isfile(path):
-        raise ServeError(f"--dictionary {path}: no such file")
-
-
 def add_demo(sub: argparse._SubParsersAction) -> None:
     """The ``demo`` verb: the Gradio page over one Detector."""
     p = verb(sub, "demo", run_demo,
@@ -118,10 +110,7 @@ def add_demo(sub: argparse._SubParsersAction) -> None:
     add_engine_args(p, workers=False, device=True)  # --engine, --variant, --device: as every verb has them
     p.add_argument("--threshold", type=float, default=None,
                    help="the slider's starting value (default: the model's ged.json threshold, else 0.5)")
-    p.add_argument("--dictionary", metavar="FILE",
-                   help="personal dictionary, one word a line, never flagged nor suggested (default: "
-                        "$ELECTRA_DETECT_DICTIONARY, else $XDG_CONFIG_HOME/electra-detect/dictionary.txt when it "
-                        "exists)")
+    add_dictionary_arg(p)
     p.add_argument("--auth", action="append", default=[], metavar="USER:PASSWORD",
                    help="ask for this login (repeat for several; note that a command line is visible to other "
                         "users of the machine, --auth-file is not)")
@@ -151,8 +140,7 @@ def run_demo(args: argparse.Namespace) -> int:
     if args.host not in LOOPBACK and not limits.auth:
         print(f"warning: serving the demo on {args.host} without a login; anyone who can reach the port can use it "
               f"(--auth or --auth-file)", file=sys.stderr)
-    if args.dictionary is not None and not os.path.isfile(args.dictionary):
-        raise DemoError(f"--dictionary {args.dictionary}: no such file")
+    check_dictionary_file(args.dictionary)
     port = args.port or _free_port(args.host)
     app = build_app(args.model, engine=args.engine, device=args.device, variant=args.variant,
                     threshold=args.threshold, dictionary=args.dictionary)

@@ -11,7 +11,8 @@ import os
 import sys
 
 from electra_detect.cli import verb
-from electra_detect.cli.engine import add_engine_args, add_model_arg
+from electra_detect.cli.engine import add_engine_args, add_model_arg, check_engine_args
+from electra_detect.cli.options import add_dictionary_arg
 from electra_detect.errors import UserError
 
 DEFAULT_DEBOUNCE_S = 0.3
@@ -31,14 +32,12 @@ def add_lsp(sub: argparse._SubParsersAction) -> None:
                          "docs/writers.md.")
     add_model_arg(p, help="run or model dir (default: the shipped model); the editor's electra-detect.model "
                           "setting overrides it")
-    add_engine_args(p, workers=False, device=True)  # --engine, --variant, --device: as every verb has them
-    p.add_argument("--threads", type=int, help="onnxruntime intra-op threads (default: all cores)")
+    add_engine_args(p, workers=False, device=True, threads=True)  # --engine, --variant, --device, --threads: shared
     p.add_argument("--debounce", type=float, default=DEFAULT_DEBOUNCE_S, metavar="SECONDS",
                    help=f"wait this long after the last change before checking (default {DEFAULT_DEBOUNCE_S})")
-    p.add_argument("--dictionary", metavar="FILE",
-                   help="personal dictionary (default: $ELECTRA_DETECT_DICTIONARY, else "
-                        "$XDG_CONFIG_HOME/electra-detect/dictionary.txt; made by the first add-to-dictionary); the "
-                        "editor's electra-detect.dictionary setting overrides it")
+    add_dictionary_arg(p, help="personal dictionary (default: $ELECTRA_DETECT_DICTIONARY, else "
+                               "$XDG_CONFIG_HOME/electra-detect/dictionary.txt; made by the first add-to-dictionary); "
+                               "the editor's electra-detect.dictionary setting overrides it")
     p.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the only transport; editors that "
                                                          "pass it are served the same)")
     p.add_argument("--log-level", default="warning", choices=("error", "warning", "info", "debug"),
@@ -50,8 +49,7 @@ def run_lsp(args: argparse.Namespace) -> int:
 
     if args.debounce < 0:
         raise LspError(f"--debounce must be >= 0 seconds, got {args.debounce:g}")
-    if args.threads is not None and args.threads < 1:
-        raise LspError(f"--threads must be >= 1, got {args.threads}")
+    check_engine_args(args)
     if args.dictionary is not None and os.path.isdir(args.dictionary):
         raise LspError(f"--dictionary {args.dictionary} is a directory")
     try:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from electra_detect.calibration import CalibrationError
 from electra_detect.cli import DEFAULT_MODEL, verb
+from electra_detect.cli.options import add_labelled_data_args
 
 
 def add_calibrate(sub: argparse._SubParsersAction) -> None:
@@ -20,9 +21,7 @@ def add_calibrate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", default=DEFAULT_MODEL, help="run dir (rtd needs its generator/)")
     p.add_argument("--text", nargs="+", default=[], help="held-out text files for source rtd (one text per line)")
     p.add_argument("--data", help="GED data for source ged")
-    p.add_argument("--format", choices=["m2", "tsv", "bea", "parallel"], default="m2", dest="fmt")
-    p.add_argument("--refs", nargs="+", default=[])
-    p.add_argument("--combine", choices=["first", "any", "majority"], default="majority")
+    add_labelled_data_args(p, annotator=False)
     p.add_argument("--method", choices=["temperature", "platt", "isotonic"], default="temperature")
     p.add_argument("--plot", help="reliability diagram PNG path")
     p.add_argument("--seed", type=int, default=0)
@@ -58,10 +57,7 @@ def add_pos_bias(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--corrupt", action="store_true", help="corrupt --text with the run's generator (pre-training task)")
     p.add_argument("--rounds", type=int, default=1, help="--corrupt: corrupt the texts this many times (new seeds)")
     p.add_argument("--ged", help="labelled GED data (formats as in `ged eval`)")
-    p.add_argument("--format", choices=["m2", "tsv", "bea", "parallel"], default="m2", dest="fmt")
-    p.add_argument("--refs", nargs="+", default=[], help="correction file(s) for --format parallel")
-    p.add_argument("--combine", choices=["first", "any", "majority"], default="majority")
-    p.add_argument("--annotator", type=int, default=0)
+    add_labelled_data_args(p)
     p.add_argument("--out-dir", default="pos-bias", help="where pos_bias.{json,md,png} go")
     p.add_argument("--threshold", type=float, help="flag threshold (default: the model's ged.json, else 0.5)")
     p.add_argument("--raw", action="store_true", help="raw scores only (ignore the model's calibration.json)")

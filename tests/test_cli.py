@@ -444,8 +444,8 @@ def test_model_defaults_to_the_shipped_model_then_the_environment() -> None:
     assert chosen == "elsewhere"
 
 
-# Verbs of other layers whose flag is not yet the shared one (their owners switch them; remove the pair then).
-SHARED_OPTION_GAPS = {("calibrate", "--combine"), ("pos-bias", "--combine")}  # majority; the one default is first
+# Verbs whose flag is not yet the shared one (switch it to the shared definition, then remove the pair here).
+SHARED_OPTION_GAPS: set[tuple[str, str]] = set()
 
 
 def _verb_options() -> dict[str, dict[str, object]]:
@@ -469,9 +469,10 @@ def _verb_options() -> dict[str, dict[str, object]]:
 
 
 def test_options_shared_by_verbs_are_the_one_definition() -> None:
-    """--model, the engine options, --dictionary, a labelled-data verb's --format/--refs/--combine/--annotator and an
-    n-best verb's --format take the same choices, default, type and arity on every verb: those of cli.engine and
-    cli.options, where each is defined once (a required flag's default aside)."""
+    """--model, the engine options (--threads where the verb has --engine), --dictionary, a labelled-data verb's
+    --format/--refs/--combine/--annotator and an n-best verb's --format take the same choices, default, type and arity
+    on every verb: those of cli.engine and cli.options, where each is defined once (a required flag's default
+    aside)."""
     import argparse
 
     from electra_detect.cli.engine import add_engine_args, add_model_arg
@@ -493,12 +494,13 @@ def test_options_shared_by_verbs_are_the_one_definition() -> None:
 
     common = {**reference(add_model_arg), **reference(lambda p: add_engine_args(p, workers=False, device=True)),
               **reference(add_dictionary_arg)}
+    engine = reference(lambda p: add_engine_args(p, workers=False, threads=True))  # torch's --threads elsewhere
     labelled, nbest = reference(add_labelled_data_args), reference(add_nbest_format_arg)
     checked, gaps = set(), set()
     for verb, options in _verb_options().items():
         fmt = options.get("--format")
         family = {} if fmt is None else labelled if set(fmt.choices or ()) == set(LABELLED_FORMATS) else nbest
-        for flag, expected in {**common, **family}.items():
+        for flag, expected in {**common, **family, **(engine if "--engine" in options else {})}.items():
             if flag not in options or flag == "--model" and options[flag].required:  # distill train: the student's
                 continue
             action = options[flag]
@@ -507,7 +509,9 @@ def test_options_shared_by_verbs_are_the_one_definition() -> None:
             checked.add((verb, flag))
     assert gaps == SHARED_OPTION_GAPS, "a verb's shared flag differs from its one definition (or a gap was closed)"
     assert {("ged", "--dictionary"), ("ged-eval", "--combine"), ("rerank", "--format"), ("export", "--model"),
-            ("ged-train", "--combine"), ("serve", "--engine")} <= checked
+            ("ged-train", "--combine"), ("serve", "--engine"), ("calibrate", "--combine"), ("pos-bias", "--annotator"),
+            ("rerank-train", "--format"), ("serve", "--threads"), ("lsp", "--threads"), ("demo", "--dictionary"),
+            ("lsp", "--dictionary")} <= checked
 
 
 # Exceptions of the project that are not a user's to fix through a verb, each with why: everything else a module

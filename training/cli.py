@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from electra_detect.cli import DEFAULT_MODEL, verb
+from electra_detect.cli.options import add_labelled_data_args, add_nbest_format_arg
 
 # `pretrain` flags are the config dataclasses' fields (training/pretraining/config.py ModelConfig, DataConfig,
 # TrainConfig):
@@ -209,11 +210,9 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
                    help="labelled training data: one or more files, each in its own format when it ends in :m2, "
                         ":tsv or :bea, else in --format (e.g. en_fce_train.tsv:tsv A.train.gold.bea19.m2:m2); "
                         "types train only on tokens whose data carries them (tsv is binary)")
-    t.add_argument("--format", choices=["m2", "tsv", "parallel", "bea"], default="m2", dest="fmt",
-                   help="the format of --data and --dev files without a :FORMAT suffix: m2, token tsv, parallel "
-                        "(with --refs) or bea (BEA-2019 JSON essays, as FCE ships)")
-    t.add_argument("--refs", nargs="+", default=[], help="correction file(s) for --format parallel")
-    t.add_argument("--combine", choices=["first", "any", "majority"], default="first")
+    add_labelled_data_args(t, annotator=False,
+                           format_help="the format of --data and --dev files without a :FORMAT suffix: m2 (default), "
+                                       "token tsv, parallel (with --refs) or bea (BEA-2019 JSON essays, as FCE ships)")
     t.add_argument("--dev-split", type=float, default=0.0,
                    help="hold out this share of --data (fixed seed) to tune the threshold")
     t.add_argument("--dev", metavar="PATH[:FORMAT]",
@@ -308,8 +307,6 @@ def run_ged_train(args: argparse.Namespace) -> int:
 
 def add_rerank_train(sub: argparse._SubParsersAction) -> None:
     """``rerank train`` (spelled ``rerank-train`` on the parser): the list-wise reranker of the training layer."""
-    from electra_detect.tasks.rerank.nbest import FORMATS
-
     t = verb(sub, "rerank-train", run_rerank_train,
              help="learn a reranker on a recogniser's own n-best lists (also spelled `rerank train`)",
              description="Fine-tune a discriminator and the weights of its pooled token features (sum, mean and "
@@ -320,7 +317,7 @@ def add_rerank_train(sub: argparse._SubParsersAction) -> None:
     t.add_argument("lists", nargs="+", help="n-best files with references (every format `rerank` reads)")
     t.add_argument("--model", default=DEFAULT_MODEL, help="run dir or discriminator dir to start from")
     t.add_argument("--out", required=True, help="the reranker directory to write")
-    t.add_argument("--format", choices=FORMATS, default="auto", dest="fmt")
+    add_nbest_format_arg(t)
     t.add_argument("--dev", help="n-best file with references: its WER before and after is reported (not tuned on)")
     t.add_argument("--refit-on", metavar="LISTS",
                    help="n-best file with references from your test conditions (e.g. your dev set): after training, "

@@ -1,6 +1,6 @@
 """The options every inference verb shares, defined once (``--model``, ``--engine``, ``--variant``, ``--device``,
-``--workers``), and the one stderr line that says which engine runs. Other layers' verbs (``serve``, ``demo``) may
-add them the same way."""
+``--workers``, ``--processes``, ``--threads``) and their checks, and the one stderr line that says which engine runs.
+Other layers' verbs (``serve``, ``demo``, ``lsp``) add them the same way."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ def add_model_arg(p: argparse.ArgumentParser, help: str = MODEL_HELP) -> None:
 
 
 def add_engine_args(p: argparse.ArgumentParser, workers: bool = True, device: bool = False,
-                    processes: bool = False) -> None:
-    """``--engine`` and ``--variant``; ``--workers`` (scoring threads for a file), ``--device`` and
-    ``--processes`` (scoring processes for a file) where the verb takes them."""
+                    processes: bool = False, threads: bool = False) -> None:
+    """``--engine`` and ``--variant``; ``--workers`` (scoring threads for a file), ``--device``, ``--processes``
+    (scoring processes for a file) and ``--threads`` (one engine's own threads) where the verb takes them."""
     p.add_argument("--engine", choices=("auto", "onnx", "torch"), default="auto",
                    help="auto (default): onnxruntime whenever it can serve the model (its shipped export, else one "
                         "exported once and cached under $XDG_CACHE_HOME/electra-detect/onnx), else torch")
@@ -38,6 +38,18 @@ def add_engine_args(p: argparse.ArgumentParser, workers: bool = True, device: bo
         p.add_argument("--processes", type=int, default=1,
                        help="scoring processes for --file, each loading the model (default 1: threads share one "
                             "process's Python; more keep a GPU busy, docs/inference.md)")
+    if threads:
+        p.add_argument("--threads", type=int, help="onnxruntime intra-op threads (default: all cores)")
+
+
+def check_engine_args(args: argparse.Namespace) -> None:
+    """The engine flags' values a verb cannot run with, before anything loads."""
+    from electra_detect.errors import CliError
+
+    if getattr(args, "workers", 0) < 0:
+        raise CliError("--workers must be >= 0 (0 = one per core)")
+    if getattr(args, "threads", None) is not None and args.threads < 1:
+        raise CliError(f"--threads must be >= 1, got {args.threads}")
 
 
 def load_detector(args: argparse.Namespace, task: str, threads: int | None = 1, announce: bool = True,
@@ -45,10 +57,8 @@ def load_detector(args: argparse.Namespace, task: str, threads: int | None = 1, 
     """``Detector.load`` as the flags say, then (``announce``) the engine line on stderr. ``threads=1``: one
     onnxruntime thread per call, for verbs whose stream workers give the parallelism (electra_detect.pipeline)."""
     from electra_detect.detector import Detector
-    from electra_detect.errors import CliError
 
-    if getattr(args, "workers", 0) < 0:
-        raise CliError("--workers must be >= 0 (0 = one per core)")
+    check_engine_args(args)
     if getattr(args, "device", None) is not None:
         options.setdefault("device", args.device)
     detector = Detector.load(args.model, task=task, engine=args.engine, variant=args.variant, threads=threads,

@@ -1,7 +1,8 @@
 """Options several verbs share, each defined once: labelled GED data (``--format``, ``--refs``, ``--combine``,
 ``--annotator``), the personal dictionary (``--dictionary``) and an n-best list's ``--format``. The model and
-engine options are in :mod:`electra_detect.cli.engine`. Other layers' verbs (``ged train``, ``calibrate``,
-``pos-bias``, ``serve``, ``demo``, ``rerank train``) add them the same way, so a flag reads alike on every verb.
+engine options (``--threads`` too) are in :mod:`electra_detect.cli.engine`. Other layers' verbs (``ged train``,
+``calibrate``, ``pos-bias``, ``serve``, ``demo``, ``lsp``, ``rerank train``) add them the same way, so a flag reads
+alike on every verb.
 
 Only argparse at the top: the CLI imports every verb module at start-up.
 """
@@ -41,18 +42,24 @@ def add_dictionary_arg(p: Any, help: str = DICTIONARY_HELP) -> None:
     p.add_argument("--dictionary", metavar="FILE", help=help)
 
 
+def check_dictionary_file(path: str | None) -> None:
+    """A dictionary named by ``--dictionary`` must be a file (the default one may be missing: then it is empty)."""
+    import os
+
+    from electra_detect.errors import CliError
+
+    if path is not None and not os.path.isfile(path):
+        raise CliError(f"--dictionary {path}: no such file")
+
+
 def personal_dictionary(path: str | None) -> Any:
     """The dictionary ``--dictionary`` names (it must exist), else the default one (which may not)."""
     from pathlib import Path
 
-    from electra_detect.errors import CliError
     from electra_detect.tasks.ged.dictionary import PersonalDictionary
 
-    if path is None:
-        return PersonalDictionary()
-    if not Path(path).is_file():
-        raise CliError(f"--dictionary {path}: no such file")
-    return PersonalDictionary(Path(path))
+    check_dictionary_file(path)
+    return PersonalDictionary() if path is None else PersonalDictionary(Path(path))
 
 
 def add_nbest_format_arg(p: argparse.ArgumentParser, flag: str = "--format", dest: str = "fmt") -> None:
