@@ -194,3 +194,21 @@ def test_encode_packs_tags_on_first_subwords_only():
     first = [i for i, w in enumerate(words) if w == 1][0]
     assert tag[first] == 2 and (tag[[i for i, w in enumerate(words) if w == 1 and i != first]] == -100).all()
     assert label.tolist() == [-1 if w is None else sentence.labels[w] for w in words]
+
+
+def test_a_tag_models_dictionary_reads_its_table_not_lemminflect(tmp_path):
+    """A dictionary word's forms come from the model's inflection table (regular endings for a word it lacks), so
+    a check with a personal dictionary imports neither lemminflect nor the spaCy it pulls in."""
+    import subprocess
+    import sys
+
+    table = inflection_table(["go", "goes", "went", "cat"])
+    (tmp_path / "inflections.json").write_text(json.dumps(table))
+    code = ("import sys; from electra_detect.edit_tags import Inflections; "
+            "from electra_detect.tasks.ged.dictionary import Vocabulary; "
+            f"v = Vocabulary.of(['went', 'tokenise', 'Kubernetes'], Inflections.load({str(tmp_path)!r})); "
+            "assert v.knows('goes') and v.knows('going') and v.knows('tokenises') and v.knows('tokenised'), v; "
+            "assert v.knows('kubernetes') and not v.knows('cats'); "
+            "assert 'lemminflect' not in sys.modules and 'spacy' not in sys.modules, 'imported'")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]

@@ -158,8 +158,10 @@ class GedChecker:
 
     def vocabulary(self, options: GedOptions) -> Vocabulary:
         """The personal dictionary file's words (read again when it changed) and the options' own."""
-        own = Vocabulary.of(options.words)
-        return self.dictionary.vocabulary() | own if options.use_dictionary_file else own
+        tags = getattr(self.detector, "edit_tags", None)  # a tag model's table: no lemminflect, so no spaCy
+        inflections = tags.inflections if tags is not None else None
+        own = Vocabulary.of(options.words, inflections)
+        return self.dictionary.vocabulary(inflections) | own if options.use_dictionary_file else own
 
     def prepare(self, scored: Sequence[TextScores], options: GedOptions) -> CheckPlan:
         """Each text's flagged words (dictionary words left out) and the candidates to score: every word's when

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from electra_detect.errors import GedDataError
 
@@ -41,19 +42,33 @@ def default_dictionary_path() -> Path:
     return Path(config) / "electra-detect" / "dictionary.txt"
 
 
-def word_forms(word: str) -> set[str]:
-    """The lower-cased forms a dictionary word matches: itself, its lemmas and their inflections (lemminflect; a word
-    it does not know takes the regular noun and verb forms)."""
-    from electra_detect.tasks.ged.nlp import import_lemminflect
+def regular_forms(word: str) -> set[str]:
+    """The regular noun and verb endings of a lower-case word (hand-written: the few English spelling rules, so a tag
+    model's dictionary needs neither lemminflect nor the spaCy it imports): plural/3rd person, past, -ing."""
+    sibilant = word.endswith(("s", "x", "z", "ch", "sh"))
+    consonant_y = len(word) > 1 and word.endswith("y") and word[-2] not in "aeiou"
+    plural = word + "es" if sibilant else word[:-1] + "ies" if consonant_y else word + "s"
+    past = word + "d" if word.endswith("e") else word[:-1] + "ied" if consonant_y else word + "ed"
+    ing = word[:-1] + "ing" if word.endswith("e") and not word.endswith("ee") else word + "ing"
+    return {plural, past, ing}
 
-    lemminflect = import_lemminflect()
 
+def word_forms(word: str, inflections: Any = None) -> set[str]:
+    """The lower-cased forms a dictionary word matches: itself, its lemmas and their inflections (a tag model's
+    inflection table when given, ``edit_tags.Inflections``, else lemminflect; a word neither knows takes the regular
+    noun and verb forms)."""
     lower = word.strip().lower()
     if not lower:
         return set()
     forms = {lower}
     if not lower.isalpha():
         return forms
+    if inflections is not None:
+        known = inflections.all_forms(lower)
+        return forms | known if len(known) > 1 else forms | regular_forms(lower)
+    from electra_detect.tasks.ged.nlp import import_lemminflect
+
+    lemminflect = import_lemminflect()
     lemmas = {lower} | {lemma for found in lemminflect.getAllLemmas(lower).values() for lemma in found}
     known = [lemminflect.getAllInflections(lemma) for lemma in sorted(lemmas)]
     if any(known):
@@ -73,7 +88,8 @@ class Vocabulary:
     phrases: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, entries: Iterable[str]) -> Vocabulary:
+    def of(cls, entries: Iterable[str], inflections: Any = None) -> Vocabulary:
+        """The vocabulary of dictionary ``entries`` (``inflections``: a tag model's table, see :func:`word_forms`)."""
         forms: set[str] = set()
         phrases: list[str] = []
         for entry in entries:
@@ -81,7 +97,7 @@ class Vocabulary:
             if " " in entry:
                 phrases.append(entry.lower())
             elif entry:
-                forms |= word_forms(entry)
+                forms |= word_forms(entry, inflections)
         return cls(frozenset(forms), tuple(dict.fromkeys(phrases)))
 
     def __or__(self, other: Vocabulary) -> Vocabulary:
@@ -112,8 +128,9 @@ class PersonalDictionary:
     _stamp: tuple[int, int] | None = None
     _vocabulary: Vocabulary = field(default_factory=Vocabulary)
 
-    def vocabulary(self) -> Vocabulary:
-        """The file's words now (one ``stat`` a call; read again only when it changed)."""
+    def vocabulary(self, inflections: Any = None) -> Vocabulary:
+        """The file's words now (one ``stat`` a call; read again only when it changed; ``inflections``: see
+        :func:`word_forms`)."""
         try:
             stat = self.path.stat()
         except FileNotFoundError:
@@ -121,7 +138,7 @@ class PersonalDictionary:
             return self._vocabulary
         stamp = (stat.st_mtime_ns, stat.st_size)
         if stamp != self._stamp:
-            self._vocabulary = Vocabulary.of(read_entries(self.path))
+            self._vocabulary = Vocabulary.of(read_entries(self.path), inflections)
             self._stamp = stamp
         return self._vocabulary
 
