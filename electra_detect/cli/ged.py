@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable, Iterable, Iterator
 
 from electra_detect.cli import verb
 from electra_detect.cli.engine import add_engine_args, add_model_arg, load_detector
@@ -96,10 +97,9 @@ def ged_options(args: argparse.Namespace, **fields) -> object:
 def run_ged(args: argparse.Namespace) -> int:
     """One JSON line per text, in input order: the words flagged at --threshold (default: the model's tuned one at
     --level), each with its type, rule, category and message (``FlaggedWord.to_dict``); with --suggest each with
-    its ``suggestions`` ({"value", "start", "end"}: value replaces text[start:end])."""
-    import sys
-    from contextlib import closing
-
+    its ``suggestions`` ({"value", "start", "end"}: value replaces text[start:end]). With --markup other than
+    text, one JSON line a prose block (:func:`document_batches`). Either way the batches take one path through the
+    model (:func:`check_stream`)."""
     from electra_detect.cli.texts import input_batches
     from electra_detect.errors import CliError
 
@@ -111,32 +111,51 @@ def run_ged(args: argparse.Namespace) -> int:
         raise CliError("--workers sets one process's scoring threads; with --processes each process scores one "
                        "batch at a time")
     markup = chosen_markup(args.markup, args.file)
-    if markup != "text":
-        return check_documents(args, markup, dictionary, options)
-    batches = input_batches(args.text, args.file, args.verb)
-    if batches is None:
-        return 0
-    write = sys.stdout.write
+    if markup == "text":
+        batches, write = input_batches(args.text, args.file, args.verb), write_lines
+    else:
+        batches, write = document_batches(read_documents(args.text, args.file), markup)
+    if batches is not None:  # no input, or no prose: nothing to check, and no model loaded
+        # a file (or a document) is long enough to use the seconds the engine's first batches take
+        check_stream(args, batches, write, dictionary, options, preload=markup != "text" or bool(args.file))
+    return 0
+
+
+def check_stream(args: argparse.Namespace, batches: Iterable[list[str]], write: Callable[..., None],
+                 dictionary: object, options: object, preload: bool) -> None:
+    """Each batch checked and given to ``write(threshold, served, texts, flagged)`` in input order: by --processes
+    worker processes (each loading the model once), else by this process's model with --workers threads."""
+    import sys
+    from contextlib import closing
+
     if args.processes > 1:
         from electra_detect.pipeline import process_stream
 
         announced = False
-        with closing(process_stream(start_checking, check_texts, (args,), batches, args.processes)) as results:
-            for engine_line, lines in results:
+        with closing(process_stream(start_checking, check_batch, (args, dictionary, options), batches,
+                                    args.processes)) as results:
+            for engine_line, *checked in results:
                 if not announced:  # every process loaded the same model: say which once
                     print(engine_line, file=sys.stderr, flush=True)
                     announced = True
-                write(lines)
-                sys.stdout.flush()
-        return 0
+                write(*checked)
+        return
     checking = Checking(load_detector(args, task="ged"), dictionary, options)
-    if args.file:
-        checking.checker.preload()  # a file is long enough to use the seconds the engine's first batches take
+    if preload:
+        checking.checker.preload()
     with closing(checking.detector.stream(batches, workers=args.workers or None)) as results:
         for scored in results:
-            write(checking.lines(scored))
-            sys.stdout.flush()  # written as it goes: a long file shows results at once
-    return 0
+            write(*checking.checked(scored))
+
+
+def write_lines(threshold: float, served: dict, texts: list[str], flagged: list[list[dict]]) -> None:
+    """Plain text's output: each text, the threshold, its flagged words and what served them, one JSON line a
+    text, written as it goes (a long file shows results at once)."""
+    import sys
+
+    sys.stdout.write("".join(json.dumps({"text": text, "threshold": threshold, "flagged": words, **served}) + "\n"
+                             for text, words in zip(texts, flagged, strict=True)))
+    sys.stdout.flush()
 
 
 class Checking:
@@ -157,43 +176,31 @@ class Checking:
 
         return [flagged_dicts(words, 4) for words in self.checker.check(scored, self.options)]
 
-    def lines(self, scored: list) -> str:
-        """The JSON lines of scored texts: each text, the threshold, its flagged words and what served them."""
-        return "".join(json.dumps({"text": s.text, "threshold": self.threshold, "flagged": words, **self.served})
-                       + "\n" for s, words in zip(scored, self.flagged(scored), strict=True))
+    def checked(self, scored: list) -> tuple[float, dict, list[str], list[list[dict]]]:
+        """What a batch's output is written from: the threshold, what served it, each text and its flagged words."""
+        return self.threshold, self.served, [s.text for s in scored], self.flagged(scored)
 
 
 _PROCESS: dict[str, object] = {}  # a --processes worker's Checking, or the error its start met
 
 
-def start_checking(args: argparse.Namespace) -> None:
-    """A --processes worker's start: load the model and the typing stack once (an error is raised by the first
-    batch, so that the user sees it as the one error line)."""
+def start_checking(args: argparse.Namespace, dictionary: object, options: object) -> None:
+    """A --processes worker's start: load the model and the typing stack once, with the options and dictionary
+    the parent built (an error is raised by the first batch, so that the user sees it as the one error line)."""
     try:
-        checking = Checking(load_detector(args, task="ged", announce=False), personal_dictionary(args.dictionary),
-                            ged_options(args, suggest=args.suggest, with_rules=args.with_rules))
+        checking = Checking(load_detector(args, task="ged", announce=False), dictionary, options)
         checking.checker.preload()
         _PROCESS["checking"] = checking
-    except Exception as exc:  # noqa: BLE001 - carried to the parent by check_texts
+    except Exception as exc:  # noqa: BLE001 - carried to the parent by check_batch
         _PROCESS["error"] = exc
 
 
-def check_texts(texts: list[str]) -> tuple[str, str]:
-    """A --processes worker's batch: (the engine line, the batch's JSON lines)."""
+def check_batch(texts: list[str]) -> tuple[str, float, dict, list[str], list[list[dict]]]:
+    """A --processes worker's batch: the engine line, then what :meth:`Checking.checked` gives."""
     if "error" in _PROCESS:
         raise _PROCESS["error"]
     checking = _PROCESS["checking"]
-    return checking.detector.describe(), checking.lines(checking.detector.score(list(texts)))
-
-
-def check_blocks(texts: list[str]) -> tuple[str, float, dict, list[list[dict]]]:
-    """A --processes worker's batch of --markup blocks: (the engine line, the threshold, what served them, each
-    block's flagged words as JSON objects, offsets into the block's text)."""
-    if "error" in _PROCESS:
-        raise _PROCESS["error"]
-    checking = _PROCESS["checking"]
-    scored = checking.detector.score(list(texts))
-    return checking.detector.describe(), checking.threshold, checking.served, checking.flagged(scored)
+    return checking.detector.describe(), *checking.checked(checking.detector.score(list(texts)))
 
 
 def chosen_markup(markup: str, file: str | None) -> str:
@@ -236,27 +243,23 @@ def read_documents(texts: list[str], file: str | None) -> list[str]:
     return documents
 
 
-def check_documents(args: argparse.Namespace, markup: str, dictionary: object, options: object) -> int:
-    """``ged --markup``: each document's prose blocks checked, one JSON line a block in document order: ``block``
-    (its start and end in the document), ``text`` (the prose the model read), the threshold, the flagged words with
-    offsets into the document (flags on code, math or a URL's stand-in dropped), what served them, and
-    ``document`` (its index) when there are several."""
+def document_batches(documents: list[str], markup: str) -> tuple[Iterator[list[str]] | None, Callable[..., None]]:
+    """``ged --markup``: the documents' prose blocks in batches of texts, and the writer of their output, one JSON
+    line a block in document order: ``block`` (its start and end in the document), ``text`` (the prose the model
+    read), the threshold, the flagged words with offsets into the document (flags on code, math or a URL's
+    stand-in dropped), what served them, and ``document`` (its index) when there are several. No batches (None)
+    when no document holds prose; a document markup cannot read is an error here, before the model loads."""
     import sys
     from collections import deque
-    from contextlib import closing
 
     from electra_detect.cli.texts import STREAM_BIG, STREAM_CHARS
     from electra_detect.markup import prose_blocks
 
-    documents = read_documents(args.text, args.file)
-    blocks = [(number, block) for number, document in enumerate(documents)
-              for block in prose_blocks(document, markup)]  # a document markup cannot read: before the model loads
-    if not blocks:
-        return 0
+    blocks = [(number, block) for number, document in enumerate(documents) for block in prose_blocks(document, markup)]
     several = len(documents) > 1
     waiting: deque[list] = deque()  # the blocks of each batch sent to the engine, in order
 
-    def batches():
+    def batches() -> Iterator[list[str]]:
         batch, chars, limit = [], 0, 8  # a small first batch: the first lines show soon
         for item in blocks:
             batch.append(item)
@@ -269,7 +272,7 @@ def check_documents(args: argparse.Namespace, markup: str, dictionary: object, o
             waiting.append(batch)
             yield [block.text for _number, block in batch]
 
-    def write(threshold: float, served: dict, flagged: list[list[dict]]) -> None:
+    def write(threshold: float, served: dict, _texts: list[str], flagged: list[list[dict]]) -> None:
         for (number, block), words in zip(waiting.popleft(), flagged, strict=True):
             row = {"block": {"start": block.start, "end": block.end}, "text": block.text, "threshold": threshold,
                    "flagged": [w for w in (in_document(word, block) for word in words) if w is not None], **served}
@@ -278,23 +281,7 @@ def check_documents(args: argparse.Namespace, markup: str, dictionary: object, o
             sys.stdout.write(json.dumps(row) + "\n")
         sys.stdout.flush()
 
-    if args.processes > 1:
-        from electra_detect.pipeline import process_stream
-
-        announced = False
-        with closing(process_stream(start_checking, check_blocks, (args,), batches(), args.processes)) as results:
-            for engine_line, threshold, served, flagged in results:
-                if not announced:
-                    print(engine_line, file=sys.stderr, flush=True)
-                    announced = True
-                write(threshold, served, flagged)
-        return 0
-    checking = Checking(load_detector(args, task="ged"), dictionary, options)
-    checking.checker.preload()
-    with closing(checking.detector.stream(batches(), workers=args.workers or None)) as results:
-        for scored in results:
-            write(checking.threshold, checking.served, checking.flagged(scored))
-    return 0
+    return (batches() if blocks else None), write
 
 
 def in_document(word: dict, block: object) -> dict | None:
