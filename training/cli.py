@@ -297,10 +297,10 @@ def run_ged_train(args: argparse.Namespace) -> int:
     if vocabulary is not None:
         from electra_detect.training.finetune.edit_tag_data import write_tag_files
 
-        tags, types, counts = vocabulary
+        tags, types, counts, deleted = vocabulary
         words = {w for s in train for w in s.tokens} | {w for s in train for e in s.edits for w in
                                                         (e.correction or "").split()}
-        write_tag_files(args.out, tags, types, counts, words, source=" ".join(str(d) for d in args.data))
+        write_tag_files(args.out, tags, types, counts, deleted, words, source=" ".join(str(d) for d in args.data))
     print(json.dumps(summary))
     return 0
 
