@@ -89,6 +89,14 @@ class Inflections:
         return {form for lemma in self.lemmas.get(lower, [lower]) for form in self.forms.get(lemma, {}).values()}
 
 
+def split_negation(word: str) -> tuple[str, str]:
+    """(the word, "n't") for a written negative contraction (*don't*: *do*, *n't*), else (the word, "")."""
+    for mark in ("n't", "n\u2019t"):
+        if word.lower().endswith(mark) and len(word) > len(mark):
+            return word[:-len(mark)], word[-len(mark):]
+    return word, ""
+
+
 @dataclass(frozen=True)
 class TagEdit:
     """What a tag does at a word: ``operation`` (M/R/U), ``type`` (ERRANT's, e.g. ``R:VERB:SVA``), ``replacement``
@@ -150,5 +158,7 @@ class EditTags:
         elif tag.startswith("$CASE_"):
             replacement = change_case(word, tag[len("$CASE_"):])
         elif tag.startswith("$FORM_"):
-            replacement = self.inflections.form(word, tag[len("$FORM_"):])
+            base, clitic = split_negation(word)  # don't -> do + n't: the verb's form, the clitic kept
+            form = self.inflections.form(base, tag[len("$FORM_"):])
+            replacement = None if form is None else form + clitic
         return TagEdit(tag, op, full, replacement, before=not tag.startswith("$APPEND_"))

@@ -116,7 +116,7 @@ def test_essay_halves_are_disjoint_and_fixed():
 
 @pytest.fixture(scope="module")
 def tags() -> EditTags:
-    table = inflection_table(["go", "goes", "went", "cat", "cats", "is", "are"])
+    table = inflection_table(["go", "goes", "went", "cat", "cats", "is", "are", "do"])
     types = {"$INSERT_,": "M:PUNCT", "$INSERT_a": "M:DET", "$DELETE": "U:PUNCT", "$FORM_VBZ": "R:VERB:SVA",
              "$FORM_VBD": "R:VERB:TENSE", "$SPELL": "R:SPELL", "$REPLACE_in": "R:PREP"}
     return EditTags(["$KEEP", *types], types, Inflections(table["lemmas"], table["forms"]), {"the": "U:DET"})
@@ -144,6 +144,11 @@ def test_the_messages_name_the_word_the_place_and_the_edit(tags, text, word, tag
     assert said == message
     assert apply(text, suggestion) == fixed
     assert edit.operation == operation(tag)
+
+
+def test_a_form_tag_on_a_negative_contraction_inflects_its_verb(tags):
+    edit, suggestion, said = told("She don't like it.", 4, 9, "$FORM_VBZ", tags)
+    assert suggestion.value == "doesn't" and said == "Subject-verb agreement: *don't* may need to be *doesn't*."
 
 
 def test_insertions_are_zero_width_and_over_the_word_for_languagetool(tags):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from electra_detect.detector import Detector, TextScores
+from electra_detect.edit_tags import DELETE
 from electra_detect.tasks.ged.dictionary import PersonalDictionary, Vocabulary
 from electra_detect.tasks.ged.edit_typing import Edit, EditTyper
 from electra_detect.tasks.ged.flags import FlaggedWord
@@ -221,9 +222,15 @@ class GedChecker:
             out.append(kept)
         return out
 
-    def tell(self, text: str, words: Sequence[FlaggedWord]) -> None:
-        """A tag model's words: each one's suggestion and message from its edit tag (tag_edits)."""
+    def tell(self, text: str, words: list[FlaggedWord]) -> None:
+        """A tag model's words: each one's suggestion and message from its edit tag (tag_edits). Of a doubled word
+        (*the the*) both halves tagged for deletion, only the second is told: deleting both would lose the word."""
         tags = self.detector.edit_tags
+        doubled = [i for i in range(len(words) - 1) if words[i].tag == words[i + 1].tag == DELETE
+                   and words[i].word.lower() == words[i + 1].word.lower()
+                   and not text[words[i].end:words[i + 1].start].strip()]
+        for i in reversed(doubled):
+            del words[i]
         for word in words:
             if word.tag is None:
                 continue

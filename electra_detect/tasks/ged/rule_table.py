@@ -56,7 +56,7 @@ MAIN_TYPES = {
     "VERB": MainType("Verb", "a verb", "the wrong verb"),
     "VERB:FORM": MainType("Verb form", "a verb form (to, -ing, participle)", "in the wrong verb form"),
     "VERB:INFL": MainType("Verb inflection", "a verb ending", "a wrongly inflected verb"),
-    "VERB:SVA": MainType("Subject-verb agreement", "an agreeing verb", "not agreeing with its subject"),
+    "VERB:SVA": MainType("Subject-verb agreement", "an agreeing verb", "in the wrong form for its subject"),
     "VERB:TENSE": MainType("Verb tense", "a verb (a tense needs it)", "in the wrong tense"),
     "WO": MainType("Word order", "a word", "in the wrong place"),
 }
