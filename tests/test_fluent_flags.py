@@ -95,6 +95,7 @@ def test_summary_counts_per_1000_words_and_at_higher_thresholds(tmp_path: Path) 
     assert row["ged"]["flags"] == 2 and abs(row["ged"]["per_1000"] - 2000 / 9) < 1e-9
     assert row["ged"]["at_threshold"] == {"0.640": 2000 / 9, "0.900": 1000 / 9}
     assert row["ged"]["sentences_flagged"] == 0.5 and row["ged"]["by_type"] == {"R:PREP": 1, "R:NOUN": 1}
+    assert row["ged"]["top_words_by_type"] == {"R:PREP": [("on", 1)], "R:NOUN": [("mat", 1)]}
     assert row["harper"]["flags"] == 1 and row["met"] is False and row["harper_british"]["per_1000"] == 0
     assert "harper" not in summarise(sentences, flags, None, [0.64]) and "met" not in summarise(
         sentences, flags, None, [0.64])
@@ -109,6 +110,7 @@ def test_summary_counts_per_1000_words_and_at_higher_thresholds(tmp_path: Path) 
     assert "| S | 2 | 9 | 2 | 222.2 | 50% | 1 | 111.1 | 50% | missed | 0.0 |" in table
     assert "| `on` | 1 | 1 | R:PREP | ELECTRA_DETECT_R_PREP |" in table
     assert "| 0.900 | 111.1 | 111.1 |" in table
+    assert "| R:PREP | 1 | 50% | `on` 1 |" in table
     json.dumps(summary)  # what result.json holds is plain JSON
 
 

@@ -167,6 +167,11 @@ def harper_flags(texts: dict[str, list[str]], dialect: str = "AMERICAN"
 
 
 # -- summaries --------------------------------------------------------------------------------------------------
+def rule_type(word: Any) -> str:
+    """A flagged word's type as the rule table names it (``R:VERB:TENSE``), "untyped" for an untyped model's."""
+    return word.rule.type or "untyped"
+
+
 def per_1000(flags: int, words: int) -> float:
     return 1000 * flags / words if words else 0.0
 
@@ -180,7 +185,7 @@ def top_words(flags: Iterable[Sequence[Any]], n: int = TOP) -> list[dict[str, An
         for word in sentence:
             key = word.word.lower()
             counts[key] += 1
-            types.setdefault(key, Counter())[word.rule.type or "untyped"] += 1
+            types.setdefault(key, Counter())[rule_type(word)] += 1
             rules.setdefault(key, Counter())[word.rule.id] += 1
     return [{"word": key, "count": count, "type": types[key].most_common(1)[0][0],
              "rule": rules[key].most_common(1)[0][0]} for key, count in counts.most_common(n)]
@@ -204,10 +209,12 @@ def summarise(sentences: list[str], flags: list[list[Any]], spans: list[list[tup
     every = [w for sentence in flags for w in sentence]
     ged = {"flags": len(every), "per_1000": per_1000(len(every), words),
            "sentences_flagged": sum(1 for f in flags if f) / max(len(flags), 1),
-           "by_type": dict(Counter(w.rule.type or "untyped" for w in every).most_common()),
+           "by_type": dict(Counter(map(rule_type, every)).most_common()),
            "by_rule": dict(Counter(w.rule.id for w in every).most_common()),
            "at_threshold": {f"{t:.3f}": per_1000(sum(1 for w in every if w.score >= t), words) for t in thresholds},
-           "top_words": top_words(flags)}
+           "top_words": top_words(flags),
+           "top_words_by_type": {kind: Counter(w.word.lower() for w in every if rule_type(w) == kind).most_common(8)
+                                 for kind, _ in Counter(map(rule_type, every)).most_common(12)}}
     row: dict[str, Any] = {"sentences": len(sentences), "words": words, "ged": ged}
     if spans is not None:
         total = sum(map(len, spans))
@@ -225,10 +232,6 @@ def summarise(sentences: list[str], flags: list[list[Any]], spans: list[list[tup
 
 # -- learner sets (optional) ---------------------------------------------------------------------------------------
 TokenFlags = tuple[tuple[float, str], ...]  # the (score, type) of each flagged word that overlaps a token
-
-
-def rule_type(word: Any) -> str:
-    return word.rule.type or "untyped"
 
 
 def token_flags(tokens: Sequence[str], words: Sequence[Any]) -> list[TokenFlags]:
@@ -398,9 +401,12 @@ def write_table(summary: dict[str, Any], out: Path) -> None:
         seen = learner["words"][item["word"]] if learner else None
         lines.append(f"| `{item['word']}` | {item['count']} | {cells} | {item['type']} | {item['rule']} |"
                      + (f" {seen['tokens']}, {seen['errors']} |" if seen else ""))
-    lines += ["", "## By type (all sources, `ged`)", "", "| type | flags | share |", "|---|---:|---:|"]
-    flags = total["ged"]["flags"]
-    lines += [f"| {t} | {n} | {n / max(flags, 1):.0%} |" for t, n in list(total["ged"]["by_type"].items())[:15]]
+    lines += ["", "## By type (all sources, `ged`)", "", "| type | flags | share | most flagged words |",
+              "|---|---:|---:|---|"]
+    flags, words_of = total["ged"]["flags"], total["ged"]["top_words_by_type"]
+    lines += [f"| {t} | {n} | {n / max(flags, 1):.0%} | "
+              + ", ".join(f"`{w}` {c}" for w, c in words_of.get(t, [])) + " |"
+              for t, n in list(total["ged"]["by_type"].items())[:12]]
     thresholds = list(total["ged"]["at_threshold"])
     lines += ["", "## At higher thresholds: `ged`'s flags per 1,000 words"
               + (", and F0.5 on the learner report halves" if learner else ""), "",
