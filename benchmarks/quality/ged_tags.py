@@ -90,7 +90,7 @@ def told(detector: Detector, sentences: list[TaggedSentence], threshold: float) 
         tokens = [unescape_tsv(t) for t in sentence.tokens]
         starts = np.cumsum([0] + [len(t) + 1 for t in tokens])[:-1]
         for edit in sentence.edits:
-            op, main = edit.type.split(":", 1)
+            op, main = edit.type.split(":", 1) if ":" in edit.type else ("R", "OTHER")  # ERRANT's UNK: R:OTHER
             counts["edits"] += 1
             span = range(edit.start, edit.end) if edit.end > edit.start else [min(edit.start, len(tokens) - 1)]
             lo, hi = int(starts[span[0]]), int(starts[span[-1]] + len(tokens[span[-1]]))
@@ -152,27 +152,66 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plot(results: dict[str, Any], path: Path) -> None:
+    """Grouped bars: each model's detection and told figures on the report halves."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = [("MultiGED FCE F0.5", lambda r: r["detection"]["MultiGED FCE dev"]["at_shared"]["f05"]),
+            ("JFLEG F0.5", lambda r: r["detection"]["JFLEG dev"]["at_shared"]["f05"]),
+            ("operation", lambda r: r["told"]["operation_right"]),
+            ("main type", lambda r: r["told"]["main_type_right"]),
+            ("missing: M + type", lambda r: r["told"]["missing_op_and_type_right"]),
+            ("sugg. 1-word", lambda r: r["told"]["suggest_replace_one_word"]),
+            ("sugg. missing", lambda r: r["told"]["suggest_missing_inserted"]),
+            ("sugg. unnecessary", lambda r: r["told"]["suggest_unnecessary_deleted"])]
+    names = list(results["models"])
+    fig, ax = plt.subplots(figsize=(10, 4))
+    width = 0.8 / len(names)
+    for i, name in enumerate(names):
+        ax.bar([k + i * width for k in range(len(keys))], [get(results["models"][name]) for _, get in keys],
+               width, label=name)
+    ax.set_xticks([k + 0.4 - width / 2 for k in range(len(keys))], [label for label, _ in keys], rotation=20)
+    ax.set_ylim(0, 1)
+    ax.set_title("What the writer is told: report halves (FCE dev by essay, JFLEG dev)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=Path("runs/tags"), help="edit_tag_data's FCE dev halves")
     parser.add_argument("--jfleg", type=Path, default=Path("../shared/data/jfleg/dev"))
-    parser.add_argument("--model", action="append", required=True, metavar="NAME=PATH")
+    parser.add_argument("--model", action="append", default=[], metavar="NAME=PATH")
+    parser.add_argument("--merge", nargs="+", type=Path, default=[],
+                        help="earlier runs' result.json files to put beside this run's models in one table")
     parser.add_argument("--engine", default="torch")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    sets = load_sets(args.data, args.jfleg)
-    report = read_tagged(args.data / "fce_dev_report.jsonl")
     results: dict[str, Any] = {"command": command_line(), "models": {}}
+    for earlier in args.merge:
+        found = json.loads(earlier.read_text())
+        results["models"].update({name: {**row, "command": found["command"]} for name, row in found["models"].items()})
+    sets = load_sets(args.data, args.jfleg) if args.model else {}
+    report = read_tagged(args.data / "fce_dev_report.jsonl") if args.model else []
+    args.out.mkdir(parents=True, exist_ok=True)
     for spec in args.model:
         name, _, path = spec.partition("=")
         detector = Detector.load(path, engine=args.engine, calibrated=False, task="ged")
-        found = detection(detector, sets)
+        kept = args.out / f"detection_{name}.json"  # the slow half, kept: a failure in the rest re-uses it
+        found = json.loads(kept.read_text()) if kept.exists() else detection(detector, sets)
+        atomic_write_json(kept, found)
         results["models"][name] = {"path": path, "detection": found,
                                    "told": told(detector, report, found["threshold"])}
         print(json.dumps({name: results["models"][name]["told"]}), file=sys.stderr)
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(args.out / "result.json", results)
     atomic_write_text(args.out / "table.md", table(results))
+    plot(results, args.out / "plot.png")
     print(table(results))
     return 0
 
