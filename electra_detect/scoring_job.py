@@ -30,14 +30,19 @@ def probabilities(engine: Any, calibrator: Any, input_ids: np.ndarray, attention
 
     outputs = getattr(engine, "outputs", None)  # an engine with logits() only is an untyped one
     logits, type_logits = outputs(input_ids, attention) if outputs else (engine.logits(input_ids, attention), None)
+    near = None
+    if type_logits is not None and is_tag_model(engine.channels):
+        # within each window, before its tokens are picked out; padding never counts (its outputs are noise)
+        near = near_errors(np.where(attention.astype(bool), sigmoid(logits), 0.0))
     if at is not None:
         logits = logits[at]
         type_logits = None if type_logits is None else type_logits[at]
+        near = None if near is None else near[at]
     probs = calibrator.transform(logits) if calibrated and calibrator is not None else sigmoid(logits)
     if type_logits is None:
         return probs, None
-    if is_tag_model(engine.channels):
-        return probs, decode_tags(probs, type_logits)
+    if near is not None:
+        return probs, decode_tags(near, type_logits)
     # channels first: numpy reduces a long axis fast and a 22-wide one slowly (this stage's cost halves)
     channels = type_logits.reshape(-1, type_logits.shape[-1]).T.copy()  # [3 operations + main types, positions]
     operation, mains = channels[:3].argmax(0), channels[3:]
@@ -53,17 +58,22 @@ def probabilities(engine: Any, calibrator: Any, input_ids: np.ndarray, attention
 TAG_FLOOR = 0.05
 
 
-def decode_tags(probs: np.ndarray, tag_logits: np.ndarray, floor: float = TAG_FLOOR) -> np.ndarray:
-    """[..., 3]: the best tag other than ``$KEEP`` (channel 0) at each position near one whose p(error) reaches
-    ``floor`` (the two positions before it too: a word's tag is read at its first subword), -1 elsewhere; 0; and
-    that tag's softmax probability over all tags."""
-    p = probs.reshape(-1)
-    logits = tag_logits.reshape(len(p), -1)
-    near = p >= floor
-    near[:-1] |= near[1:]
-    near[:-1] |= near[1:]  # twice: up to two positions back
-    rows = np.flatnonzero(near)
-    out = np.zeros((len(p), 3))
+def near_errors(raw: np.ndarray, floor: float = TAG_FLOOR) -> np.ndarray:
+    """[batch, seq] True at tokens whose raw p(error) reaches ``floor`` and at the two tokens before each in its
+    window (a word's tag is read at its first subword, and a word's later subword may be the likely one)."""
+    near = raw >= floor
+    near[..., :-1] |= near[..., 1:]
+    near[..., :-1] |= near[..., 1:]  # twice: up to two positions back
+    return near
+
+
+def decode_tags(near: np.ndarray, tag_logits: np.ndarray) -> np.ndarray:
+    """[..., 3]: the best tag other than ``$KEEP`` (channel 0) at each position ``near`` marks (:func:`near_errors`),
+    -1 elsewhere; 0; and that tag's softmax probability over all tags."""
+    flat = near.reshape(-1)
+    logits = tag_logits.reshape(len(flat), -1)
+    rows = np.flatnonzero(flat)
+    out = np.zeros((len(flat), 3))
     out[:, 0] = -1
     if len(rows):
         chosen = logits[rows].astype(np.float64)
@@ -72,7 +82,7 @@ def decode_tags(probs: np.ndarray, tag_logits: np.ndarray, floor: float = TAG_FL
         np.exp(chosen, out=chosen)
         out[rows, 0] = best
         out[rows, 2] = chosen[np.arange(len(rows)), best] / chosen.sum(1)
-    return out.reshape(*probs.shape, 3)
+    return out.reshape(*near.shape, 3)
 
 
 class ScoringJob:

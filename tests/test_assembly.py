@@ -69,9 +69,20 @@ def oracle_probabilities(detector: Detector, input_ids: np.ndarray, attention: n
     the operation's argmax, then the main type's softmax, its argmax and its maximum."""
     logits, type_logits = detector.engine.outputs(input_ids, attention)
     calibrator = detector.calibrator
-    probs = calibrator.transform(logits) if calibrator is not None else 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
+    raw = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
+    probs = calibrator.transform(logits) if calibrator is not None else raw
     if type_logits is None:
         return probs, None
+    if detector.edit_tags is not None:  # a tag model: the best tag but $KEEP where a likely error is 0-2 tokens on
+        near = np.zeros_like(raw, dtype=bool)
+        likely = (raw >= 0.05) & attention.astype(bool)
+        for shift in range(3):
+            near[:, :raw.shape[1] - shift] |= likely[:, shift:]
+        tag_p = np.exp(type_logits - type_logits.max(-1, keepdims=True))
+        tag_p /= tag_p.sum(-1, keepdims=True)
+        best = type_logits[..., 1:].argmax(-1) + 1
+        chosen = np.take_along_axis(tag_p, best[..., None], -1)[..., 0]
+        return probs, np.stack([np.where(near, best, -1), np.zeros_like(chosen), np.where(near, chosen, 0.0)], -1)
     ops, mains = type_logits[..., :3], type_logits[..., 3:]
     main_p = np.exp(mains - mains.max(-1, keepdims=True))
     main_p /= main_p.sum(-1, keepdims=True)
@@ -100,12 +111,12 @@ def oracle_scores(detector: Detector, texts: list[str], batch_size: int = 32) ->
             if typed is not None and types is not None:
                 types[index][target] = np.where(better[:, None], typed[row, 1:n + 1], types[index][target])
             margin[index][target] = np.maximum(edge, margin[index][target])
-    return [oracle_assemble(detector.channels, t, e, p, None if types is None else types[i])
+    return [oracle_assemble(detector.channels, t, e, p, None if types is None else types[i], detector.edit_tags)
             for i, (t, e, p) in enumerate(zip(texts, encodings, probs, strict=True))]
 
 
 def oracle_assemble(channels: list[str], text: str, encoding: Any, probs: np.ndarray,
-                    types: np.ndarray | None) -> TextScores:
+                    types: np.ndarray | None, tags: Any = None) -> TextScores:
     values = probs.tolist()
     offsets = encoding.offsets
     tokens = [TokenScore(tok, s, e, p) for tok, (s, e), p in zip(encoding.tokens, offsets, values, strict=False)]
@@ -122,7 +133,13 @@ def oracle_assemble(channels: list[str], text: str, encoding: Any, probs: np.nda
             words.append(WordScore(text[start:end], start, end, score, list(range(first, last + 1))))
         if any(mark in text for mark in APOSTROPHES):
             words = oracle_join_contractions(text, words)
-    if types is not None and channels:
+    if types is not None and channels and channels[0].startswith("tag:"):  # a tag model: read at the first token
+        for word in words:
+            index = int(types[word.tokens[0], 0])
+            word.tag = str(tags.names[index])
+            word.operation, word.error_type = str(tags.operations[index]), str(tags.mains[index])
+            word.type_score = float(types[word.tokens[0], 2]) if index >= 0 else 0.0
+    elif types is not None and channels:
         for word in words:
             best = max(word.tokens, key=lambda i: values[i])
             op, main, p = types[best]
@@ -154,8 +171,8 @@ def oracle_join_contractions(text: str, words: list[WordScore]) -> list[WordScor
 def assert_same(new: list[TextScores], old: list[TextScores]) -> None:
     assert len(new) == len(old)
     for a, b in zip(new, old, strict=True):
-        assert [(w.word, w.start, w.end, w.tokens, w.operation, w.error_type) for w in a.words] == \
-               [(w.word, w.start, w.end, w.tokens, w.operation, w.error_type) for w in b.words], a.text
+        assert [(w.word, w.start, w.end, w.tokens, w.operation, w.error_type, w.tag) for w in a.words] == \
+               [(w.word, w.start, w.end, w.tokens, w.operation, w.error_type, w.tag) for w in b.words], a.text
         assert np.allclose([w.score for w in a.words], [w.score for w in b.words], rtol=0, atol=1e-6), a.text
         typed = [(w.type_score or 0.0) for w in a.words], [(w.type_score or 0.0) for w in b.words]
         assert np.allclose(*typed, rtol=0, atol=1e-6), a.text

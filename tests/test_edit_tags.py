@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from electra_detect.edit_tags import FALLBACK_TAG, EditTags, Inflections, operation
-from electra_detect.scoring_job import decode_tags
+from electra_detect.scoring_job import decode_tags, near_errors
 from electra_detect.tasks.ged.readers import GedEdit, GedSentence
 from electra_detect.tasks.ged.tag_edits import over_word, told
 from electra_detect.training.finetune.edit_tag_data import (
@@ -181,7 +181,7 @@ def test_decode_tags_only_near_likely_errors_and_never_keep():
     logits = np.zeros((1, 5, 4))
     logits[..., 0] = 5.0  # $KEEP is the likeliest everywhere: never chosen
     logits[0, :, 2] = 1.0
-    out = decode_tags(probs, logits)
+    out = decode_tags(near_errors(probs), logits)
     assert out[0, :, 0].tolist() == [-1, 2, 2, 2, -1]  # the flagged token and the two before it
     assert 0 < out[0, 3, 2] < 0.5
 

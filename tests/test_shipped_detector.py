@@ -48,9 +48,12 @@ def test_a_paragraph_gets_the_flags_of_its_sentences(shipped: Detector) -> None:
     assert all(paragraph[w["start"]:w["end"]] == w["word"] for w in joined)
 
 
-def test_ged_json_names_its_threshold_types_and_training_data() -> None:
+def test_ged_json_names_its_threshold_tags_and_training_data() -> None:
     meta = json.loads((SHIPPED / "ged" / "ged.json").read_text())
-    assert 0 < meta["threshold"] < 1 and meta["types"][0] == "error"
+    labels = json.loads((SHIPPED / "ged" / "config.json").read_text())["id2label"]
+    assert 0 < meta["threshold"] < 1 and labels["0"] == "error" and labels["1"] == "tag:$KEEP"
+    tags = json.loads((SHIPPED / "ged" / "edit_tags.json").read_text())
+    assert len(tags["tags"]) == len(labels) - 1 and tags["types"]["$FORM_VBZ"] == "R:VERB:SVA"
     assert {"FCE", "W&I+LOCNESS"} <= {part["name"] for part in meta["training_data"]}
 
 

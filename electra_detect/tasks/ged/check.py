@@ -30,7 +30,7 @@ from electra_detect.tasks.ged.edit_typing import Edit, EditTyper
 from electra_detect.tasks.ged.flags import FlaggedWord
 from electra_detect.tasks.ged.options import GedOptions
 from electra_detect.tasks.ged.suggestions import Suggester, Suggestion, SuggestionPlan, replace_span, target_span
-from electra_detect.tasks.ged.tag_edits import told
+from electra_detect.tasks.ged.tag_edits import tag_message, told
 
 ScoreTexts = Callable[[list[str]], list[TextScores]]
 
@@ -200,7 +200,7 @@ class GedChecker:
                 if kept and self.typer.available and self.typing.ranked and self.typing.by_edit(word):
                     to_type.append((word, edit_of(suggestion_plan, kept[0])))
             if self.tagged:
-                self.tell(suggestion_plan.text, words)
+                self.tell(suggestion_plan.text, words, plan.vocabulary)
             elif self.typer.available and not self.typing.ranked:
                 to_type += self.first_edits(suggestion_plan.text, words, plan.vocabulary)
         if at != len(scores):
@@ -222,7 +222,7 @@ class GedChecker:
             out.append(kept)
         return out
 
-    def tell(self, text: str, words: list[FlaggedWord]) -> None:
+    def tell(self, text: str, words: list[FlaggedWord], vocabulary: Vocabulary | None = None) -> None:
         """A tag model's words: each one's suggestion and message from its edit tag (tag_edits). Of a doubled word
         (*the the*) both halves tagged for deletion, only the second is told: deleting both would lose the word."""
         tags = self.detector.edit_tags
@@ -236,6 +236,9 @@ class GedChecker:
                 continue
             edit, suggestion, word.explanation = told(text, word.start, word.end, word.tag, tags,
                                                       self.suggester.spellings)
+            if suggestion is not None and vocabulary and vocabulary.knows(suggestion.value.strip() or "\0"):
+                suggestion = None  # a dictionary word is never suggested (as for the ranked candidates)
+                word.explanation = tag_message(text, word.start, word.end, edit, None)
             op, main = edit.type.split(":", 1)
             if (op, main) != (word.operation, word.type):  # a deletion's type is the deleted word's
                 word.retype(op, main, "model")
