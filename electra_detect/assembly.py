@@ -94,7 +94,7 @@ def assemble(texts: Sequence[str], encodings: Sequence[TextEncoding], probs: np.
         operation = edit_tags.operations[index].tolist()
         error_type = edit_tags.mains[index].tolist()
         type_score = np.where(index >= 0, types[firsts, 2], 0.0)
-    elif types is not None and channels and len(firsts):
+    elif types is not None and channels and len(firsts) and not channels[0].startswith("tag:"):
         is_best = (probs[tokens] == maxima[span]) | np.isnan(maxima[span])  # a NaN word: its first token types it
         word_of, token = span[is_best], tokens[is_best]
         first_best = np.r_[True, word_of[1:] != word_of[:-1]]  # tokens ascend within a word: the first best wins

@@ -82,7 +82,7 @@ def stages(texts: list[str]) -> tuple[dict[str, Any], list[Any]]:
         engine.outputs(ids, mask)
     engine_alone = time.perf_counter() - started
     started = time.perf_counter()
-    scored = assemble(job.texts, job.encodings, job.probs, job.types, detector.channels)
+    scored = assemble(job.texts, job.encodings, job.probs, job.types, detector.channels, detector.edit_tags)
     assembly = time.perf_counter() - started
     checker = GedChecker(detector)
     checker.check(scored[:64], GedOptions())  # loads what typing needs once
