@@ -261,17 +261,21 @@ def test_a_word_whose_probability_is_nan_is_typed_and_not_flagged() -> None:
     from electra_detect.assembly import assemble
 
     detector = Detector.load(SHIPPED / "ged", engine="torch", threads=1)
+    edit_tags = detector.edit_tags
+    assert edit_tags is not None  # the shipped ged/ names the edit
     texts = ["He go to the store yesterday.", "She don't like it."]
     encodings = detector.encode(texts)
     tokens = sum(len(e.ids) for e in encodings)
     probs = np.full(tokens, 0.9)
     probs[1] = np.nan  # "go": an engine that overflowed (fp16 on a GPU) must not crash the assembly
-    types = np.zeros((tokens, 3))
-    types[1] = [1, 5, 0.75]  # "go"'s own operation, main type and its probability
-    scored = assemble(texts, encodings, probs, types, detector.channels)
+    types = np.full((tokens, 3), [-1.0, 0.0, 0.0])  # -1: no tag decoded
+    vbd = edit_tags.channels.index("$FORM_VBD")
+    types[1] = [vbd, 0, 0.75]  # "go"'s own tag and its probability
+    scored = assemble(texts, encodings, probs, types, detector.channels, edit_tags)
     assert [w.word for w in scored[0].words][:2] == ["He", "go"] and np.isnan(scored[0].words[1].score)
-    go = scored[0].words[1]
-    channels = detector.channels
-    assert (go.operation, go.error_type, go.type_score) == (channels[1][3:], channels[3 + 5][5:], 0.75)
+    go, he = scored[0].words[1], scored[0].words[0]
+    assert (go.tag, go.operation, go.error_type, go.type_score) == (
+        "$FORM_VBD", edit_tags.operations[vbd], edit_tags.mains[vbd], 0.75)
+    assert he.tag == edit_tags.names[-1] and he.type_score == 0.0  # not decoded: the fallback tag, no confidence
     flagged = [w["word"] for w in scored[0].flagged(0.5)]
     assert "go" not in flagged and "He" in flagged

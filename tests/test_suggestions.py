@@ -121,6 +121,8 @@ def test_the_ranking_rule_keeps_improvements_gates_deletion_and_prefers_near_for
     near = RankSetting(closeness=0.2, k=1)
     assert [v for v, _, _ in choose("tents", 0.5, scored, False, near)] == ["tent"]
     assert choose("tents", 0.05, scored, False, plain) == []  # nothing improves on the word: no suggestion
+    tie = [("Tents", "case", 0.5 - 1e-6)]  # the same tokens (an uncased model), scored in another batch: noise
+    assert choose("tents", 0.5, tie, False, plain) == []
 
 
 def test_a_plan_scores_each_target_once_and_within_a_budget(suggester: Suggester) -> None:

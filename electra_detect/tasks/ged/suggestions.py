@@ -417,13 +417,17 @@ def replace_span(text: str, start: int, end: int, value: str) -> tuple[str, tupl
     return edited, (start, start + len(value))
 
 
+NOISE = 1e-4  # scores of one sentence batched differently (padding, engine) differ by ~1e-6: not an improvement
+
+
 def choose(word: str, before: float, scored: Sequence[tuple[str, str, float]], may_delete: bool,
            setting: RankSetting) -> list[tuple[str, str, float]]:
     """The ranking rule: of the (value, source, error score after the edit) candidates for ``word``, those that
-    score below ``before`` (the deletion only when ``may_delete``), ordered by their score plus ``closeness``
-    times their distance from the word; at most ``k``, as (value, source, that sum)."""
+    score below ``before`` by more than ``NOISE`` (a case change an uncased model cannot see ties; the deletion
+    only when ``may_delete``), ordered by their score plus ``closeness`` times their distance from the word; at
+    most ``k``, as (value, source, that sum)."""
     kept = [(value, source, after + setting.closeness * distance(word, value)) for value, source, after in scored
-            if after < before and (value or may_delete)]
+            if after < before - NOISE and (value or may_delete)]
     return sorted(kept, key=lambda c: c[2])[:setting.k]
 
 
