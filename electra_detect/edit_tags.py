@@ -83,6 +83,25 @@ class Inflections:
                 return target[:1].upper() + target[1:] if word[:1].isupper() else target
         return None
 
+    def irregular(self, word: str) -> str | None:
+        """The irregular form an unknown ``word`` regularises (*buyed*: *bought*, *runned*: *ran*, *childs*:
+        *children*), in its case; None when ``word`` is known or no lemma's form is spelled otherwise."""
+        lower = word.lower()
+        if lower in self.lemmas or not lower.isalpha():
+            return None
+        for ending, tag in (("ed", "VBD"), ("s", "NNS")):
+            if not lower.endswith(ending) or len(lower) <= len(ending) + 1:
+                continue
+            stem = lower[:-len(ending)]
+            stems = [stem, stem + "e", stem[:-1] + "y" if stem.endswith("i") else "",
+                     stem[:-1] if len(stem) > 2 and stem[-1] == stem[-2] else "", stem[:-1] if ending == "s" else ""]
+            for lemma in filter(None, stems):
+                target = self.forms.get(lemma, {}).get(tag)
+                if lemma in self.lemmas.get(lemma, ()) and target and target.isalpha() and target != lower:
+                    return target.upper() if word.isupper() and len(word) > 1 else \
+                        target[:1].upper() + target[1:] if word[:1].isupper() else target
+        return None
+
     def all_forms(self, word: str) -> set[str]:
         """Every form of every lemma of ``word`` (the personal dictionary's inflections), lower case."""
         lower = word.lower()
@@ -157,6 +176,8 @@ class EditTags:
                 replacement = replacement[:1].upper() + replacement[1:]
         elif tag.startswith("$CASE_"):
             replacement = change_case(word, tag[len("$CASE_"):])
+        elif tag == SPELL:  # an over-regular form (*buyed*) is the table's; other misspellings the spellchecker's
+            replacement = self.inflections.irregular(word)
         elif tag.startswith("$FORM_"):
             base, clitic = split_negation(word)  # don't -> do + n't: the verb's form, the clitic kept
             form = self.inflections.form(base, tag[len("$FORM_"):])

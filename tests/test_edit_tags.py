@@ -166,6 +166,16 @@ def test_spelling_tag_asks_the_spelling_suggester_and_unknown_tag_names_no_edit(
     assert suggestion is None and edit.type == "R:OTHER" and "recieved" in said
 
 
+def test_a_spelling_tag_on_an_over_regular_form_names_the_irregular_one(tags):
+    table = inflection_table(["buy", "run", "child", "walk"])
+    inflections = Inflections(table["lemmas"], table["forms"])
+    assert [inflections.irregular(w) for w in ("buyed", "Runned", "childs", "walked", "walkd")] == [
+        "bought", "Ran", "children", None, None]  # walked is a known form; nothing spells walk's past otherwise
+    spelled = EditTags(tags.channels, tags.types, inflections)
+    _, suggestion, said = told("I buyed it.", 2, 7, "$SPELL", spelled, lambda w: ["buyer"])
+    assert suggestion.value == "bought" and said == "Spelling: *buyed* may need to be *bought*."
+
+
 def test_inflections_keep_case_and_agree_for_be():
     table = inflection_table(["Go", "are", "is"])
     inflections = Inflections(table["lemmas"], table["forms"])

@@ -40,13 +40,50 @@ def engine_line(stderr: str) -> str:
     return next((line for line in stderr.splitlines() if line.startswith("engine:")), "")
 
 
+# Runs the CLI of the checkout in the working directory (a baseline revision): the editable install maps the layers
+# (electra_detect.app, .calibration, .training) to this checkout and lists this checkout's verbs, so both are undone.
+BASELINE_CLI = """
+import importlib.metadata as metadata, pathlib, runpy, sys
+tree = pathlib.Path.cwd()
+sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
+layers = {"electra_detect.app": "app", "electra_detect.calibration": "calibration",
+          "electra_detect.training": "training"}
+import electra_detect, importlib.util
+for name, folder in layers.items():
+    if (tree / folder / "__init__.py").exists():
+        spec = importlib.util.spec_from_file_location(name, tree / folder / "__init__.py",
+                                                      submodule_search_locations=[str(tree / folder)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+real = metadata.entry_points
+def present(point):
+    parts = point.value.split(":")[0].split(".")
+    base = tree.joinpath(*([layers[".".join(parts[:2])], *parts[2:]] if ".".join(parts[:2]) in layers else parts))
+    return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
+def entry_points(**selection):
+    found = real(**selection)
+    return [p for p in found if present(p)] if selection.get("group") == "electra_detect.verbs" else found
+metadata.entry_points = entry_points
+sys.argv[0] = "electra-detect"
+runpy.run_module("electra_detect.cli", run_name="__main__", alter_sys=True)
+"""
+
+
 def time_ged_file(model: Path, path: Path, lines: int, extra: list[str] = (), code: Path | None = None
                   ) -> dict[str, Any]:
     """``electra-detect ged --model model --file path *extra`` in a process of its own, from its start: seconds to
-    the first and to the last of its ``lines`` lines, sentences/s overall, and its engine line; ``code``: a
-    checkout whose ``electra_detect`` runs instead of this one's (a baseline revision). RuntimeError when it fails."""
-    command = [sys.executable, "-m", "electra_detect.cli", "ged", "--model", str(model), "--file", str(path),
-               *extra]
+    the first and to the last of its ``lines`` lines, sentences/s overall, its peak resident memory and its engine
+    line; ``code``: a checkout whose ``electra_detect`` runs instead of this one's (a baseline revision).
+    RuntimeError when it fails."""
+    return time_ged(model, ["--file", str(path)], lines, extra, code)
+
+
+def time_ged(model: Path, inputs: list[str], lines: int, extra: list[str] = (), code: Path | None = None
+             ) -> dict[str, Any]:
+    """:func:`time_ged_file` for any ``inputs`` of ``ged`` (``["--file", path]``, or a sentence)."""
+    runner = ["-c", BASELINE_CLI] if code else ["-m", "electra_detect.cli"]
+    command = [sys.executable, *runner, "ged", "--model", str(model), *inputs, *extra]
     env = {**os.environ, "PYTHONPATH": str(code)} if code else None  # before the editable install's finder
     started = time.perf_counter()
     first, count = None, 0
@@ -56,8 +93,11 @@ def time_ged_file(model: Path, path: Path, lines: int, extra: list[str] = (), co
             count += 1
             first = first or time.perf_counter() - started
         error = process.stderr.read()
+        _, status, usage = os.wait4(process.pid, 0)  # this child's own rusage: its peak resident memory
+        process.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - started
     if process.returncode or count != lines:
-        raise RuntimeError(f"ged --file: exit {process.returncode}, {count} of {lines} lines: {error[-800:]}")
-    return {"command": " ".join(command[2:]), "engine_line": engine_line(error),
-            "seconds": seconds, "first_line_s": first, "sentences_per_s": lines / seconds}
+        raise RuntimeError(f"ged: exit {process.returncode}, {count} of {lines} lines: {error[-800:]}")
+    return {"command": " ".join(command[3 if code else 2:]), "engine_line": engine_line(error),
+            "seconds": seconds, "first_line_s": first, "sentences_per_s": lines / seconds,
+            "peak_rss_mb": usage.ru_maxrss / 1024}

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common.run import command_line, revision_checkout, time_ged_file
+from benchmarks.common.run import command_line, revision_checkout, time_ged, time_ged_file
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = ROOT / "benchmarks" / "results" / "ged_file_speed"
@@ -92,6 +92,7 @@ def stages(texts: list[str]) -> tuple[dict[str, Any], list[Any]]:
     total = encode + run + assembly + check
     return {"encode_s": encode, "run_s": run, "engine_alone_s": engine_alone, "assemble_s": assembly,
             "check_s": check, "score_share_of_engine": engine_alone / (encode + run + assembly),
+            "ged_share_of_engine": engine_alone / total,
             "shares": {k: v / total for k, v in (("encode", encode), ("run", run), ("assemble", assembly),
                                                   ("check", check))}}, batches
 
@@ -132,19 +133,40 @@ def session_options(batches: list[Any], rounds: int = 3) -> list[dict[str, Any]]
              "passes": seconds} for (level, threads), (_session, _feeds, seconds) in runs.items()]
 
 
+FLAGGED, CLEAN = "He go to the store.", "He goes to the store."  # issue 59: the first flag once cost 4.5 s, clean 0.9
+
+
+def one_sentence(rounds: int) -> dict[str, Any]:
+    """``ged SENTENCE`` from process start to its line, a flagged sentence and a clean one alternating ``rounds``
+    times (the default engine, the export cached); medians and their ratio."""
+    import statistics
+
+    seconds: dict[str, list[float]] = {"flagged": [], "clean": []}
+    for _ in range(rounds):
+        for name, text in (("flagged", FLAGGED), ("clean", CLEAN)):
+            seconds[name].append(time_ged(MODEL, [text], 1)["seconds"])
+    medians = {k: statistics.median(v) for k, v in seconds.items()}
+    return {"flagged": FLAGGED, "clean": CLEAN, "rounds": rounds, "seconds": seconds, "median_s": medians,
+            "ratio": medians["flagged"] / medians["clean"]}
+
+
 def side_by_side(path: Path, lines: int, ref: str, rounds: int) -> dict[str, Any]:
     """``ged --file`` (int8) of this checkout and of revision ``ref`` (a git worktree), alternating ``rounds``
     times: the ratio of the two codes on this machine at one time, whatever its speed that hour."""
     import statistics
 
     seconds: dict[str, list[float]] = {"current": [], "baseline": []}
-    with revision_checkout(ref) as tree:
+    memory: dict[str, list[float]] = {"current": [], "baseline": []}
+    with revision_checkout(ref) as tree:  # the revision's code with its own model
         for _ in range(rounds):
-            seconds["baseline"].append(ged_file(path, lines, ["--variant", "int8"], code=tree)["seconds"])
-            seconds["current"].append(ged_file(path, lines, ["--variant", "int8"])["seconds"])
+            for name, code, model in (("baseline", tree, tree / "models" / "electra-minilm"), ("current", None, MODEL)):
+                row = time_ged_file(model, path, lines, ["--variant", "int8"], code)
+                seconds[name].append(row["seconds"])
+                memory[name].append(row["peak_rss_mb"])
     medians = {k: statistics.median(v) for k, v in seconds.items()}
     return {"ref": ref, "rounds": rounds, "seconds": seconds, "median_s": medians,
-            "speedup": medians["baseline"] / medians["current"]}
+            "speedup": medians["baseline"] / medians["current"], "peak_rss_mb": memory,
+            "median_peak_rss_mb": {k: statistics.median(v) for k, v in memory.items()}}
 
 
 def table(result: dict[str, Any]) -> str:
@@ -161,9 +183,17 @@ def table(result: dict[str, Any]) -> str:
     lines.append(f"| {peer['version']} | | {peer['seconds']:.2f} | {harper_speed:,.0f} | 1.00 |")
     if result.get("side_by_side"):
         pair = result["side_by_side"]
-        lines += ["", f"Side by side with revision `{pair['ref']}` (`ged --file --variant int8`, alternating, "
-                      f"{pair['rounds']} rounds): this code {pair['median_s']['current']:.2f} s, `{pair['ref']}` "
-                      f"{pair['median_s']['baseline']:.2f} s (medians; {pair['speedup']:.2f}x)."]
+        rss = pair.get("median_peak_rss_mb", {})
+        lines += ["", f"Side by side with revision `{pair['ref']}` and its own model (`ged --file --variant int8`, "
+                      f"alternating, {pair['rounds']} rounds): this code {pair['median_s']['current']:.2f} s, "
+                      f"`{pair['ref']}` {pair['median_s']['baseline']:.2f} s (medians; {pair['speedup']:.2f}x); peak "
+                      f"memory {rss.get('current', float('nan')):.0f} MB against "
+                      f"{rss.get('baseline', float('nan')):.0f} MB."]
+    if result.get("one_sentence"):
+        one = result["one_sentence"]
+        lines += ["", f"One sentence from process start to its line (median of {one['rounds']}): flagged "
+                      f"\"{one['flagged']}\" {one['median_s']['flagged']:.2f} s, clean \"{one['clean']}\" "
+                      f"{one['median_s']['clean']:.2f} s ({one['ratio']:.2f}x; goal <= 1.25x)."]
     stage = result["stages"]
     lines += ["", "Where `ged`'s time goes (in-process, one thread, int8): " + ", ".join(
         f"{name} {share:.0%}" for name, share in stage["shares"].items())
@@ -219,6 +249,7 @@ def main() -> int:
         result["harper"] = harper(texts)
         if args.baseline:
             result["side_by_side"] = side_by_side(path, len(texts), args.baseline, args.rounds)
+        result["one_sentence"] = one_sentence(args.rounds + 2)
         result["stages"], batches = stages(texts)
         result["session_options"] = session_options(batches)
     finally:

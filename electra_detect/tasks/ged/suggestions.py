@@ -194,19 +194,19 @@ class Suggester:
         lower = word.lower()
         if not lower.isalpha() or self.checker.known([lower]):
             return []
-        found = self.near_words(lower) if two_edits else self.checker.known(self.checker.edit_distance_1(lower))
+        found = self.near_words(lower, two_edits)
         return sorted((c for c in found if c != lower and "'" not in c),
                       key=lambda c: (-self.checker.word_usage_frequency(c), c))[:limit]
 
-    def _near_words(self, word: str) -> frozenset[str]:
+    def _near_words(self, word: str, two_edits: bool = True) -> frozenset[str]:
         """pyspellchecker's ``candidates`` of an unknown lower-case ``word``: the known words one edit away, else
-        two. Hand-written because its own two-edit search checks each string through a function call (seconds for
-        a long word: most of typing's time); here a string costs one dictionary lookup."""
+        two (when ``two_edits``). Hand-written because its own search checks each string through a function call
+        (seconds for a long word; ``known`` alone was most of a tagged check's time); here a lookup in C."""
         checker = self.checker
         known = checker.word_frequency.dictionary
         first = checker.edit_distance_1(word)
-        found = {w for w in first if w in known}
-        if not found:
+        found = known.keys() & first
+        if not found and two_edits:
             found = {second for w in first for second in checker.edit_distance_1(w) if second in known}
         return frozenset(w for w in found if any(c.isalpha() for c in w))  # as known(): no numbers
 

@@ -32,7 +32,7 @@ def tag_suggestion(text: str, start: int, end: int, edit: TagEdit,
     """The suggestion of ``edit`` at the word ``text[start:end]``, or None when the tag cannot name one."""
     word = text[start:end]
     value = edit.replacement
-    if edit.tag == SPELL:
+    if edit.tag == SPELL and value is None:
         found = spellings(word) if spellings else []
         value = found[0] if found else None
     if value is None:
