@@ -157,6 +157,20 @@ def test_the_quickstart_errors_are_named_by_their_edits(checker) -> None:
     assert all(w.suggestions is None for w in plain[0]) and all(w.suggestions for w in shown[0])
 
 
+def test_ranked_re_ranks_a_tag_models_one_word_replacements_only(checker) -> None:
+    options = GedOptions(use_dictionary_file=False, suggest=True)
+    tagged = {w.word: w for w in checker.check_texts(QUICKSTART, options)[0]}
+    ranked = {w.word: w for w in checker.check_texts(QUICKSTART, GedOptions(use_dictionary_file=False, suggest=True,
+                                                                           ranked=True))[0]}
+    assert tagged.keys() == ranked.keys() and all(w.suggestions[0].source == "tag" for w in tagged.values())
+    replaced = [w for w in ranked.values() if w.operation == "R"]
+    assert replaced and all(w.suggestions[0].source != "tag" for w in replaced if len(w.suggestions) > 1)
+    assert any(len(w.suggestions) > 1 for w in replaced)  # the candidates, scored: the best first
+    for word in replaced:  # the message names the first suggestion; the type stays the tag's
+        assert (word.operation, word.type) == (tagged[word.word].operation, tagged[word.word].type)
+        assert f"*{word.suggestions[0].value}*" in word.message
+
+
 def test_options_filter_the_flags_and_dictionary_words_are_never_flagged_nor_suggested(checker) -> None:
     base = GedOptions(use_dictionary_file=False, suggest=True)
     every = checker.check_texts(QUICKSTART, base)[0]

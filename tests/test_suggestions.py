@@ -204,5 +204,12 @@ def test_the_demo_shows_suggestions_in_the_ged_table(shipped: Detector) -> None:
 @pytest.mark.parametrize("word", ["recieved", "tireing", "cigaratte", "alot", "tenes", "wich", "comunication",
                                   "atrophided", "xyzzyq", "acomodation", "recievd", "definatly"])
 def test_near_words_are_the_spellcheckers_own_candidates(suggester: Suggester, word: str) -> None:
-    """The hand-written two-edit search finds exactly what pyspellchecker's ``candidates`` finds, only faster."""
-    assert suggester.near_words(word) == (suggester.checker.candidates(word) or set()) - {word}
+    """The hand-written search finds what pyspellchecker's ``candidates`` finds, only faster: all the words one edit
+    away, and the words two edits away that it has seen ``TWO_EDIT_FREQUENCY`` times or more."""
+    from electra_detect.tasks.ged.suggestions import TWO_EDIT_FREQUENCY
+
+    theirs = (suggester.checker.candidates(word) or set()) - {word}
+    one_edit = bool(theirs & suggester.checker.edit_distance_1(word))
+    counts = suggester.checker.word_frequency.dictionary
+    common = {w for w in theirs if one_edit or counts[w] >= TWO_EDIT_FREQUENCY}
+    assert suggester.near_words(word) == common

@@ -77,10 +77,13 @@ def applied(tokens: list[str], start: int, end: int, value: str) -> str:
     return " ".join([*tokens[:start], *value.split(), *tokens[end:]])
 
 
-def told(detector: Detector, sentences: list[TaggedSentence], threshold: float) -> dict[str, Any]:
-    """Operation, type and suggestion accuracy over the detected gold edits of ``sentences``."""
+def told(detector: Detector, sentences: list[TaggedSentence], threshold: float, ranked: bool = False
+         ) -> dict[str, Any]:
+    """Operation, type and suggestion accuracy over the detected gold edits of ``sentences`` (``ranked``: a tag
+    model's one-word replacements re-ranked, ``ged --ranked``)."""
     checker = GedChecker(detector)
-    options = build_ged_options(threshold=threshold, suggest=True, use_dictionary_file=False, calibrated=False)
+    options = build_ged_options(threshold=threshold, suggest=True, use_dictionary_file=False, calibrated=False,
+                                ranked=ranked)
     texts = [" ".join(unescape_tsv(t) for t in s.tokens) for s in sentences]
     started = time.perf_counter()
     words = checker.check_texts(texts, options)
@@ -190,6 +193,7 @@ def main() -> int:
     parser.add_argument("--merge", nargs="+", type=Path, default=[],
                         help="earlier runs' result.json files to put beside this run's models in one table")
     parser.add_argument("--engine", default="torch")
+    parser.add_argument("--ranked", action="store_true", help="tag models told as `ged --ranked` tells them")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     results: dict[str, Any] = {"command": command_line(), "models": {}}
@@ -206,7 +210,7 @@ def main() -> int:
         found = json.loads(kept.read_text()) if kept.exists() else detection(detector, sets)
         atomic_write_json(kept, found)
         results["models"][name] = {"path": path, "detection": found,
-                                   "told": told(detector, report, found["threshold"])}
+                                   "told": told(detector, report, found["threshold"], args.ranked)}
         print(json.dumps({name: results["models"][name]["told"]}), file=sys.stderr)
     args.out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(args.out / "result.json", results)

@@ -34,8 +34,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, help="flag words with score >= this (default: the model's "
                                                   "tuned ged.json threshold at --level, else 0.5)")
     p.add_argument("--suggest", action="store_true",
-                   help="give each flagged word its suggestions, replacements ranked by the model (each candidate's "
-                        "sentence is scored: about 8 sentences a flagged word; docs/suggestions.md)")
+                   help="give each flagged word its suggestions: a tag model's from its edit tag (docs/edit_tags.md), "
+                        "another model's candidates ranked by the model (each candidate's sentence scored: about 8 "
+                        "sentences a flagged word; docs/suggestions.md)")
+    p.add_argument("--ranked", action="store_true",
+                   help="a tag model's one-word replacements re-ranked by scoring every candidate's sentence, as "
+                        "for other models: its first suggestion is right more often, at many times the check's cost "
+                        "(docs/edit_tags.md)")
     p.add_argument("--with-rules", action="store_true",
                    help="lift the model's score of words harper-py (rule-based) flags, by the weight and threshold "
                         "tuned for the model (ged.json \"rules\"); needs the rules extra")
@@ -103,7 +108,8 @@ def run_ged(args: argparse.Namespace) -> int:
     from electra_detect.cli.texts import input_batches
     from electra_detect.errors import CliError
 
-    options = ged_options(args, suggest=args.suggest, with_rules=args.with_rules)  # bad options: before any input
+    # bad options: before any input
+    options = ged_options(args, suggest=args.suggest, with_rules=args.with_rules, ranked=args.ranked)
     dictionary = personal_dictionary(args.dictionary)
     if args.processes < 1:
         raise CliError("--processes must be >= 1")

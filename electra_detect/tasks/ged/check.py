@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from electra_detect.detector import Detector, TextScores
-from electra_detect.edit_tags import DELETE
+from electra_detect.edit_tags import DELETE, words_of
 from electra_detect.tasks.ged.dictionary import PersonalDictionary, Vocabulary
 from electra_detect.tasks.ged.edit_typing import Edit, EditTyper
 from electra_detect.tasks.ged.flags import FlaggedWord
@@ -175,8 +175,11 @@ class GedChecker:
         for text in self.lifted(scored, options):
             found = [FlaggedWord.of_word(w) for w in text.words_at_least(threshold)]  # no object per word
             found = [w for w in found if not in_dictionary(text.text, w, vocabulary)]
-            chosen = [] if tagged else \
-                [i for i, w in enumerate(found) if options.suggest or (by_ranking and self.typing.by_edit(w))]
+            if tagged:  # a tag names the edit; ranked: its one-word replacements' candidates scored as well
+                chosen = [i for i, w in enumerate(found) if options.ranked and w.operation == "R"
+                          and " " not in words_of(w.tag or "")]
+            else:
+                chosen = [i for i, w in enumerate(found) if options.suggest or (by_ranking and self.typing.by_edit(w))]
             words.append(found)
             ranked.append(chosen)
             plans.append(self.suggester.plan(text.text, [(found[i].start, found[i].end) for i in chosen]))
@@ -191,16 +194,20 @@ class GedChecker:
             count = len(suggestion_plan.texts)
             ranked = self.suggester.rank(suggestion_plan, scores[at:at + count])
             at += count
+            searched: dict[int, list[Suggestion]] = {}  # a tag model's ranked replacements, by word
             for index, found in zip(chosen, ranked, strict=True):
                 word = words[index]
                 kept = [s for s in found if not (s.value and plan.vocabulary.knows(s.value))]
+                if self.tagged:
+                    searched[id(word)] = kept
+                    continue
                 word.best = kept[0] if kept else None
                 if options.suggest:
                     word.suggestions = kept
                 if kept and self.typer.available and self.typing.ranked and self.typing.by_edit(word):
                     to_type.append((word, edit_of(suggestion_plan, kept[0])))
             if self.tagged:
-                self.tell(suggestion_plan.text, words, plan.vocabulary, options.suggest)
+                self.tell(suggestion_plan.text, words, plan.vocabulary, options.suggest, searched)
             elif self.typer.available and not self.typing.ranked:
                 to_type += self.first_edits(suggestion_plan.text, words, plan.vocabulary)
         if at != len(scores):
@@ -223,9 +230,11 @@ class GedChecker:
         return out
 
     def tell(self, text: str, words: list[FlaggedWord], vocabulary: Vocabulary | None = None,
-             suggest: bool = True) -> None:
-        """A tag model's words: each one's suggestion and message from its edit tag (tag_edits). Of a doubled word
-        (*the the*) both halves tagged for deletion, only the second is told: deleting both would lose the word."""
+             suggest: bool = True, searched: dict[int, list[Suggestion]] | None = None) -> None:
+        """A tag model's words: each one's suggestion and message from its edit tag (tag_edits), or for a
+        replacement in ``searched`` (``id(word)``: the ranked candidates, ``GedOptions.ranked``) from the best of
+        them when there is one. Of a doubled word (*the the*) both halves tagged for deletion, only the second is
+        told: deleting both would lose the word."""
         tags = self.detector.edit_tags
         # a misspelling's correction: two edits away when suggestions are shown, one otherwise (two cost ged --file
         # three quarters of its time: 0.35x harper-py, benchmarks ged_file_speed 16:54)
@@ -243,11 +252,17 @@ class GedChecker:
             if suggestion is not None and vocabulary and vocabulary.knows(suggestion.value.strip() or "\0"):
                 suggestion = None  # a dictionary word is never suggested (as for the ranked candidates)
                 word.explanation = tag_message(text, word.start, word.end, edit, None)
+            found = (searched or {}).get(id(word))
+            if found and edit.operation == "R":
+                suggestion = found[0]
+                word.explanation = tag_message(text, word.start, word.end, edit, suggestion)
             op, main = edit.type.split(":", 1)
             if (op, main) != (word.operation, word.type):  # a deletion's type is the deleted word's
                 word.retype(op, main, "model")
             word.best = suggestion
             word.suggestions = [suggestion] if suggestion is not None else []
+            if found and edit.operation == "R":
+                word.suggestions = found
 
     def first_edits(self, text: str, words: Sequence[FlaggedWord],
                     vocabulary: Vocabulary) -> list[tuple[FlaggedWord, Edit]]:

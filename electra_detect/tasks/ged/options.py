@@ -32,7 +32,9 @@ class GedOptions:
     """``threshold``: flag words scoring at least this (None: the model's, at ``level``); ``disabled_rules`` ...
     ``enabled_only``: LanguageTool's rule and category switches; ``words``: this request's dictionary words (beside
     the personal dictionary file's); ``suggest``: give the suggestions (the type and message are the same without);
-    ``with_rules``: lift the scores of words harper-py flags (``electra_detect.rules``); ``calibrated``: scores and
+    ``with_rules``: lift the scores of words harper-py flags (``electra_detect.rules``); ``ranked``: a tag model's
+    one-word replacements re-ranked by scoring every candidate (first suggestions right more often, at about 13x the
+    check's cost: ``docs/edit_tags.md``; an untyped or typed model always ranks); ``calibrated``: scores and
     threshold in the calibrated space when the model has a calibrator. Built by :func:`build_ged_options` (which
     checks the threshold); ``__post_init__`` normalises the ids and words and checks that the options agree."""
 
@@ -46,6 +48,7 @@ class GedOptions:
     words: tuple[str, ...] = ()
     suggest: bool = False
     with_rules: bool = False
+    ranked: bool = False
     calibrated: bool = True
     use_dictionary_file: bool = field(default=True)  # False: only ``words`` (a test, a server without a user)
 
@@ -74,7 +77,8 @@ def build_ged_options(*, threshold: object = None, level: object = "default",
                       disabled_rules: Iterable[str] | str = (), enabled_rules: Iterable[str] | str = (),
                       disabled_categories: Iterable[str] | str = (), enabled_categories: Iterable[str] | str = (),
                       enabled_only: bool = False, words: Iterable[str] = (), suggest: bool = False,
-                      with_rules: bool = False, calibrated: bool = True, use_dictionary_file: bool = True,
+                      with_rules: bool = False, ranked: bool = False, calibrated: bool = True,
+                      use_dictionary_file: bool = True,
                       threshold_name: str = "threshold") -> GedOptions:
     """The one constructor of :class:`GedOptions` from a front's input (CLI flags, a request's fields, the demo's
     controls, the spaCy component's config); raises ``GedOptionsError`` with a one-line message naming the fault.
@@ -84,14 +88,15 @@ def build_ged_options(*, threshold: object = None, level: object = "default",
     ``threshold_name`` in the message (``--threshold`` for the CLI); ``level``: ``default`` or ``picky``; the four
     id fields: ids one by one or comma-separated (LanguageTool's form), in any case; ``enabled_only`` needs an
     enabled rule or category; ``words``: the request's own dictionary words; ``suggest``, ``with_rules`` (default
-    level only), ``calibrated``, ``use_dictionary_file``: as :class:`GedOptions` says. Shape:
+    level only), ``ranked``, ``calibrated``, ``use_dictionary_file``: as :class:`GedOptions` says. Shape:
     ``build_ged_options(threshold=0.4, disabled_categories="STYLE,typos")`` -> ``GedOptions(threshold=0.4,
     disabled_categories=frozenset({"STYLE", "TYPOS"}), ...)``."""
     return GedOptions(threshold=_threshold(threshold, threshold_name), level=str(level),
                       disabled_rules=_ids(disabled_rules), enabled_rules=_ids(enabled_rules),
                       disabled_categories=_ids(disabled_categories), enabled_categories=_ids(enabled_categories),
                       enabled_only=bool(enabled_only), words=(words,) if isinstance(words, str) else tuple(words),
-                      suggest=bool(suggest), with_rules=bool(with_rules), calibrated=bool(calibrated),
+                      suggest=bool(suggest), with_rules=bool(with_rules), ranked=bool(ranked),
+                      calibrated=bool(calibrated),
                       use_dictionary_file=bool(use_dictionary_file))
 
 
