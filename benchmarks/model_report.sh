@@ -66,7 +66,7 @@ calibration() {
   "${CLI[@]}" calibrate --model "$MODEL" --text "${REFS[@]}" --method platt --plot "$OUT/calibration_rtd/plot.png" \
     | tee "$OUT/calibration_rtd/result.json"
   "${CLI[@]}" calibrate --model "$MODEL" --data "$JFLEG/dev.src" --refs "${REFS[@]}" --format parallel \
-    --plot "$OUT/calibration_ged/plot.png" --dry-run | tee "$OUT/calibration_ged/result.json"
+    --combine majority --plot "$OUT/calibration_ged/plot.png" --dry-run | tee "$OUT/calibration_ged/result.json"
 }
 
 zero_shot_threshold() {  # the pre-trained discriminator's F0.5 threshold, tuned by benchmarks/quality/ged.py
@@ -88,7 +88,8 @@ pos_bias() {
   threshold=$(zero_shot_threshold)
   pos_bias_to "$OUT/pos_bias_clean" --text "$JFLEG/dev.ref0" --threshold "$threshold"
   pos_bias_to "$OUT/pos_bias_corrupt" --text "$JFLEG/dev.ref0" --corrupt --rounds 2 --threshold "$threshold"
-  pos_bias_to "$OUT/pos_bias_ged" --ged "$JFLEG/dev.src" --refs "${REFS[@]}" --format parallel --threshold "$threshold"
+  pos_bias_to "$OUT/pos_bias_ged" --ged "$JFLEG/dev.src" --refs "${REFS[@]}" --format parallel --combine majority \
+    --threshold "$threshold"  # majority: these verbs' default before --combine had one default (first)
 }
 
 asr() {  # reranking and word confidence on the committed pocketsphinx lists, by noise condition

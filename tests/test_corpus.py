@@ -8,7 +8,9 @@ import ast
 import io
 import json
 import re
+import shutil
 import struct
+import subprocess
 import tarfile
 import zlib
 from email.message import EmailMessage
@@ -533,3 +535,18 @@ def test_a_relative_cache_reaches_the_fetcher_as_an_absolute_path(tmp_path: Path
     build_corpus(sources[:1], tmp_path / "corpus", Path("cache"), fetcher=recording, log=lambda m: None,
                  progress=False)
     assert seen == [tmp_path.resolve() / "cache"]
+
+
+@pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="dpkg-deb: Debian's own tool, absent here")
+def test_a_deb_unpacks_with_a_relative_cache_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "pkg"
+    (package / "DEBIAN").mkdir(parents=True)
+    (package / "DEBIAN" / "control").write_text("Package: tiny\nVersion: 1.0\nArchitecture: all\n"
+                                                "Maintainer: t <t@example.org>\nDescription: a test\n")
+    (package / "usr" / "share" / "doc").mkdir(parents=True)
+    (package / "usr" / "share" / "doc" / "words.txt").write_text("Plain words.\n")
+    subprocess.run(["dpkg-deb", "--build", "--root-owner-group", str(package), str(tmp_path / "tiny_1.0_all.deb")],
+                   check=True, capture_output=True)
+    monkeypatch.chdir(tmp_path)  # the build's cache as a user gives it: relative to where they stand
+    dest = fetch_mod.unpack(Path("tiny_1.0_all.deb"), Path("cache"))
+    assert (dest / "usr" / "share" / "doc" / "words.txt").read_text() == "Plain words.\n"

@@ -93,6 +93,7 @@ def fetch(source: Source, cache: Path) -> Path:
 
 def unpack(archive: Path, cache: Path) -> Path:
     """Unpack an archive once into ``cache/unpacked/<archive name>/`` (atomic: a half unpack is redone)."""
+    archive, cache = archive.resolve(), cache.resolve()  # dpkg-deb runs in the staging folder: relative paths break
     dest = cache / "unpacked" / archive.name
     if dest.is_dir():
         return dest
