@@ -170,7 +170,13 @@ def test_default_out_dir_is_the_cache_and_the_model_dir_stays_untouched(
 def test_int8_candidates_name_the_ffn_outputs_and_the_end_layers(exported) -> None:
     import onnx
 
-    from electra_detect.onnx.export import ffn_output_projections, first_and_last_layers, int8_candidates
+    from electra_detect.onnx.export import (
+        ffn_output_projections,
+        first_and_last_layers,
+        int8_candidates,
+        output_head,
+        weight_nodes,
+    )
 
     out = exported.out_dir
     config = json.loads((out / "config.json").read_text())
@@ -180,8 +186,11 @@ def test_int8_candidates_name_the_ffn_outputs_and_the_end_layers(exported) -> No
     ends = {n.name for n in first_and_last_layers(graph, config)}
     assert {ffn_out[0].name, ffn_out[-1].name} <= ends and not ends & {n.name for n in ffn_out[1:-1]}
     names = [name for name, _, _ in int8_candidates(out / VARIANT_FILES["optimized"], config)]
-    assert names == ["per-tensor", "per-channel", "per-channel, FFN outputs fp32",
+    assert names == ["per-tensor", "per-channel", "per-channel, head fp32", "per-channel, FFN outputs fp32",
                      "per-channel, FFN outputs and first/last layers fp32"]
+    head = [n.name for n in output_head(graph, config)]
+    weights = [n.name for n in weight_nodes(graph)]
+    assert head and head == weights[weights.index(ffn_out[-1].name) + 1:]  # the classifier, after the last layer
 
 
 def _pbtxt(text: str) -> dict[str, Any]:

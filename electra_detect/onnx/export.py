@@ -10,8 +10,9 @@ Why each step uses what it uses:
 - fp16: onnxruntime's float16 converter with fp32 inputs/outputs kept, for GPUs.
 - int8: onnxruntime dynamic quantisation (int8 weights, activations quantised on the fly), for CPUs.
   Candidates cheapest first (``int8_candidates``): every weight in int8 with per-tensor and per-channel scales,
-  then per-channel with the FFN output projections kept in fp32, then also the first and last layers; the
-  first that passes the gate is kept (the best one is reported when none does).
+  then per-channel with the classifier head kept in fp32 (a tag model's argmax over thousands of channels), then
+  with the FFN output projections kept in fp32, then also the first and last layers; the first that passes the
+  gate (flags, and a tag model's tags) is kept (the best one is reported when none does).
 
 Parity: every variant runs on held-out text, in the batches ``Detector`` would build, against the
 PyTorch logits. fp32 variants must agree to ``max|Δlogit| <= 1e-4``; fp16 and int8 must flag the
@@ -211,6 +212,16 @@ def first_and_last_layers(graph: Any, config: dict[str, Any]) -> list[Any]:
     return nodes[:first_end + 1] + nodes[before_last + 1:last_end + 1]
 
 
+def output_head(graph: Any, config: dict[str, Any]) -> list[Any]:
+    """Weight nodes after the last layer's FFN output projection: the classifier head (a tag model's thousands of
+    channels, whose argmax int8 error moves where detection's one logit holds)."""
+    nodes, ends = weight_nodes(graph), ffn_output_projections(graph, config)
+    if not ends:
+        return []
+    last = next(i for i, n in enumerate(nodes) if n is ends[-1])
+    return nodes[last + 1:]
+
+
 def int8_candidates(source: Path, config: dict[str, Any]) -> list[tuple[str, bool, list[str]]]:
     """(name, per-channel scales, node names kept in fp32), smallest and fastest first."""
     import onnx
@@ -218,7 +229,10 @@ def int8_candidates(source: Path, config: dict[str, Any]) -> list[tuple[str, boo
     graph = onnx.load(str(source), load_external_data=False).graph
     ffn_out = [n.name for n in ffn_output_projections(graph, config)]
     ends = [n.name for n in first_and_last_layers(graph, config)]
+    head = [n.name for n in output_head(graph, config)]
     candidates = [("per-tensor", False, []), ("per-channel", True, [])]
+    if head:
+        candidates.append(("per-channel, head fp32", True, head))
     if ffn_out:
         candidates.append(("per-channel, FFN outputs fp32", True, ffn_out))
     if ends:
@@ -229,22 +243,33 @@ def int8_candidates(source: Path, config: dict[str, Any]) -> list[tuple[str, boo
 
 def quantise_int8(source: Path, target: Path, config: dict[str, Any], check: Callable[[Path], dict[str, Any]],
                   min_agreement: float) -> dict[str, Any]:
-    """Write ``target`` as the first int8 candidate whose flag agreement (``check(path)`` gives the parity row)
-    reaches ``min_agreement``, of the two fully int8 ones the better; when none does, the best of all."""
+    """Write ``target`` as the first int8 candidate that passes the gate (``check(path)`` gives the parity row: its
+    flag agreement reaches ``min_agreement`` and, for a tag model, its tag agreement ``MIN_TAG_AGREEMENT``), of the
+    two fully int8 ones the better; when none does, the best of all (passing tags first, then flags)."""
+    from electra_detect.onnx.parity import MIN_TAG_AGREEMENT
+
+    def rank(row: dict[str, Any]) -> tuple[bool, bool, float]:
+        tags_ok = row.get("tag_agreement", 1.0) >= MIN_TAG_AGREEMENT
+        return tags_ok and row["flag_agreement"] >= min_agreement, tags_ok, row["flag_agreement"]
+
     chosen: dict[str, Any] = {}
     agreement: dict[str, float] = {}
+    tag_agreement: dict[str, float] = {}
     for index, (name, per_channel, keep_fp32) in enumerate(int8_candidates(source, config)):
         candidate = target.with_name(f"{target.stem}.candidate{index}.onnx")
         to_int8(source, candidate, per_channel, keep_fp32)
         row = check(candidate)
         agreement[name] = row["flag_agreement"]
-        if not chosen or row["flag_agreement"] > chosen["flag_agreement"]:  # a tie keeps the smaller one
+        if "tag_agreement" in row:
+            tag_agreement[name] = row["tag_agreement"]
+        if not chosen or rank(row) > rank(chosen):  # a tie keeps the smaller one
             os.replace(candidate, target)
             chosen = {**row, "int8_choice": name, "fp32_nodes": len(keep_fp32)}
         candidate.unlink(missing_ok=True)
-        if chosen["flag_agreement"] >= min_agreement and name != "per-tensor":  # per-channel always gets its try
+        if rank(chosen)[0] and name != "per-tensor":  # per-channel always gets its try
             break
-    return {**chosen, "flag_agreement_by_int8_candidate": agreement}
+    extra = {"tag_agreement_by_int8_candidate": tag_agreement} if tag_agreement else {}
+    return {**chosen, "flag_agreement_by_int8_candidate": agreement, **extra}
 
 
 

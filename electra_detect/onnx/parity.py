@@ -107,6 +107,9 @@ def parity_markdown(parity: dict[str, Any]) -> str:
         int8 = parity["variants"]["int8"]
         tried = ", ".join(f"{name} {value:.4f}" for name, value in int8["flag_agreement_by_int8_candidate"].items())
         lines += ["", f"int8 candidates (flag agreement): {tried}; kept: {int8['int8_choice']}."]
+        if int8.get("tag_agreement_by_int8_candidate"):
+            tags = ", ".join(f"{n} {v:.4f}" for n, v in int8["tag_agreement_by_int8_candidate"].items())
+            lines[-1] = lines[-1][:-1] + f" (tag agreement: {tags})."
     if parity.get("dropped"):
         lines += ["", "Dropped (failed the gate): " + "; ".join(parity["dropped"].values()) + "."]
     return "\n".join(lines) + "\n"
