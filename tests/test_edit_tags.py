@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from electra_detect.edit_tags import FALLBACK_TAG, EditTags, Inflections, operation
+from electra_detect.edit_tags import FALLBACK_TAG, KEEP, EditTags, Inflections, operation
 from electra_detect.scoring_job import decode_tags, near_errors
 from electra_detect.tasks.ged.readers import GedEdit, GedSentence
 from electra_detect.tasks.ged.tag_edits import over_word, told
@@ -227,3 +227,39 @@ def test_a_tag_models_dictionary_reads_its_table_not_lemminflect(tmp_path):
             "assert 'lemminflect' not in sys.modules and 'spacy' not in sys.modules, 'imported'")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+# ---------------------------------------------------------------------------------------------- synthetic errors
+
+def test_diff_edits_undo_the_corruption_one_word_at_a_time():
+    from electra_detect.training.finetune.edit_tag_data import diff_edits
+
+    source = "He go to to store yesterday".split()
+    target = "He went to the store yesterday".split()
+    types = [[], ["R:VERB:TENSE"], [], ["R:DET"], [], []]
+    edits = diff_edits(source, target, types)
+    assert [(e.start, e.end, e.correction, e.type) for e in edits] == [
+        (1, 2, "went", "R:VERB:TENSE"), (3, 4, "the", "R:DET")]  # neighbouring errors apart, each its own type
+    missing = diff_edits("I have cat".split(), "I have a cat".split(), [[], [], ["M:DET"]])
+    assert [(e.start, e.end, e.correction, e.type) for e in missing] == [(2, 2, "a", "M:DET")]
+
+
+def test_synthetic_sentences_are_tagged_by_the_edits_that_undo_them():
+    from electra_detect.training.finetune.edit_tag_data import synthetic_tagged
+    from electra_detect.training.pretraining.data import corpus_sentences
+
+    clean = corpus_sentences([], 200)
+    tagged = synthetic_tagged(clean, seed=3)
+    assert len(tagged) == len(clean) and any(any(s.labels) for s in tagged)
+    for sentence, tokens in zip(tagged, clean, strict=True):
+        assert len(sentence.tokens) == len(sentence.labels) == len(sentence.tags)
+        if not any(sentence.labels):  # a clean sentence: every token kept
+            assert sentence.tokens == tokens and set(sentence.tags) == {KEEP}
+        else:  # applying the edits gives the clean sentence back
+            out, at = [], 0
+            for edit in sorted(sentence.edits, key=lambda e: e.start):
+                out += sentence.tokens[at:edit.start] + edit.correction.split()
+                at = edit.end
+            assert out + sentence.tokens[at:] == tokens
+    tagged_tokens = [t for s in tagged for t, label in zip(s.tags, s.labels, strict=True) if label]
+    assert sum(t != KEEP for t in tagged_tokens) >= 0.9 * len(tagged_tokens)  # errors carry their edit's tag

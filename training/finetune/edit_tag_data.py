@@ -323,6 +323,44 @@ def inflection_table(words: Iterable[str]) -> dict[str, Any]:
     return {"lemmas": lemmas, "forms": forms}
 
 
+# --------------------------------------------------------------------------------------------- synthetic errors
+
+def diff_edits(source: Sequence[str], target: Sequence[str], types: Sequence[Sequence[str]] = ()) -> list[GedEdit]:
+    """The edits that turn ``source`` tokens into ``target`` tokens (difflib's opcodes), each typed by the first
+    type ``types`` gives a token it touches (an insertion: the token after the gap), else ``R:OTHER``."""
+    import difflib
+
+    edits = []
+    matcher = difflib.SequenceMatcher(a=list(source), b=list(target), autojunk=False)
+    def typed(lo: int, hi: int) -> str:
+        at = [i for i in range(lo, max(hi, lo + 1)) if i < len(types) and types[i]]
+        return types[at[0]][0] if at else "R:OTHER"
+
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "replace" and i2 - i1 == j2 - j1:  # neighbouring word errors: one edit each, each its own type
+            edits += [GedEdit(i, i + 1, target[j1 + k], typed(i, i + 1)) for k, i in enumerate(range(i1, i2))]
+        elif op != "equal":
+            edits.append(GedEdit(i1, i2, " ".join(target[j1:j2]), typed(i1, i2)))
+    return edits
+
+
+def synthetic_tagged(sentences: Sequence[Sequence[str]], seed: int = 0, mix: str = "learner"
+                     ) -> list[TaggedSentence]:
+    """``sentences`` (clean tokens) with synthetic errors (``training/synthetic``, ``mix``), each token tagged by
+    the edit that undoes its error: the corrupted sentence diffed against the clean one, then :func:`tags_of` as
+    for learner data (a clean sentence: every token ``$KEEP``)."""
+    from electra_detect.training.synthetic.synthetic_errors import ErrorConfig, ErrorMaker
+
+    clean = [list(tokens) for tokens in sentences]
+    maker = ErrorMaker.for_corpus(clean, ErrorConfig(mix=mix), seed)
+    out = []
+    for tokens in clean:
+        corrupted = maker.corrupt(list(tokens))
+        edits = diff_edits(corrupted.tokens, tokens, corrupted.types)
+        out.append(TaggedSentence(corrupted.tokens, corrupted.labels, tags_of(corrupted.tokens, edits), edits))
+    return out
+
+
 # ------------------------------------------------------------------------------------------------------- the build
 
 def write_tagged(path: str | Path, sentences: Iterable[TaggedSentence]) -> None:
@@ -372,7 +410,9 @@ def write_tag_files(model_dir: str | Path, tags: Sequence[str], types: dict[str,
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m electra_detect.training.finetune.edit_tag_data fce TSV BEA OUT`` | ``wi M2... OUT``."""
+    """``python -m electra_detect.training.finetune.edit_tag_data fce TSV BEA OUT`` | ``wi M2... OUT`` |
+    ``synthetic COUNT [CORPUS...] OUT`` (COUNT corpus sentences, the embedded corpus when none is named, with the
+    learner mix of synthetic errors)."""
     import sys
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -384,6 +424,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(json.dumps(counts))
     elif args[0] == "wi":
         write_tagged(args[-1], [s for path in args[1:-1] for s in wi_tagged(path)])
+    elif args[0] == "synthetic":
+        from electra_detect.training.pretraining.data import corpus_sentences
+
+        sentences = synthetic_tagged(corpus_sentences(args[2:-1], int(args[1])))
+        write_tagged(args[-1], sentences)
+        print(json.dumps({"sentences": len(sentences), "with_errors": sum(any(s.labels) for s in sentences)}))
 
 
 if __name__ == "__main__":
