@@ -5,6 +5,7 @@ the server's socket timeouts."""
 from __future__ import annotations
 
 import asyncio
+import http
 import logging
 import select
 import time
@@ -256,6 +257,20 @@ def http_protocol(read_timeout_s: float, max_head_bytes: int = 16 * 1024) -> typ
                 self.transport.write(self.conn.send(event) or b"")
             self._linger()
 
+        def _head_too_long(self, data: bytes) -> bool:
+            """Refuse a request head over ``max_head_bytes`` that arrived whole: h11's limit measures only a head
+            still incomplete after a read, so one read of 200 KB (a loaded server reads late, and more at once) was
+            parsed and served."""
+            pending = bytes(self.conn.trailing_data[0]) + data
+            if len(pending) <= max_head_bytes or pending.find(b"\r\n\r\n", 0, max_head_bytes + 4) >= 0:
+                return False
+            status, body = head_error(pending, max_head_bytes)
+            head = (f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}\r\ncontent-type: application/json\r\n"
+                    f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode()
+            self.transport.write(head + body)
+            self._linger()
+            return True
+
         def _linger(self) -> None:
             """Close after the answer without resetting the connection: closing a socket with the client's bytes
             still unread sends a TCP reset, and the client loses the answer (200 KB of headers got a reset, not
@@ -276,6 +291,8 @@ def http_protocol(read_timeout_s: float, max_head_bytes: int = 16 * 1024) -> typ
                 return
             if self._head_timer is None and self.conn.their_state is h11.IDLE:
                 self._arm()  # the first bytes of a new request head: the head's clock starts
+            if self.conn.their_state is h11.IDLE and self._head_too_long(data):
+                return
             super().data_received(data)
             if self.conn.their_state is not h11.IDLE:
                 self._disarm()
