@@ -238,7 +238,7 @@ class Suggester:
         lower = word.lower()
         if not lower.isalpha() or len(lower) < 3 or not self.checker.known([lower]):
             return []
-        found = self.checker.known(self.checker.edit_distance_1(lower)) - {lower}
+        found = self.near_words(lower, False) - {lower}  # the known words one edit away
         return sorted((c for c in found if c.isalpha()), key=lambda c: (-self.checker.word_usage_frequency(c), c))[
             :limit]
 
