@@ -306,6 +306,10 @@ async def test_a_newer_change_cancels_the_check_under_way_and_only_changed_parag
                    and "blocks checked" in m.message]
         return int(line.split(" of 1000 blocks")[0].rsplit(" ", 1)[1])
 
+    for version, what in ((1, "stopped by a newer change"), (2, "")):  # a log line may trail the diagnostics
+        await until(lambda v=version, w=what: [m for m in client.log_messages if f"{uri} version {v}: {w}"
+                                               in m.message and "blocks checked" in m.message],
+                    what=f"version {version}'s log line")
     stopped_after = count(1, "stopped by a newer change")
     assert stopped_after < 1000 and count(2, "") >= 1000 - stopped_after  # version 1 cached no more once stopped
     before = len(client.log_messages)
