@@ -257,22 +257,61 @@ def test_payload_base_and_text_parts_unpack_on_the_device(tmp_path: Path, monkey
         device.setup(args, log)
 
 
-def test_device_figures_pick_by_the_tuning_halves() -> None:
-    device = _script("distill_device")
-    rng = np.random.default_rng(0)
+TAGS = {"house": "$REPLACE_houses", "red": "$DELETE"}
 
-    def half(n: int, noise: float) -> tuple[list[GedSentence], list[np.ndarray]]:
-        sentences = [GedSentence(["w"] * 6, list(rng.integers(0, 2, 6))) for _ in range(n)]
-        return sentences, [np.clip(np.array(s.labels) * 0.6 + rng.random(6) * noise, 0, 1) for s in sentences]
 
-    good = {name: (*half(30, 0.3), *half(30, 0.3)) for name in ("fce.tsv", "jfleg.tsv")}
-    poor = {name: (*half(30, 1.0), *half(30, 1.0)) for name in ("fce.tsv", "jfleg.tsv")}
-    figures = {arm: device.figures(scored) for arm, scored in (("good", good), ("poor", poor))}
-    assert figures["good"]["select"] > figures["poor"]["select"]
-    assert 0 < figures["good"]["shared_threshold"] < 1
-    assert set(figures["good"]["sets"]["fce.tsv"]) == {"own_threshold", "report_at_own", "tune_at_shared",
-                                                       "report_at_shared"}
-    assert figures["good"]["sets"]["fce.tsv"]["report_at_own"]["f05"] > 0.8
+@pytest.fixture(scope="module")
+def tag_teacher(tmp_path_factory: pytest.TempPathFactory, micro_run: Path) -> Path:
+    """A stand-in edit-tag teacher: "house" wants $REPLACE_houses, "red" $DELETE (docs/edit_tags.md)."""
+    from electra_detect.training.finetune.edit_tag_data import write_tag_files
+
+    vocabulary = ("$KEEP", "$DELETE", "$SPELL", "$REPLACE_houses")
+    train = [GedSentence(t, [int(w in TAGS) for w in t], [[] for _ in t], [], [TAGS.get(w, "$KEEP") for w in t])
+             for t in _sentences(160, 5)]
+    out = tmp_path_factory.mktemp("tag_teacher") / "ged"
+    finetune(micro_run, out, train, config=FinetuneConfig(epochs=4, batch_size=16, lr=3e-3, tags=vocabulary,
+                                                          tag_weight=1.0), show_progress=False)
+    write_tag_files(out, vocabulary, {"$KEEP": "R:OTHER", "$DELETE": "U:ADJ", "$SPELL": "R:SPELL",
+                                      "$REPLACE_houses": "R:NOUN:NUM"}, {}, {}, {w for t in train for w in t.tokens},
+                    source="test")
+    return out
+
+
+def test_a_tag_teachers_labels_keep_its_tags_and_become_tagged_data(tmp_path: Path, tag_teacher: Path) -> None:
+    from electra_detect.training.finetune.distill import TAG_FLOOR, teacher_tagged
+
+    build_text_sets(tmp_path / "text", _learner_files(tmp_path), seed=3)
+    text = tmp_path / "text" / "learner.jsonl.gz"
+    manifest = label_text_set(text, tmp_path / "labels", [tag_teacher], shard_size=16, show_progress=False)
+    assert manifest["tags"] == ["$KEEP", "$DELETE", "$SPELL", "$REPLACE_houses"] and manifest["tag_floor"] == TAG_FLOOR
+    rows = list(read_set(text))
+    p, tag = [], []
+    for shard in sorted((tmp_path / "labels").glob("shard-*.npz")):
+        with np.load(shard) as arrays:
+            p.append(arrays["p"].astype(np.float32))
+            tag.append(arrays["tag"])
+    p, tag = np.concatenate(p), np.concatenate(tag)
+    words = [w for r in rows for w in r["tokens"]]
+    assert len(words) == len(p) == len(tag)
+    assert np.all(tag[p < TAG_FLOOR] == -1)  # a tag only where the teacher suspects the word
+    house = [manifest["tags"][t] for w, t in zip(words, tag, strict=True) if w == "house" and t >= 0]
+    assert len(house) >= 0.8 * words.count("house") > 0 and all(t == "$REPLACE_houses" for t in house)
+    tagged = teacher_tagged(text, tmp_path / "labels", 0.5)
+    assert [s.tokens for s in tagged] == [r["tokens"] for r in rows]
+    flat = [(w, y, t) for s in tagged for w, y, t in zip(s.tokens, s.labels, s.tags, strict=True)]
+    assert all(t == "$KEEP" for _, y, t in flat if not y)
+    assert np.mean([y == 1 and t == "$REPLACE_houses" for w, y, t in flat if w == "house"]) > 0.8
+    assert np.mean([y for w, y, _ in flat if w not in TAGS]) < 0.1
+    with pytest.raises(ValueError, match="without edit tags"):
+        teacher_tagged(text, _typed_labels(tmp_path), 0.5)
+
+
+def _typed_labels(tmp_path: Path) -> Path:
+    """Labels whose manifest names no tags (a typed teacher's)."""
+    folder = tmp_path / "typed"
+    folder.mkdir()
+    (folder / "labels.json").write_text(json.dumps({"sentences": 1, "shard_size": 10, "tags": []}))
+    return folder
 
 
 def test_device_starts_no_labelling_for_a_set_labelled_whole(tmp_path: Path) -> None:
@@ -286,4 +325,4 @@ def test_device_starts_no_labelling_for_a_set_labelled_whole(tmp_path: Path) -> 
         for index in range(shards):
             (labels / name / f"shard-{index:05d}.npz").write_bytes(b"")
     args = type("Args", (), {"limit": 0, "shard_size": 10})()
-    assert sorted(device.label_jobs(payload, labels, ["t"], [], device.PROFILES["h100"], args)) == ["label-clean-0"]
+    assert sorted(device.label_jobs(payload, labels, "t", [], device.PROFILES["h100"], args)) == ["label-clean-0"]

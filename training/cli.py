@@ -227,6 +227,9 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
                         "detection, from --data in the `tagged` format (edit_tag_data); the vocabulary and its "
                         "inflection table are written into OUT (docs/edit_tags.md)")
     t.add_argument("--max-tags", type=int, default=3000, help="the tag vocabulary's size (with --tags)")
+    t.add_argument("--tags-from", metavar="MODEL_DIR",
+                   help="with --tags: that tag model's vocabulary (its edit_tags.json) instead of one built from "
+                        "--data, so teachers and students share their channels (docs/teacher.md)")
     t.add_argument("--tag-weight", type=float, default=0.2, help="weight of the tag loss beside detection")
     t.add_argument("--head-lr-scale", type=float, default=1.0,
                    help="learning rate of the classifier head over --lr (a fresh tag head: 10)")
@@ -282,7 +285,12 @@ def run_ged_train(args: argparse.Namespace) -> int:
             from electra_detect.errors import GedDataError
 
             raise GedDataError("--tags needs --data in the tagged format (PATH:tagged), whose tokens carry tags")
-        vocabulary = build_vocabulary(train, max_tags=args.max_tags)
+        if args.tags_from:
+            from electra_detect.training.finetune.edit_tag_data import read_vocabulary
+
+            vocabulary = read_vocabulary(args.tags_from)
+        else:
+            vocabulary = build_vocabulary(train, max_tags=args.max_tags)
         config.tags = tuple(vocabulary[0])
     with start_model(args.model) as start:
         if args.synthetic:  # the realistic mix's word choices come from the start model's own embeddings

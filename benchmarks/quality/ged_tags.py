@@ -41,6 +41,25 @@ from electra_detect.training.finetune.edit_tag_data import TaggedSentence, read_
 OUT = Path("benchmarks/results/ged_tags")
 
 
+SET_STEMS = {"MultiGED FCE dev": "multiged_fce_dev", "BEA FCE dev": "bea_fce_dev", "JFLEG dev": "jfleg_dev"}
+
+
+def write_sets(sets: dict[str, dict[str, list[GedSentence]]], folder: Path) -> None:
+    """The sets' labels as token TSVs (``{stem}_{half}.tsv``): read where spaCy and ERRANT are not (the GPU)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, halves in sets.items():
+        for half, sentences in halves.items():
+            atomic_write_text(folder / f"{SET_STEMS[name]}_{half}.tsv", "\n\n".join(
+                "\n".join(f"{t}\t{'i' if y else 'c'}" for t, y in zip(s.tokens, s.labels, strict=True))
+                for s in sentences) + "\n")
+
+
+def read_sets(folder: Path) -> dict[str, dict[str, list[GedSentence]]]:
+    """:func:`write_sets`' files back: the sets ``load_sets`` made, tokens and labels."""
+    return {name: {half: read_token_tsv(folder / f"{stem}_{half}.tsv") for half in ("tune", "report")}
+            for name, stem in SET_STEMS.items()}
+
+
 def load_sets(data: Path, jfleg: Path) -> dict[str, dict[str, list[GedSentence]]]:
     """{set: {"tune": [...], "report": [...]}} for MultiGED FCE dev, BEA FCE dev and JFLEG dev."""
     sets = {"MultiGED FCE dev": {half: read_token_tsv(data / f"fce_dev_{half}.tsv") for half in ("tune", "report")},
@@ -194,6 +213,8 @@ def main() -> int:
     parser.add_argument("--model", action="append", default=[], metavar="NAME=PATH")
     parser.add_argument("--merge", nargs="+", type=Path, default=[],
                         help="earlier runs' result.json files to put beside this run's models in one table")
+    parser.add_argument("--sets", type=Path, help="read the sets from --write-sets' TSVs (no spaCy: the GPU)")
+    parser.add_argument("--write-sets", type=Path, help="write the sets as token TSVs into this folder and stop")
     parser.add_argument("--engine", default="torch")
     parser.add_argument("--ranked", action="store_true", help="tag models told as `ged --ranked` tells them")
     parser.add_argument("--out", type=Path, default=OUT)
@@ -202,7 +223,10 @@ def main() -> int:
     for earlier in args.merge:
         found = json.loads(earlier.read_text())
         results["models"].update({name: {**row, "command": found["command"]} for name, row in found["models"].items()})
-    sets = load_sets(args.data, args.jfleg) if args.model else {}
+    if args.write_sets:
+        write_sets(load_sets(args.data, args.jfleg), args.write_sets)
+        return 0
+    sets = (read_sets(args.sets) if args.sets else load_sets(args.data, args.jfleg)) if args.model else {}
     report = read_tagged(args.data / "fce_dev_report.jsonl") if args.model else []
     args.out.mkdir(parents=True, exist_ok=True)
     for spec in args.model:

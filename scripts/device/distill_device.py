@@ -1,32 +1,31 @@
-"""The device side of issue 50's distillation: two calls, each under the tool's 10 minutes (docs/distillation.md).
+"""The device side of issue 60: the edit-tag teacher, its labels and the students, in two calls (docs/teacher.md).
 
-    python3 scripts/device/distill_device.py call1 [--profile h200|h100] [--halves]   # teachers, then labels
-    python3 scripts/device/distill_device.py call2 [--profile h200|h100]              # students
+    python3 scripts/device/distill_device.py call1 [--profile h200|h100]   # teachers, students beside, labels
+    python3 scripts/device/distill_device.py call2 [--profile h200|h100]   # the distilled students, the best packed
 
 Both start with ``setup``: the payload parts carried to ``/tmp/w`` (scripts/device/build_payload.py: the base parts
 ``pNN`` and the text parts ``tNN``) are joined and unpacked into ``/tmp/payload`` once, and this project's pins of
-transformers/tokenizers/huggingface_hub and the checkout itself are installed into ``/tmp/site`` (put first on
-PYTHONPATH). ``/tmp`` survives between calls while the machine is warm, so call 2 reads what call 1 left there.
+transformers/tokenizers/huggingface_hub/lemminflect and the checkout itself are installed into ``/tmp/site`` (put
+first on PYTHONPATH). ``/tmp`` survives between calls while the machine is warm, so call 2 reads what call 1 left.
 
-call 1: the teacher's arms side by side on the one GPU (``ged train --model <MPNet dir> --types --bf16`` on MultiGED's
-FCE train TSV + W&I+LOCNESS train A/B/C M2; two learning rates x two seeds on an H200, two learning rates on an
-H100), each scored on the tuning and report halves of MultiGED's FCE dev and JFLEG dev (the halves of ``ged eval
---split``), and the mean of each learning rate's two seeds beside them; the best on the tuning halves (single or
-seed mean) labels the distillation text in parallel processes (``distill label --part i/n``), until the call's
-deadline (what is left resumes in call 2). ``--halves``: also two half teachers (learner half 0 / half 1 at the
-first learning rate), each labelling the learner half it did not see.
+call 1, in the order that pays if the call is cut short:
+1. the teacher arms side by side on the one GPU (``ged train --model <MPNet> --tags --bf16`` on the tagged learner
+   data, edit_tag_data's FCE and W&I files): full-data arms at two learning rates and two half teachers (learner
+   half 0 / half 1), each scored on the tuning and report halves of MultiGED FCE dev, FCE dev in BEA form and JFLEG
+   dev (``teachers.json``, written as each arm is scored). Beside them, the students that need no teacher: the
+   edit-tag recipe longer (``long``) and with synthetic errors (``synthetic``), from the shipped ``ged/``.
+2. the labels: the best full teacher on the tuning halves labels the corpus sets, the half teachers the learner
+   sentences they did not see (``distill label``: per word p(error) and, where p >= 0.2, the teacher's tag and its
+   probability), in parallel processes until the deadline; then every finished set is packed under $OUT as
+   ``labels.tar.partNN`` (at most 4 x 15 MiB), so they come back even if call 2 fails.
 
-call 2: the student arms side by side (``distill train`` from ged-synthetic: learner / learner+corrupted /
-learner+corrupted+clean), each with a time cap, scored on the dev halves; the best on the tuning halves is packed
-(fp16, tar in parts of 15 MiB) under $OUT with every arm's figures.
+call 2: the students on the teacher's labels (``ged train --tags`` from ``ged/``: the learner data's gold tags, and
+the corpus sets as the teacher tagged them: a word is an error where the teacher's p reaches its tuned threshold),
+every student and the start scored on the halves (``students.json``); the best on the tuning halves is packed
+(fp16, ``student.tar.partNN``, 15 MiB each).
 
-What comes back (at most 8 files, 16 MiB each): call 1: call1.log, teachers.json, labels.json; call 2: call2.log,
-students.json, student.tar.part00..03.
-
-An H100 runs this about 1.5-2x slower than the H200 figures in ../shared/DEVICE.md: ``--profile h100`` cuts the
-teacher arms to one seed (two runs), labels at most 150,000 corrupted and 30,000 clean sentences, and gives every
-student 1 epoch (H200: the learner-only arm 2). Still short of time: drop --halves first, then an arm (--arms),
-then --epochs 2.
+What comes back (at most 8 files, 16 MiB each): call 1: call1.log, teachers.json, labels.json, labels.tar.part00..03;
+call 2: call2.log, students.json, student.tar.part00..03.
 """
 
 from __future__ import annotations
@@ -42,24 +41,30 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-# The whole session has 15 minutes of device time, the machine's start and the part uploads included: call 1 ends
-# by 420 s, call 2 by 270 s. The teacher arms run side by side in a training window; each arm's steps are capped so
-# that its learning-rate schedule ends inside it at the assumed aggregate rate (sentences/s of all arms together;
-# DEVICE.md: one MPNet run alone 1,200/s on an H200, four shared the GPU well). A faster GPU ends early (labelling
-# gets the time), a slower one is stopped at the window's end plus a margin. Each run's ged.json records its speed.
+sys.path.insert(0, str(REPO))  # benchmarks.quality.ged_tags: the report sets' reader and the detection figures
+# The whole session has 15 minutes of device time, the machine's start and the part uploads included. Each arm's
+# steps are capped so that its learning-rate schedule ends inside the training window at the assumed aggregate rate
+# (MPNet sentences/s of all arms together; one MPNet run alone ~1,200/s on an H200, several share the GPU well; a
+# MiniLM student costs about a quarter of a teacher's step). ``--max-minutes`` stops a slower GPU at the window's end.
 PROFILES = {
-    "h200": {"arms": [(3e-5, 0), (3e-5, 1), (5e-5, 0), (5e-5, 1)], "epochs": 3, "rate": 2400, "window": 230,
-             "call1_deadline": 420, "call2_deadline": 270, "limits": {},
-             "label_procs": {"learner": 2, "corrupted": 5, "clean": 2}, "student_epochs": {"learner": 2}},
-    # H100: slower memory, about 1.5-2x the H200's time: one seed (two runs), fewer corpus sentences labelled
-    "h100": {"arms": [(3e-5, 0), (5e-5, 0)], "epochs": 3, "rate": 1400, "window": 230,
-             "call1_deadline": 420, "call2_deadline": 270, "limits": {"corrupted": 150_000, "clean": 30_000},
-             "label_procs": {"learner": 2, "corrupted": 4, "clean": 1}, "student_epochs": {}},
+    "h200": {"teachers": {"full-lr3e-05": (3e-5, None), "full-lr5e-05": (5e-5, None), "half0-lr5e-05": (5e-5, 0),
+                          "half1-lr5e-05": (5e-5, 1)},
+             "epochs": 3, "rate": 2400, "window": 230, "call1_deadline": 420, "call2_deadline": 270,
+             "limits": {}, "label_procs": {"learner": 3, "corrupted": 5, "clean": 2},
+             "students": {"long": 3, "synthetic": 3}},
+    # H100: slower memory, about 1.5-2x the H200's time: one full arm, fewer corpus sentences labelled
+    "h100": {"teachers": {"full-lr5e-05": (5e-5, None), "half0-lr5e-05": (5e-5, 0), "half1-lr5e-05": (5e-5, 1)},
+             "epochs": 3, "rate": 1400, "window": 230, "call1_deadline": 420, "call2_deadline": 270,
+             "limits": {"corrupted": 120_000, "clean": 30_000},
+             "label_procs": {"learner": 2, "corrupted": 4, "clean": 1}, "students": {"long": 2}},
 }
-LEARNER_SENTENCES = 62_665  # MultiGED FCE train TSV + W&I+LOCNESS train A/B/C M2 (distill text's count)
-STUDENT_ARMS = {"learner": ["learner"], "corrupted": ["learner", "corrupted"],
-                "clean": ["learner", "corrupted", "clean"]}
+LEARNER_SENTENCES = 62_665  # edit_tag_data's FCE train (28,357) + W&I+LOCNESS train A/B/C (34,308)
+TAGGED = ("fce_train.jsonl", "wi_train.jsonl")
+SETS = ("learner", "corrupted", "clean")
+DISTILLED = {"teacher-corpus": ("corrupted", "clean"), "teacher-corrupted": ("corrupted",)}  # call 2's arms
+TUNING = ("MultiGED FCE dev", "JFLEG dev")  # the sets whose tuning halves choose thresholds and arms
 PART_BYTES = 15 << 20  # a returned file is at most 16 MiB
+RECIPE = ["--tags", "--head-lr-scale", "10", "--tag-weight", "0.2"]  # docs/edit_tags.md
 
 
 class Log:
@@ -169,59 +174,45 @@ def cli(*words: str) -> list[str]:
     return [sys.executable, "-m", "electra_detect.cli", *words]
 
 
-# -- call 1: teachers and labels --------------------------------------------------------------------------------
-def teacher_data(payload: Path, half: int | None = None) -> list[str]:
-    """The teacher's training files as PATH:FORMAT: MultiGED FCE train TSV + W&I+LOCNESS train A/B/C M2 (or one
-    learner half of them, from ``distill text``)."""
-    folder = payload / "data" if half is None else payload / "text" / "learner" / f"half{half}"
-    files = ["en_fce_train.tsv", "A.train.gold.bea19.m2", "B.train.gold.bea19.m2", "C.train.gold.bea19.m2"]
-    return [f"{folder / name}:{'tsv' if name.endswith('.tsv') else 'm2'}" for name in files]
+def report_sets(payload: Path) -> dict:
+    """{set: {"tune": [...], "report": [...]}}: the report sets as ``ged_tags --write-sets`` wrote them here."""
+    from benchmarks.quality.ged_tags import read_sets
+
+    return read_sets(payload / "sets")
 
 
-def dev_sets(payload: Path) -> dict[str, list]:
-    from electra_detect.training.finetune.distill import read_dev_sets
-
-    return read_dev_sets([f"{payload / 'data' / 'en_fce_dev.tsv'}:tsv", f"{payload / 'data' / 'jfleg_dev.tsv'}:tsv"])
-
-
-def halves_scores(model: Path, dev: dict[str, list]) -> dict[str, tuple]:
-    """Per dev set the (tuning, report) halves' per-token scores of a model (the split of ``ged eval --split``)."""
-    from electra_detect.detector import Detector
-    from electra_detect.tasks.ged.alignment import score_tokens
-    from electra_detect.tasks.ged.readers import split_sentences
-    from electra_detect.training.finetune.distill import DEV_SPLIT_SEED
-
-    detector = Detector.load(model, engine="torch")
-    out = {}
-    for name, sentences in dev.items():
-        tune, report = split_sentences(sentences, 0.5, DEV_SPLIT_SEED)
-        out[name] = (tune, score_tokens(detector, tune, 128), report, score_tokens(detector, report, 128))
-    return out
-
-
-def figures(scored: dict[str, tuple]) -> dict:
-    """Tuning- and report-half figures: at each set's own tuned threshold (= ``ged eval --split``) and at the one
-    threshold shared by both sets' tuning halves; ``select``: the mean tuning-half F0.5 at the shared one."""
+def scored_figures(model: Path, sets: dict) -> dict:
+    """A model's figures on the halves (``ged_tags.detection``: the threshold shared by the tuning halves of MultiGED
+    FCE dev and JFLEG dev, each set's own, the report halves at both) and ``select``: the tuning halves' mean F0.5
+    at the shared threshold, which chooses between arms."""
     import numpy as np
 
-    from electra_detect.tasks.ged.metrics import flatten, shared_threshold, token_metrics, tune_threshold
+    from benchmarks.quality.ged_tags import detection
+    from electra_detect.detector import Detector
+    from electra_detect.tasks.ged.alignment import score_tokens
+    from electra_detect.tasks.ged.metrics import flatten, token_metrics
 
-    flat = {name: (flatten(tune, ts), flatten(report, rs)) for name, (tune, ts, report, rs) in scored.items()}
-    shared = shared_threshold([t for t, _ in flat.values()])
-    sets = {}
-    for name, ((tl, ts), (rl, rs)) in flat.items():
-        own = tune_threshold(tl, ts)
-        sets[name] = {"own_threshold": own, "report_at_own": token_metrics(rl, rs, own),
-                      "tune_at_shared": token_metrics(tl, ts, shared),
-                      "report_at_shared": token_metrics(rl, rs, shared)}
-    select = float(np.mean([s["tune_at_shared"]["f05"] for s in sets.values()]))
-    return {"shared_threshold": shared, "select": select, "sets": sets}
+    detector = Detector.load(model, engine="torch", calibrated=False, task="ged")
+    found = detection(detector, sets)
+    tune = [token_metrics(*flatten(sets[n]["tune"], score_tokens(detector, sets[n]["tune"])),
+                          found["threshold"])["f05"] for n in TUNING]
+    return {**found, "select": float(np.mean(tune))}
 
 
-def mean_scores(a: dict[str, tuple], b: dict[str, tuple]) -> dict[str, tuple]:
-    return {name: (tune, [(x + y) / 2 for x, y in zip(a[name][1], b[name][1], strict=True)], report,
-                   [(x + y) / 2 for x, y in zip(a[name][3], b[name][3], strict=True)])
-            for name, (tune, _, report, _) in a.items()}
+def summary_line(name: str, found: dict) -> str:
+    return f"{name}: select {found['select']:.4f}, threshold {found['threshold']:.2f}, report halves " + json.dumps(
+        {n: round(found[n]["at_shared"]["f05"], 4) for n in found if isinstance(found[n], dict)})
+
+
+def train_command(start: str, out: Path, data: list[str], dev: Path, epochs: int, lr: float, steps: int,
+                  minutes: float, vocabulary: Path, seed: int = 0) -> list[str]:
+    """``ged train`` with the edit-tag recipe and ``vocabulary``'s tags (every teacher and student shares the
+    shipped ``ged/``'s channels): bf16 on the GPU, batches of 32, capped in steps and minutes."""
+    return cli("ged", "train", "--model", start, "--out", str(out), *RECIPE, "--tags-from", str(vocabulary),
+               "--bf16", "--data", *data,
+               "--dev", f"{dev}:tsv", "--epochs", str(epochs), "--lr", str(lr), "--seed", str(seed),
+               "--batch-size", "32", "--no-progress", "--max-steps", str(max(1, steps)),
+               "--max-minutes", f"{minutes:.2f}")
 
 
 def labelled(folder: Path) -> bool:
@@ -233,21 +224,20 @@ def labelled(folder: Path) -> bool:
     return all((folder / f"shard-{i:05d}.npz").exists() for i in range(-(-info["sentences"] // info["shard_size"])))
 
 
-def label_jobs(payload: Path, labels: Path, teachers: list[str], halves: list[str], profile: dict,
+def label_jobs(payload: Path, labels: Path, teacher: str, halves: list[str], profile: dict,
                args: argparse.Namespace) -> dict[str, list[str]]:
-    """One ``distill label`` process per (set, part): the sets in parallel, each cut into parts by shard; none for
-    a set labelled whole already (call 2 after a call 1 that finished: no processes loading the teacher for nothing)."""
+    """One ``distill label`` process per (set, part): the sets in parallel, each cut into parts by shard; the learner
+    set by the half teachers (each the half it did not see), the corpus sets by the chosen teacher; none for a set
+    labelled whole already."""
     manifest = json.loads((payload / "text" / "manifest.json").read_text())
     jobs = {}
-    for name in ("learner", "corrupted", "clean"):
+    for name in SETS:
         if name not in manifest["sets"] or labelled(labels / name):
             continue
         limit = args.limit or profile["limits"].get(name, 0)
         procs = profile["label_procs"][name]
+        who = ["--half-teachers", *halves] if halves and name == "learner" else ["--teacher", teacher]
         for part in range(procs):
-            who = ["--half-teachers", *halves] if halves and name == "learner" else ["--teacher", *teachers]
-            if halves and name == "learner" and teachers:
-                who += ["--teacher", *teachers]
             jobs[f"label-{name}-{part}"] = cli("distill", "label", str(payload / "text" / f"{name}.jsonl.gz"),
                                                "--out", str(labels / name), *who, "--part", f"{part}/{procs}",
                                                "--batch-size", "128", "--shard-size", str(args.shard_size),
@@ -255,147 +245,202 @@ def label_jobs(payload: Path, labels: Path, teachers: list[str], halves: list[st
     return jobs
 
 
+def label(payload: Path, work: Path, teacher: str, halves: list[str], profile: dict, args: argparse.Namespace,
+          log: Log, deadline: float) -> dict:
+    """Label every set (resuming what is there) until the deadline; returns each set's shards done."""
+    jobs = label_jobs(payload, work / "labels", teacher, halves, profile, args)
+    wait_all({name: start(name, command, log) for name, command in jobs.items()}, log, deadline)
+    status = {}
+    for name in SETS:
+        manifest = work / "labels" / name / "labels.json"
+        if manifest.exists():
+            info = json.loads(manifest.read_text())
+            status[name] = {"sentences": info["sentences"], "shards": -(-info["sentences"] // info["shard_size"]),
+                            "done_shards": len(list((work / "labels" / name).glob("shard-*.npz"))),
+                            "teacher_threshold": info["teacher_threshold"], "tags": len(info.get("tags") or [])}
+    log("labels: " + json.dumps({k: f"{v['done_shards']}/{v['shards']}" for k, v in status.items()}))
+    return status
+
+
+def pack_parts(folder: Path, out: Path, stem: str, most: int = 4) -> list[Path]:
+    """``folder`` as a tar cut into ``out/{stem}.tar.partNN`` (:func:`pack_parts_file`)."""
+    tar_path = folder.parent / f"{stem}.tar"
+    with tarfile.open(tar_path, "w") as tar:
+        tar.add(folder, arcname=folder.name)
+    return pack_parts_file(tar_path, out, stem, most)
+
+
+# -- call 1: teachers (students beside them) and labels ---------------------------------------------------------
 def call1(args: argparse.Namespace) -> None:
     out = Path(os.environ.get("OUT", args.work))
     log = Log(out / "call1.log")
-    log(f"profile {args.profile}")
     profile = dict(PROFILES[args.profile])
-    if args.epochs:
-        profile["epochs"] = args.epochs
-    if args.window:
-        profile["window"] = args.window
+    window = args.window or profile["window"]
+    deadline = args.deadline or profile["call1_deadline"]
+    log(f"profile {args.profile}, window {window:.0f} s, deadline {deadline:.0f} s")
     payload = setup(args, log)
-    work = Path(args.work)
-    teacher_start = args.teacher_start or str(payload / "mpnet")
-    runs = {f"teacher-lr{lr:g}-s{seed}": (lr, seed, None) for lr, seed in profile["arms"]}
-    if args.halves:
-        lr = profile["arms"][0][0]
-        runs.update({f"half{h}-lr{lr:g}": (lr, 0, h) for h in (0, 1)})
+    work, tags = Path(args.work), payload / "tags"
+    dev, vocabulary = tags / "fce_dev_tune.tsv", payload / "student-start"
+    learner = [f"{tags / name}:tagged" for name in TAGGED]
     sentences = args.learner_sentences or LEARNER_SENTENCES
-    per_arm = profile["rate"] / len(runs) * profile["window"]  # sentences each arm can see in the window
+    teachers = profile["teachers"]
+    students = {name: epochs for name, epochs in profile["students"].items() if name in args.students}
+    per_arm = profile["rate"] / (len(teachers) + len(students) / 4) * window  # sentences an arm sees in the window
+    minutes = (window + 30) / 60
     processes = {}
-    for name, (lr, seed, half) in runs.items():
-        seen = sentences / 2 if half is not None else sentences
-        steps = int(min(profile["epochs"] * seen, per_arm) // 32)
-        steps = min(steps, args.max_steps) if args.max_steps else steps
+    for name, (lr, half) in teachers.items():
         target = work / "teachers" / name
         if (target / "ged.json").exists():
             log(f"{name}: already trained")
             continue
-        command = cli("ged", "train", "--model", teacher_start, "--out", str(target), "--types", "--bf16",
-                      "--data", *teacher_data(payload, half), "--epochs", str(profile["epochs"]), "--lr", str(lr),
-                      "--seed", str(seed), "--batch-size", "32", "--no-progress", "--max-steps", str(steps))
-        processes[name] = start(name, command, log)
-    wait_all(processes, log, profile["window"] + 60 + elapsed(log))  # + loading and saving
-    dev = dev_sets(payload)
-    scored, report = {}, {"profile": args.profile, "epochs": profile["epochs"], "start": teacher_start, "arms": {}}
-    for name in runs:
-        if (work / "teachers" / name / "ged.json").exists():
-            scored[name] = halves_scores(work / "teachers" / name, dev)
-            summary = json.loads((work / "teachers" / name / "ged.json").read_text())
-            report["arms"][name] = {**figures(scored[name]), "minutes": summary.get("minutes"),
-                                    "last_loss": summary.get("last_loss"), "steps": summary.get("steps")}
-            log(f"{name}: select {report['arms'][name]['select']:.4f} " + json.dumps(
-                {k: round(v["report_at_own"]["f05"], 4) for k, v in report["arms"][name]["sets"].items()}))
-    for lr in sorted({lr for lr, _ in profile["arms"]}):  # the mean of a learning rate's two seeds
-        pair = [n for n, (r, _, h) in runs.items() if r == lr and h is None and n in scored]
-        if len(pair) == 2:
-            name = f"mean-lr{lr:g}"
-            report["arms"][name] = {**figures(mean_scores(scored[pair[0]], scored[pair[1]])), "members": pair}
-            log(f"{name}: select {report['arms'][name]['select']:.4f}")
-    candidates = {n: a for n, a in report["arms"].items() if not n.startswith("half")}
-    if not candidates:
+        data = learner if half is None else [f"{payload / 'text' / 'learner' / f'half{half}.jsonl'}:tagged"]
+        seen = sentences / 2 if half is not None else sentences
+        steps = int(min(profile["epochs"] * seen, per_arm) // 32)
+        steps = min(steps, args.max_steps) if args.max_steps else steps
+        processes[name] = start(name, train_command(args.teacher_start or str(payload / "mpnet"), target, data, dev,
+                                                    profile["epochs"], lr, steps, minutes, vocabulary), log)
+    for name, epochs in students.items():  # the students that need no teacher share the window
+        target = work / "students" / name
+        if (target / "ged.json").exists():
+            continue
+        data = learner + ([f"{tags / 'synthetic_16k.jsonl'}:tagged"] if name == "synthetic" else [])
+        seen = sentences + (16_000 if name == "synthetic" else 0)
+        steps = int(epochs * seen // 32)
+        steps = min(steps, args.max_steps) if args.max_steps else steps
+        processes[f"student-{name}"] = start(f"student-{name}", train_command(
+            args.student_start or str(payload / "student-start"), target, data, dev, epochs, args.student_lr,
+            steps, minutes, vocabulary), log)
+    wait_all(processes, log, window + 60 + elapsed(log))  # + loading, dev scoring and saving
+    sets = report_sets(payload)
+    report = {"profile": args.profile, "epochs": profile["epochs"], "start": args.teacher_start or "all-mpnet-base-v2",
+              "recipe": RECIPE, "arms": {}}
+    for name in teachers:
+        summary = work / "teachers" / name / "ged.json"
+        if summary.exists():
+            trained = json.loads(summary.read_text())
+            report["arms"][name] = {**scored_figures(work / "teachers" / name, sets), **{
+                k: trained.get(k) for k in ("minutes", "steps", "stopped", "first_loss", "last_loss",
+                                            "train_sentences")}}
+            log(summary_line(name, report["arms"][name]))
+            (out / "teachers.json").write_text(json.dumps(report, indent=2))
+    full = {n: a for n, a in report["arms"].items() if n.startswith("full")}
+    if not full:
         (out / "teachers.json").write_text(json.dumps(report, indent=2))
-        raise SystemExit("error: no teacher finished; see call1.log")
-    best = max(candidates, key=lambda n: candidates[n]["select"])
-    teachers = [str(work / "teachers" / m) for m in candidates[best].get("members", [best])]
-    halves = [str(work / "teachers" / f"half{h}-lr{profile['arms'][0][0]:g}") for h in (0, 1)] if args.halves else []
-    report.update(best=best, teachers=teachers, half_teachers=halves)
+        raise SystemExit("error: no full-data teacher finished; see call1.log")
+    best = max(full, key=lambda n: full[n]["select"])
+    halves = [str(work / "teachers" / n) for n in teachers if n.startswith("half")]
+    halves = halves if all((Path(h) / "ged.json").exists() for h in halves) and len(halves) == 2 else []
+    teacher = str(work / "teachers" / best)
+    report.update(best=best, teacher=teacher, half_teachers=halves, threshold=full[best]["threshold"])
     (out / "teachers.json").write_text(json.dumps(report, indent=2))
-    (work / "teacher.json").write_text(json.dumps({"teachers": teachers, "half_teachers": halves}))
-    log(f"best teacher: {best} ({teachers})")
-    label(payload, work, teachers, halves, profile, args, log, out / "labels.json",
-          args.deadline or profile["call1_deadline"])
+    (work / "teacher.json").write_text(json.dumps({"teacher": teacher, "half_teachers": halves,
+                                                   "threshold": full[best]["threshold"]}))
+    log(f"best teacher: {best}; learner labels by {'the half teachers' if halves else best}")
+    status = label(payload, work, teacher, halves, profile, args, log, deadline - args.pack_seconds)
+    (out / "labels.json").write_text(json.dumps(status, indent=2))
+    whole = [n for n in ("learner", "clean", "corrupted") if n in status
+             and status[n]["done_shards"] == status[n]["shards"]]  # in this order while 4 parts hold them
+    room, packed = 4 * PART_BYTES - (1 << 20), []
+    for name in whole:
+        size = sum(f.stat().st_size for f in (work / "labels" / name).iterdir()) + 4096
+        if size <= room:
+            room -= size
+            packed.append(name)
+    if packed:
+        tar_path = work / "labels.tar"
+        with tarfile.open(tar_path, "w") as tar:
+            for name in packed:
+                tar.add(work / "labels" / name, arcname=f"labels/{name}")
+            tar.add(out / "teachers.json", arcname="labels/teachers.json")
+        parts = pack_parts_file(tar_path, out, "labels")
+        left = sorted(set(whole) - set(packed))
+        log(f"labels of {', '.join(packed)} packed into {len(parts)} parts under $OUT"
+            + (f"; left on the device (too big): {left}" if left else ""))
 
 
-def label(payload: Path, work: Path, teachers: list[str], halves: list[str], profile: dict,
-          args: argparse.Namespace, log: Log, report: Path, deadline: float) -> bool:
-    """Label every set (resuming what is there) until the deadline; returns whether every set is done."""
-    jobs = label_jobs(payload, work / "labels", teachers, halves, profile, args)
-    processes = {name: start(name, command, log) for name, command in jobs.items()}
-    wait_all(processes, log, deadline)
-    status = {}
-    for name in ("learner", "corrupted", "clean"):
-        manifest = work / "labels" / name / "labels.json"
-        if manifest.exists():
-            info = json.loads(manifest.read_text())
-            shards = -(-info["sentences"] // info["shard_size"])
-            have = len(list((work / "labels" / name).glob("shard-*.npz")))
-            status[name] = {"sentences": info["sentences"], "shards": shards, "done_shards": have,
-                            "teacher_threshold": info["teacher_threshold"], "types": info["types"]}
-    report.write_text(json.dumps(status, indent=2))
-    log("labels: " + json.dumps({k: f"{v['done_shards']}/{v['shards']}" for k, v in status.items()}))
-    return all(v["done_shards"] == v["shards"] for v in status.values())
+def pack_parts_file(tar_path: Path, out: Path, stem: str, most: int = 4) -> list[Path]:
+    """An existing tar cut into ``out/{stem}.tar.partNN`` of at most 15 MiB; an error beyond ``most`` parts."""
+    blob = tar_path.read_bytes()
+    if len(blob) > most * PART_BYTES:
+        raise SystemExit(f"error: {tar_path} is {len(blob) / 2**20:.1f} MiB, more than {most} parts of 15 MiB")
+    parts = []
+    for index, begin in enumerate(range(0, len(blob), PART_BYTES)):
+        part = out / f"{stem}.tar.part{index:02d}"
+        part.write_bytes(blob[begin:begin + PART_BYTES])
+        parts.append(part)
+    return parts
 
 
-# -- call 2: students ----------------------------------------------------------------------------------------
+# -- call 2: students on the teacher's labels -------------------------------------------------------------------
 def call2(args: argparse.Namespace) -> None:
     out = Path(os.environ.get("OUT", args.work))
     log = Log(out / "call2.log")
     profile = PROFILES[args.profile]
     deadline = args.deadline or profile["call2_deadline"]
     payload = setup(args, log)
-    work = Path(args.work)
+    work, tags = Path(args.work), payload / "tags"
     chosen = json.loads((work / "teacher.json").read_text())
-    # labels call 1 left unfinished are finished first (each set's shards resume)
-    if not label(payload, work, chosen["teachers"], chosen["half_teachers"], profile, args, log,
-                 work / "labels-call2.json", deadline - args.student_seconds):
-        raise SystemExit("error: the labels are not finished; run call2 again (the labelling resumes)")
+    status = label(payload, work, chosen["teacher"], chosen["half_teachers"], profile, args, log,
+                   deadline - args.student_seconds)  # labels call 1 left unfinished resume first
+    from electra_detect.training.finetune.distill import teacher_tagged
+    from electra_detect.training.finetune.edit_tag_data import write_tagged
+
+    corpus = {}
+    for name in ("corrupted", "clean"):
+        if name in status and status[name]["done_shards"] == status[name]["shards"]:
+            corpus[name] = work / "tagged" / f"{name}.jsonl"
+            write_tagged(corpus[name], teacher_tagged(payload / "text" / f"{name}.jsonl.gz", work / "labels" / name,
+                                                      chosen["threshold"]))
+    log(f"the teacher's tagged corpus sets: {sorted(corpus)}")
+    learner = [f"{tags / name}:tagged" for name in TAGGED]
     minutes = max(0.5, (deadline - elapsed(log) - args.eval_seconds) / 60)
-    dev = [f"{payload / 'data' / 'en_fce_dev.tsv'}:tsv", f"{payload / 'data' / 'jfleg_dev.tsv'}:tsv"]
     processes = {}
-    for arm, sets in STUDENT_ARMS.items():
-        if arm not in args.arms:
+    for arm, sets in DISTILLED.items():
+        if not all(s in corpus for s in sets):
             continue
-        epochs = profile["student_epochs"].get(arm, 1)
-        command = cli("distill", "train", "--model", args.student_start or str(payload / "student-start"),
-                      "--out", str(work / "students" / arm), "--texts", str(payload / "text"),
-                      "--labels", str(work / "labels"), "--sets", *sets, "--dev", *dev, "--epochs", str(epochs),
-                      "--max-minutes", f"{minutes:.2f}", "--batch-size", "32", "--lr", str(args.student_lr),
-                      "--fp16", "--no-progress", *(["--max-steps", str(args.max_steps)] if args.max_steps else []))
-        processes[arm] = start(f"student-{arm}", command, log)
-    wait_all(processes, log, deadline)
-    arms = {}
-    for arm in processes:
-        path = work / "students" / arm / "ged.json"
-        if path.exists():
-            summary = json.loads(path.read_text())
-            select = sum(s["tune"]["f05"] for s in summary["dev"].values()) / len(summary["dev"])
-            arms[arm] = {"select": select, **{k: summary.get(k) for k in (
-                "threshold", "dev", "steps", "planned_steps", "stopped_by", "minutes", "train_sentences",
-                "first_loss", "last_loss", "last_loss_parts", "teacher_gap", "teacher")}}
-            log(f"student {arm}: select {select:.4f} " + json.dumps(
-                {k: round(v["report"]["f05"], 4) for k, v in summary["dev"].items()}))
-    if not arms:
+        sentences = LEARNER_SENTENCES + sum(sum(1 for _ in corpus[s].open()) for s in sets)
+        steps = int(sentences // 32)  # one epoch
+        steps = min(steps, args.max_steps) if args.max_steps else steps
+        processes[arm] = start(f"student-{arm}", train_command(
+            args.student_start or str(payload / "student-start"), work / "students" / arm,
+            learner + [f"{corpus[s]}:tagged" for s in sets], tags / "fce_dev_tune.tsv", 1, args.student_lr, steps,
+            minutes, payload / "student-start"), log)
+    wait_all(processes, log, deadline - args.eval_seconds + 15)
+    sets = report_sets(payload)
+    arms = {"start": {**scored_figures(payload / "student-start", sets), "path": "student-start (the shipped ged/)"}}
+    log(summary_line("start", arms["start"]))
+    for folder in sorted((work / "students").glob("*")):
+        summary = folder / "ged.json"
+        if summary.exists():
+            trained = json.loads(summary.read_text())
+            arms[folder.name] = {**scored_figures(folder, sets), **{k: trained.get(k) for k in (
+                "minutes", "steps", "stopped", "first_loss", "last_loss", "train_sentences")}}
+            log(summary_line(folder.name, arms[folder.name]))
+            (out / "students.json").write_text(json.dumps({"arms": arms}, indent=2))
+    trained = [a for a in arms if a != "start"]
+    if not trained:
         (out / "students.json").write_text(json.dumps({"arms": arms}, indent=2))
         raise SystemExit("error: no student finished; see call2.log")
-    best = max(arms, key=lambda a: arms[a]["select"])
-    (out / "students.json").write_text(json.dumps({"best": best, "arms": arms}, indent=2))
+    best = max(trained, key=lambda a: arms[a]["select"])
+    (out / "students.json").write_text(json.dumps({"best": best, "teacher": chosen, "arms": arms}, indent=2))
     pack_student(work / "students" / best, out)
     log(f"best student: {best}; packed into {out}/student.tar.partNN")
 
 
 def pack_student(model: Path, out: Path) -> list[Path]:
-    """The student dir as a tar cut into parts of at most 15 MiB (``cat student.tar.part* | tar xf -`` here)."""
-    tar_path = model.parent / "student.tar"
-    with tarfile.open(tar_path, "w") as tar:
-        tar.add(model, arcname="student")
-    blob, parts = tar_path.read_bytes(), []
-    for index, begin in enumerate(range(0, len(blob), PART_BYTES)):
-        part = out / f"student.tar.part{index:02d}"
-        part.write_bytes(blob[begin:begin + PART_BYTES])
-        parts.append(part)
-    return parts
+    """The student dir, its weights cast to float16, as ``student.tar.partNN`` of at most 15 MiB."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    folder = model.parent / "packed" / "student"
+    if folder.exists():
+        shutil.rmtree(folder)
+    shutil.copytree(model, folder)
+    tensors = load_file(str(folder / "model.safetensors"))
+    save_file({k: (v.half() if v.is_floating_point() else v) for k, v in tensors.items()},
+              str(folder / "model.safetensors"), metadata={"format": "pt"})
+    return pack_parts(folder, out, "student")
 
 
 def detect_profile() -> str:
@@ -413,18 +458,16 @@ def main() -> None:
     parser.add_argument("call", choices=["call1", "call2", "setup"])
     parser.add_argument("--profile", choices=["auto", *sorted(PROFILES)], default="auto",
                         help="auto: h100 when the GPU's name says H100, else h200")
-    parser.add_argument("--halves", action="store_true",
-                        help="call 1: also train two half teachers; each labels the learner half it did not see")
     parser.add_argument("--parts", default="/tmp/w", help="where the carried payload parts are")
     parser.add_argument("--root", default="/tmp", help="the payload is unpacked to ROOT/payload, the site to ROOT/site")
     parser.add_argument("--work", default="/tmp/distill", help="teachers, labels and students (survives while warm)")
     parser.add_argument("--no-install", dest="install", action="store_false",
                         help="use this Python's packages as they are (the CPU dry run)")
     parser.add_argument("--teacher-start", help="the teacher's start (default: the payload's MPNet)")
-    parser.add_argument("--student-start", help="the student's start (default: the payload's ged-synthetic)")
-    parser.add_argument("--student-lr", type=float, default=1e-4)
-    parser.add_argument("--arms", nargs="+", default=list(STUDENT_ARMS), choices=list(STUDENT_ARMS))
-    parser.add_argument("--epochs", type=int, default=0, help="the teacher's epochs (default: the profile's)")
+    parser.add_argument("--student-start", help="the students' start (default: the payload's ged/)")
+    parser.add_argument("--student-lr", type=float, default=5e-5)
+    parser.add_argument("--students", nargs="*", default=["long", "synthetic"],
+                        help="call 1: the students trained beside the teachers")
     parser.add_argument("--max-steps", type=int, default=0, help="cap every training run (the dry run)")
     parser.add_argument("--window", type=float, default=0, help="call 1: seconds for the teachers (default: profile)")
     parser.add_argument("--limit", type=int, default=0, help="label only the first N sentences of each set")
@@ -432,9 +475,10 @@ def main() -> None:
     parser.add_argument("--learner-sentences", type=int, default=0, help="the teachers' training sentences (steps)")
     parser.add_argument("--deadline", type=float, default=0,
                         help="seconds into the call when everything must have ended (default: the profile's)")
+    parser.add_argument("--pack-seconds", type=float, default=20, help="call 1: kept for packing the labels")
     parser.add_argument("--student-seconds", type=float, default=150,
                         help="call 2: seconds kept for the students when call 1's labels must be finished first")
-    parser.add_argument("--eval-seconds", type=float, default=45, help="call 2: kept for the students' dev scoring")
+    parser.add_argument("--eval-seconds", type=float, default=50, help="call 2: kept for scoring and packing")
     args = parser.parse_args()
     if args.profile == "auto":
         args.profile = detect_profile()

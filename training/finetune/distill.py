@@ -281,18 +281,28 @@ def build_text_sets(out: str | Path, learner: Sequence[tuple[Path, str]] = (), c
 
 # -- 2. the teacher's labels ---------------------------------------------------------------------------------
 SHARD = "shard-{:05d}.npz"
+TAG_FLOOR = 0.2  # a tag teacher's tag is kept on a word whose p(error) is at least this (issue 60)
 
 
 def combine_teachers(views: Sequence[Any], typed: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Several teachers' views of one sentence (``TypedTokens`` or score arrays) -> (mean p, op, main): the
     operation and type of the teacher most sure the word is wrong."""
+    p, op, main, _, _ = combine_tagged(views, typed)
+    return p, op, main
+
+
+def combine_tagged(views: Sequence[Any], typed: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, list, np.ndarray]:
+    """:func:`combine_teachers` with a tag teacher's (tag, its probability) per word from the same most sure
+    teacher (None and 0 for teachers without tags)."""
     scores = np.stack([np.asarray(v.scores if typed else v, dtype=np.float32) for v in views])
     p = scores.mean(0)
     if not typed:
-        return p, np.full(len(p), -1, np.int8), np.full(len(p), -1, np.int16)
+        return p, np.full(len(p), -1, np.int8), np.full(len(p), -1, np.int16), [None] * len(p), np.zeros(len(p))
     best = scores.argmax(0)
+    tags = [views[t].tags[i] if views[t].tags else None for i, t in enumerate(best)]
+    tag_p = np.array([views[t].tag_scores[i] if views[t].tag_scores else 0.0 for i, t in enumerate(best)])
     return p, np.array([OPERATIONS.index(views[t].operations[i]) for i, t in enumerate(best)], np.int8), \
-        np.array([views[t].types[i] for i, t in enumerate(best)], object)
+        np.array([views[t].types[i] for i, t in enumerate(best)], object), tags, tag_p
 
 
 def label_text_set(text: str | Path, out: str | Path, teachers: Sequence[str | Path] = (),
@@ -326,7 +336,10 @@ def label_text_set(text: str | Path, out: str | Path, teachers: Sequence[str | P
         raise GedDataError("the teachers' type channels differ: train them with the same data and --types")
     channels = list(next(iter(channel_sets)))
     typed = bool(channels)
+    tag_names = [c[len("tag:"):] for c in channels if c.startswith("tag:")]
     mains = [c[5:] for c in channels if c.startswith("type:")]
+    if tag_names:  # a tag teacher names ERRANT types through its tags' table (edit_tags.json)
+        mains = sorted(set(detectors[next(iter(detectors))].edit_tags.mains.tolist()) | {"OTHER"})
     everyone = [str(Path(t)) for t in teachers] or [str(Path(t)) for t in half_teachers]
     pick = {-1: everyone}
     if half_teachers:
@@ -341,7 +354,8 @@ def label_text_set(text: str | Path, out: str | Path, teachers: Sequence[str | P
             raise GedDataError(f"{out} holds labels made with another {', '.join(changed)}: use a new --out")
     thresholds = [detectors[p].threshold() for p in everyone]
     manifest = {**setting, "types": mains, "operations": list(OPERATIONS) if typed else [],
-                "teacher_threshold": float(np.mean(thresholds)), "channels": channels}
+                "teacher_threshold": float(np.mean(thresholds)), "channels": channels,
+                "tags": tag_names, "tag_floor": TAG_FLOOR if tag_names else None}
     atomic_write_json(manifest_path, manifest)
     shards = -(-len(rows) // shard_size)
     mine = [i for i in range(shards) if i % part[1] == part[0]]
@@ -363,17 +377,24 @@ def label_text_set(text: str | Path, out: str | Path, teachers: Sequence[str | P
             views[teacher] = [None] * len(chunk)
             for i, view in zip(wanted, scored, strict=True):
                 views[teacher][i] = view
-        p_rows, op_rows, main_rows = [], [], []
+        p_rows, op_rows, main_rows, tag_rows, tag_p_rows = [], [], [], [], []
+        tag_index = {name: i for i, name in enumerate(tag_names)}
         for i, row in enumerate(chunk):
             chosen = [views[t][i] for t in pick.get(row.get("half", -1), everyone)]
-            p, op, main = combine_teachers(chosen, typed)
+            p, op, main, tags, tag_p = combine_tagged(chosen, typed)
             p_rows.append(p)
             op_rows.append(op)
             main_rows.append(np.array([mains.index(m) for m in main], np.int16) if typed else main)
-        with atomic_open(path, "wb") as handle:
-            np.savez(handle, lengths=np.array([len(r["tokens"]) for r in chunk], np.int32),
+            kept = [tag_index.get(t, -1) if t is not None and score >= TAG_FLOOR else -1
+                    for t, score in zip(tags, p, strict=True)]
+            tag_rows.append(np.array(kept, np.int16))
+            tag_p_rows.append(np.where(np.array(kept) >= 0, tag_p, 0.0))
+        with atomic_open(path, "wb") as handle:  # compressed: the labels come back from the GPU in <= 4 x 15 MiB
+            np.savez_compressed(handle, lengths=np.array([len(r["tokens"]) for r in chunk], np.int32),
                      p=np.concatenate(p_rows).astype(np.float16), op=np.concatenate(op_rows).astype(np.int8),
-                     main=np.concatenate(main_rows).astype(np.int16))
+                     main=np.concatenate(main_rows).astype(np.int16),
+                     **({"tag": np.concatenate(tag_rows).astype(np.int16),  # into labels.json's tags; -1: none
+                         "tag_p": np.concatenate(tag_p_rows).astype(np.float16)} if tag_names else {}))
         labelled += len(chunk)
         bar.update(1)
     bar.close()
@@ -422,6 +443,31 @@ def load_labelled_set(text: str | Path, labels: str | Path, kind: str = "") -> t
             examples.append(Example(row["tokens"], rp.astype(np.float32), rop.astype(np.int64), rmain.astype(np.int64),
                                     row.get("labels"), row.get("types"), gold_kind if "labels" in row else "none"))
     return examples, manifest
+
+
+def teacher_tagged(text: str | Path, labels: str | Path, threshold: float) -> list[Any]:
+    """A set labelled by a tag teacher as ``edit_tag_data``'s tagged sentences, for ``ged train --tags``: a word is
+    an error where the teacher's p >= ``threshold``, with the teacher's tag where it kept one (else out of the tag
+    loss), and ``$KEEP`` elsewhere. Gold labels, where the rows have them, are not used: this is the teacher's view."""
+    from electra_detect.edit_tags import KEEP
+    from electra_detect.training.finetune.edit_tag_data import TaggedSentence
+
+    labels = Path(labels)
+    manifest = json.loads((labels / "labels.json").read_text())
+    if not manifest.get("tags"):
+        raise GedDataError(f"{labels} was labelled by a teacher without edit tags")
+    rows = list(read_set(text))[:manifest["sentences"]]
+    out = []
+    for index in range(-(-len(rows) // manifest["shard_size"])):
+        with np.load(labels / SHARD.format(index)) as shard:
+            ends = np.cumsum(shard["lengths"])[:-1]
+            p, tag = np.split(shard["p"], ends), np.split(shard["tag"], ends)
+        for row, rp, rtag in zip(rows[index * manifest["shard_size"]:], p, tag, strict=False):
+            flagged = [int(x >= threshold) for x in rp.astype(np.float32)]
+            tags = [(manifest["tags"][t] if t >= 0 else None) if f else KEEP
+                    for f, t in zip(flagged, rtag.tolist(), strict=True)]
+            out.append(TaggedSentence(list(row["tokens"]), flagged, tags))
+    return out
 
 
 # -- 3. the student ------------------------------------------------------------------------------------------

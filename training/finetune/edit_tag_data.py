@@ -397,6 +397,18 @@ def read_tagged(path: str | Path) -> list[TaggedSentence]:
     return out
 
 
+def read_vocabulary(model_dir: str | Path) -> tuple[list[str], dict[str, str], dict[str, int], dict[str, str]]:
+    """A tag model's vocabulary as :func:`build_vocabulary` gives it (its ``edit_tags.json``)."""
+    from electra_detect.edit_tags import TAGS_FILE
+    from electra_detect.errors import GedDataError
+
+    try:
+        data = json.loads((Path(model_dir) / TAGS_FILE).read_text(encoding="utf-8"))
+        return list(data["tags"]), dict(data["types"]), dict(data["counts"]), dict(data.get("deleted_types", {}))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise GedDataError(f"{model_dir} has no readable tag vocabulary ({TAGS_FILE}): {exc}") from None
+
+
 def write_tag_files(model_dir: str | Path, tags: Sequence[str], types: dict[str, str], counts: dict[str, int],
                     deleted: dict[str, str], words: Iterable[str], source: str) -> None:
     """The vocabulary (``edit_tags.json``: tags, each one's ERRANT type and training count, a deleted word's type,

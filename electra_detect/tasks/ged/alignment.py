@@ -68,6 +68,8 @@ class TypedTokens:
     scores: np.ndarray
     operations: list[str]
     types: list[str]
+    tags: list[str | None] | None = None  # a tag model's edit tag per token (its most suspicious word's), else None
+    tag_scores: list[float] | None = None  # that tag's probability
 
 
 def score_typed_tokens(detector: Detector, sentences: Sequence[GedSentence], batch_size: int = 32) -> list[TypedTokens]:
@@ -79,11 +81,14 @@ def score_typed_tokens(detector: Detector, sentences: Sequence[GedSentence], bat
     out = []
     for sentence, result in zip(sentences, results, strict=True):
         scores = to_token_scores(sentence.tokens, ((t.start, t.p_replaced) for t in result.tokens))
-        best: list[tuple[float, str, str]] = [(-1.0, "R", "OTHER")] * len(sentence.tokens)
+        best: list[tuple[float, str, str, str | None, float]] = [(-1.0, "R", "OTHER", None, 0.0)] * len(sentence.tokens)
         starts = [start for start, _ in token_spans(sentence.tokens)]
         for word in result.words:
             index = bisect.bisect_right(starts, word.start) - 1
             if 0 <= index < len(starts) and word.score > best[index][0]:
-                best[index] = (word.score, word.operation or "R", word.error_type or "OTHER")
-        out.append(TypedTokens(scores, [b[1] for b in best], [b[2] for b in best]))
+                best[index] = (word.score, word.operation or "R", word.error_type or "OTHER", word.tag,
+                               float(word.type_score or 0.0))
+        tagged = detector.edit_tags is not None
+        out.append(TypedTokens(scores, [b[1] for b in best], [b[2] for b in best],
+                               [b[3] for b in best] if tagged else None, [b[4] for b in best] if tagged else None))
     return out
