@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every step before issue 50's first device call, in order, from a fresh checkout (docs/distillation.md):
+# Every step before the teacher's device calls (issues 50 and 60), in order, from a fresh checkout (docs/distillation.md):
 #   bash scripts/device/prepare_distill.sh             # both cores; WORKERS=1 to leave one free
 # Resumable: a step whose output is whole is skipped, a stopped `corpus build` or corrupted set goes on where it
 # stopped. Everything is logged to runs/distill/prepare.log with each step's seconds. Exit 3: learner data missing
@@ -61,6 +61,8 @@ FILES=(  # target | repository | path in it
   "wi/A.train.gold.bea19.m2|Linlt-leon/ETTE|data/wi+locness/m2/A.train.gold.bea19.m2"
   "wi/B.train.gold.bea19.m2|Linlt-leon/ETTE|data/wi+locness/m2/B.train.gold.bea19.m2"
   "wi/C.train.gold.bea19.m2|Linlt-leon/ETTE|data/wi+locness/m2/C.train.gold.bea19.m2"
+  "fce/fce-train.json|Tianxu-Jia/LM-GEC|data/fce/json/fce-train.json"
+  "fce/fce-dev.json|Tianxu-Jia/LM-GEC|data/fce/json/fce-dev.json"
 )
 git_dir() { local d="$MIRROR/${1/\//+}/repo"; [ -d "$d/.git" ] && d="$d/.git"; [ -e "$d/HEAD" ] && echo "$d"; }
 data_whole() { local f; for f in "${FILES[@]}"; do [ -s "$DATA/${f%%|*}" ] || return 1; done; }
@@ -110,19 +112,31 @@ if name in sets and want and sets[name]["sentences"] != want:
 sys.exit(0 if name in sets else 1)
 EOF
 }
-step text-learner "has_set learner" $ED distill text --out "$TEXT" --seed 0 \
-  --learner "$DATA/multiged/en_fce_train.tsv:tsv" "$DATA/wi/A.train.gold.bea19.m2:m2" \
-            "$DATA/wi/B.train.gold.bea19.m2:m2" "$DATA/wi/C.train.gold.bea19.m2:m2"
+# (the learner set is made from the tagged data by build_payload.py)
 step text-corpus "has_set corrupted $CORRUPTED && has_set clean $CLEAN" $ED distill text --out "$TEXT" --seed 0 \
   --corpus "$CORPUS" --corrupted "$CORRUPTED" --clean "$CLEAN" \
   --neighbours-from models/electra-minilm/discriminator --workers "$WORKERS"
 
-# 5. the payload: base parts (MPNet fp16, wheels, data, student start) and text parts
-step payload-base "[ -f $PARTS/p.json ]" $PY scripts/device/build_payload.py --only base --out "$PARTS"
-step payload-text "[ -f $PARTS/t.json ] && [ $PARTS/t.json -nt $TEXT/manifest.json ]" \
-  $PY scripts/device/build_payload.py --only text --texts "$TEXT" --out "$PARTS"
+# 5. the edit-tag data (ERRANT's edits as tags, docs/edit_tags.md: FCE's alignment takes ~45 minutes on a core),
+#    the synthetic arm's sentences, and the report sets as token TSVs (the device has no spaCy)
+TAGS=runs/tags
+ETD="$PY -m electra_detect.training.finetune.edit_tag_data"
+mkdir -p "$TAGS"
+step tags-fce "[ -s $TAGS/fce_train.jsonl ]" \
+  $ETD fce "$DATA/multiged/en_fce_train.tsv" "$DATA/fce/fce-train.json" "$TAGS/fce_train.jsonl"
+step tags-wi "[ -s $TAGS/wi_train.jsonl ]" $ETD wi "$DATA"/wi/{A,B,C}.train.gold.bea19.m2 "$TAGS/wi_train.jsonl"
+step tags-dev "[ -s $TAGS/fce_dev_report.jsonl ]" $ETD dev "$DATA/multiged/en_fce_dev.tsv" "$DATA/fce/fce-dev.json" "$TAGS"
+step tags-synthetic "[ -s $TAGS/synthetic_16k.jsonl ]" $ETD synthetic 16000 "$CORPUS" "$TAGS/synthetic_16k.jsonl"
+step sets "[ -s runs/teacher/sets/jfleg_dev_report.tsv ]" \
+  $PY -m benchmarks.quality.ged_tags --data "$TAGS" --jfleg "${JFLEG:-../shared/data/jfleg/dev}" --write-sets runs/teacher/sets
 
-# 6. what the lead needs for the calls
+# 6. the payload: base parts (MPNet fp16, wheels, tagged data, report sets, student start) and text parts
+step payload-base "[ -f $PARTS/p.json ]" $PY scripts/device/build_payload.py --only base --out "$PARTS" \
+  --tags "$TAGS" --sets runs/teacher/sets
+step payload-text "[ -f $PARTS/t.json ] && [ $PARTS/t.json -nt $TEXT/manifest.json ]" \
+  $PY scripts/device/build_payload.py --only text --texts "$TEXT" --tags "$TAGS" --out "$PARTS"
+
+# 7. what the lead needs for the calls
 say "steps: ${TIMES[*]}"
 say "total: $(( $(date +%s) - START )) s"
 big=$(git status --porcelain --untracked-files=all | awk '$1=="??"{print $2}' |

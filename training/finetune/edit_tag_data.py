@@ -424,7 +424,8 @@ def write_tag_files(model_dir: str | Path, tags: Sequence[str], types: dict[str,
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m electra_detect.training.finetune.edit_tag_data fce TSV BEA OUT`` | ``wi M2... OUT`` |
     ``synthetic COUNT [CORPUS...] OUT`` (COUNT corpus sentences, the embedded corpus when none is named, with the
-    learner mix of synthetic errors)."""
+    learner mix of synthetic errors) | ``dev TSV BEA OUT_DIR`` (FCE dev tagged, and its halves by essay in each
+    form: :func:`write_dev_halves`)."""
     import sys
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -434,6 +435,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         sentences, counts = fce_tagged(args[1], args[2], load_errant())
         write_tagged(args[3], sentences)
         print(json.dumps(counts))
+    elif args[0] == "dev":
+        from electra_detect.tasks.ged.nlp import load_errant
+
+        sentences, counts = fce_tagged(args[1], args[2], load_errant())
+        write_tagged(Path(args[3]) / "fce_dev.jsonl", sentences)
+        print(json.dumps({**counts, "halves": write_dev_halves(sentences, args[2], args[3])}))
     elif args[0] == "wi":
         write_tagged(args[-1], [s for path in args[1:-1] for s in wi_tagged(path)])
     elif args[0] == "synthetic":
@@ -443,9 +450,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         write_tagged(args[-1], sentences)
         print(json.dumps({"sentences": len(sentences), "with_errors": sum(any(s.labels) for s in sentences)}))
 
-
-if __name__ == "__main__":
-    main()
 
 
 def essay_halves(essays: int, seed: int = 13) -> tuple[set[int], set[int]]:
@@ -477,3 +481,7 @@ def write_dev_halves(tagged: Sequence[TaggedSentence], bea_path: str | Path, out
         write_tagged(out / f"fce_dev_{name}.jsonl", mine)
         counts[name] = {"essays": len(chosen), "sentences": len(mine)}
     return counts
+
+
+if __name__ == "__main__":
+    main()
