@@ -22,7 +22,9 @@ from electra_detect.training.finetune.edit_tag_data import (
     form_tag,
     inflection_table,
     read_tagged,
+    read_vocabulary,
     tags_of,
+    write_tag_files,
     write_tagged,
 )
 from electra_detect.training.finetune.ged_finetune import encode, tag_targets, unpack_tags
@@ -105,6 +107,10 @@ def test_vocabulary_types_and_round_trip(tmp_path):
 
     with pytest.raises(GedDataError, match="bad.jsonl:1"):
         read_tagged(tmp_path / "bad.jsonl")
+    write_tag_files(tmp_path / "model", tags, types, counts, deleted, {"a", "cat"}, source="test")
+    assert read_vocabulary(tmp_path / "model") == (tags, types, {t: counts.get(t, 0) for t in tags}, deleted)
+    with pytest.raises(GedDataError, match="no readable tag vocabulary"):  # `ged train --tags-from` a plain model
+        read_vocabulary(tmp_path)
 
 
 def test_essay_halves_are_disjoint_and_fixed():
