@@ -326,3 +326,29 @@ def test_device_starts_no_labelling_for_a_set_labelled_whole(tmp_path: Path) -> 
             (labels / name / f"shard-{index:05d}.npz").write_bytes(b"")
     args = type("Args", (), {"limit": 0, "shard_size": 10})()
     assert sorted(device.label_jobs(payload, labels, "t", [], device.PROFILES["h100"], args)) == ["label-clean-0"]
+
+
+def test_payload_learner_text_keeps_each_essay_in_one_half(tmp_path: Path) -> None:
+    build_payload = _script("build_payload")
+    tags = tmp_path / "tags"
+    tags.mkdir()
+    fce = [{"tokens": ["w", str(i)], "labels": [0, 1], "tags": ["$KEEP", "$DELETE"], "essay": i // 5, "edits": []}
+           for i in range(40)]
+    wi = [{"tokens": ["v", str(i)], "labels": [0, 0], "tags": ["$KEEP", "$KEEP"], "essay": -1, "edits": []}
+          for i in range(30)]
+    for name, rows in (("fce_train.jsonl", fce), ("wi_train.jsonl", wi)):
+        (tags / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "text"
+    assert build_payload.learner_text(tags, out) == 70
+    rows = list(read_set(out / "learner.jsonl.gz"))
+    assert [r["tokens"] for r in rows] == [r["tokens"] for r in fce + wi]
+    halves = {}
+    for row, source in zip(rows, fce, strict=False):
+        halves.setdefault(source["essay"], set()).add(row["half"])
+    assert all(len(h) == 1 for h in halves.values()) and {r["half"] for r in rows} == {0, 1}
+    for half in (0, 1):  # each half's tagged file holds exactly that half's sentences, in order
+        lines = [json.loads(line) for line in (out / "learner" / f"half{half}.jsonl").read_text().splitlines()]
+        assert [x["tokens"] for x in lines] == [r["tokens"] for r in rows if r["half"] == half]
+    again = tmp_path / "again"
+    build_payload.learner_text(tags, again)
+    assert (again / "learner" / "half0.jsonl").read_text() == (out / "learner" / "half0.jsonl").read_text()
