@@ -23,6 +23,19 @@ def command_line() -> str:
     return " ".join([head, *(shlex.quote(a) for a in sys.argv[1:])])
 
 
+def write_result(out: Path, result: Any, table: str, plot: Any = None) -> None:
+    """A benchmark's files in ``out``: ``result.json``, ``table.md`` and, when ``plot`` (a function of a path) is
+    given, ``plot.png``; the table is printed too."""
+    from electra_detect.fileio import atomic_write_json, atomic_write_text
+
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out / "result.json", result)
+    atomic_write_text(out / "table.md", table)
+    if plot is not None:
+        plot(out / "plot.png")
+    print(table)
+
+
 @contextlib.contextmanager
 def revision_checkout(ref: str) -> Iterator[Path]:
     """A git worktree of revision ``ref`` of this repository, removed afterwards: a baseline's code, run from there

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common.run import command_line
+from benchmarks.common.run import command_line, write_result
 from electra_detect.detector import Detector
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.tasks.ged.alignment import score_tokens
@@ -83,7 +83,7 @@ def detection(detector: Detector, sets: dict[str, dict[str, list[GedSentence]]])
     mean = [np.mean([token_metrics(*flatten(sets[n]["tune"], scores[n]["tune"]), t)["f05"] for n in tuning])
             for t in grid]
     shared = float(grid[int(np.argmax(mean))])
-    out: dict[str, Any] = {"threshold": shared}
+    out: dict[str, Any] = {"threshold": shared, "tune_at_shared": float(np.max(mean))}  # the mean it was chosen by
     for name in sets:
         own = tune_threshold(*flatten(sets[name]["tune"], scores[name]["tune"]))
         report = flatten(sets[name]["report"], scores[name]["report"])
@@ -238,11 +238,7 @@ def main() -> int:
         results["models"][name] = {"path": path, "detection": found,
                                    "told": told(detector, report, found["threshold"], args.ranked)}
         print(json.dumps({name: results["models"][name]["told"]}), file=sys.stderr)
-    args.out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(args.out / "result.json", results)
-    atomic_write_text(args.out / "table.md", table(results))
-    plot(results, args.out / "plot.png")
-    print(table(results))
+    write_result(args.out, results, table(results), lambda path: plot(results, path))
     return 0
 
 

@@ -15,8 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common.run import command_line
-from electra_detect.fileio import atomic_write_json, atomic_write_text
+from benchmarks.common.run import command_line, write_result
 
 OUT = Path("benchmarks/results/teacher_device")
 SETS = ("MultiGED FCE dev", "JFLEG dev", "BEA FCE dev")
@@ -82,12 +81,8 @@ def main() -> int:
     teachers = json.loads(args.teachers.read_text())
     students = json.loads(args.students.read_text()) if args.students else {}
     found = rows(teachers, students, tuple(args.skip))
-    args.out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(args.out / "result.json", {"command": command_line(), "note": args.note,
-                                                 "teacher_recipe": teachers.get("recipe"), "models": found})
-    atomic_write_text(args.out / "table.md", table(found))
-    plot(found, args.out / "plot.png")
-    print(table(found))
+    write_result(args.out, {"command": command_line(), "note": args.note, "teacher_recipe": teachers.get("recipe"),
+                            "models": found}, table(found), lambda path: plot(found, path))
     return 0
 
 

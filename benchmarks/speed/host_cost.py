@@ -190,8 +190,7 @@ def main() -> int:
     if args.measure_only:
         print(json.dumps(measure(args.sentences, args.repeats, args.model, args.variant)))
         return 0
-    from benchmarks.common.run import command_line
-    from electra_detect.fileio import atomic_write_json, atomic_write_text
+    from benchmarks.common.run import command_line, write_result
 
     result: dict[str, Any] = {"command": command_line(), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
                               "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -200,11 +199,7 @@ def main() -> int:
         result["baseline_ref"] = args.baseline
         result["baseline"] = baseline(args.baseline, args.sentences, args.repeats)
     result["current"] = measure(args.sentences, args.repeats, args.model, args.variant)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(args.out_dir / "result.json", result)
-    atomic_write_text(args.out_dir / "table.md", table(result))
-    plot(result, args.out_dir / "plot.png")
-    print(table(result))
+    write_result(args.out_dir, result, table(result), lambda path: plot(result, path))
     return 0
 
 

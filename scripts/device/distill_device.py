@@ -188,18 +188,18 @@ def scored_figures(model: Path, sets: dict) -> dict:
     """A model's figures on the halves (``ged_tags.detection``: the threshold shared by the tuning halves of MultiGED
     FCE dev and JFLEG dev, each set's own, the report halves at both) and ``select``: the tuning halves' mean F0.5
     at the shared threshold, which chooses between arms."""
-    import numpy as np
-
     from benchmarks.quality.ged_tags import detection
     from electra_detect.detector import Detector
-    from electra_detect.tasks.ged.alignment import score_tokens
-    from electra_detect.tasks.ged.metrics import flatten, token_metrics
 
-    detector = Detector.load(model, engine="torch", calibrated=False, task="ged")
-    found = detection(detector, sets)
-    tune = [token_metrics(*flatten(sets[n]["tune"], score_tokens(detector, sets[n]["tune"])),
-                          found["threshold"])["f05"] for n in TUNING]
-    return {**found, "select": float(np.mean(tune))}
+    found = detection(Detector.load(model, engine="torch", calibrated=False, task="ged"), sets)
+    return {**found, "select": found["tune_at_shared"]}
+
+
+def trained_figures(model: Path, sets: dict) -> dict:
+    """:func:`scored_figures` with what the run's ``ged.json`` says of its training."""
+    trained = json.loads((model / "ged.json").read_text())
+    return {**scored_figures(model, sets), **{k: trained.get(k) for k in (
+        "minutes", "steps", "stopped", "first_loss", "last_loss", "train_sentences")}}
 
 
 def summary_line(name: str, found: dict) -> str:
@@ -318,12 +318,8 @@ def call1(args: argparse.Namespace) -> None:
     report = {"profile": args.profile, "epochs": profile["epochs"], "start": args.teacher_start or "all-mpnet-base-v2",
               "recipe": RECIPE, "arms": {}}
     for name in teachers:
-        summary = work / "teachers" / name / "ged.json"
-        if summary.exists():
-            trained = json.loads(summary.read_text())
-            report["arms"][name] = {**scored_figures(work / "teachers" / name, sets), **{
-                k: trained.get(k) for k in ("minutes", "steps", "stopped", "first_loss", "last_loss",
-                                            "train_sentences")}}
+        if (work / "teachers" / name / "ged.json").exists():
+            report["arms"][name] = trained_figures(work / "teachers" / name, sets)
             log(summary_line(name, report["arms"][name]))
             (out / "teachers.json").write_text(json.dumps(report, indent=2))
     full = {n: a for n, a in report["arms"].items() if n.startswith("full")}
@@ -413,11 +409,8 @@ def call2(args: argparse.Namespace) -> None:
     arms = {"start": {**scored_figures(payload / "student-start", sets), "path": "student-start (the shipped ged/)"}}
     log(summary_line("start", arms["start"]))
     for folder in sorted((work / "students").glob("*")):
-        summary = folder / "ged.json"
-        if summary.exists():
-            trained = json.loads(summary.read_text())
-            arms[folder.name] = {**scored_figures(folder, sets), **{k: trained.get(k) for k in (
-                "minutes", "steps", "stopped", "first_loss", "last_loss", "train_sentences")}}
+        if (folder / "ged.json").exists():
+            arms[folder.name] = trained_figures(folder, sets)
             log(summary_line(folder.name, arms[folder.name]))
             (out / "students.json").write_text(json.dumps({"arms": arms}, indent=2))
     trained = [a for a in arms if a != "start"]

@@ -284,16 +284,10 @@ SHARD = "shard-{:05d}.npz"
 TAG_FLOOR = 0.2  # a tag teacher's tag is kept on a word whose p(error) is at least this (issue 60)
 
 
-def combine_teachers(views: Sequence[Any], typed: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Several teachers' views of one sentence (``TypedTokens`` or score arrays) -> (mean p, op, main): the
-    operation and type of the teacher most sure the word is wrong."""
-    p, op, main, _, _ = combine_tagged(views, typed)
-    return p, op, main
-
-
-def combine_tagged(views: Sequence[Any], typed: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, list, np.ndarray]:
-    """:func:`combine_teachers` with a tag teacher's (tag, its probability) per word from the same most sure
-    teacher (None and 0 for teachers without tags)."""
+def combine_teachers(views: Sequence[Any], typed: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, list, np.ndarray]:
+    """Several teachers' views of one sentence (``TypedTokens`` or score arrays) -> (mean p, op, main, tag, tag p):
+    the operation, type and (a tag teacher's) tag with its probability of the teacher most sure the word is wrong
+    (None and 0 for teachers without tags)."""
     scores = np.stack([np.asarray(v.scores if typed else v, dtype=np.float32) for v in views])
     p = scores.mean(0)
     if not typed:
@@ -381,7 +375,7 @@ def label_text_set(text: str | Path, out: str | Path, teachers: Sequence[str | P
         tag_index = {name: i for i, name in enumerate(tag_names)}
         for i, row in enumerate(chunk):
             chosen = [views[t][i] for t in pick.get(row.get("half", -1), everyone)]
-            p, op, main, tags, tag_p = combine_tagged(chosen, typed)
+            p, op, main, tags, tag_p = combine_teachers(chosen, typed)
             p_rows.append(p)
             op_rows.append(op)
             main_rows.append(np.array([mains.index(m) for m in main], np.int16) if typed else main)
@@ -391,10 +385,11 @@ def label_text_set(text: str | Path, out: str | Path, teachers: Sequence[str | P
             tag_p_rows.append(np.where(np.array(kept) >= 0, tag_p, 0.0))
         with atomic_open(path, "wb") as handle:  # compressed: the labels come back from the GPU in <= 4 x 15 MiB
             np.savez_compressed(handle, lengths=np.array([len(r["tokens"]) for r in chunk], np.int32),
-                     p=np.concatenate(p_rows).astype(np.float16), op=np.concatenate(op_rows).astype(np.int8),
-                     main=np.concatenate(main_rows).astype(np.int16),
-                     **({"tag": np.concatenate(tag_rows).astype(np.int16),  # into labels.json's tags; -1: none
-                         "tag_p": np.concatenate(tag_p_rows).astype(np.float16)} if tag_names else {}))
+                                p=np.concatenate(p_rows).astype(np.float16),
+                                op=np.concatenate(op_rows).astype(np.int8),
+                                main=np.concatenate(main_rows).astype(np.int16),
+                                **({"tag": np.concatenate(tag_rows).astype(np.int16),  # into labels.json's tags
+                                    "tag_p": np.concatenate(tag_p_rows).astype(np.float16)} if tag_names else {}))
         labelled += len(chunk)
         bar.update(1)
     bar.close()
@@ -418,9 +413,9 @@ class Example:
     kind: str = "none"  # "learner" (annotated), "synthetic" (made errors) or "none"
 
 
-def load_labelled_set(text: str | Path, labels: str | Path, kind: str = "") -> tuple[list[Example], dict[str, Any]]:
-    """A text set and its teacher labels as examples; ``kind`` of the gold labels (default: learner when the rows
-    carry a half, synthetic when they carry labels only, none otherwise)."""
+def labelled_rows(text: str | Path, labels: str | Path, keys: Sequence[str]) -> tuple[Iterator, dict[str, Any]]:
+    """(each text row with its per-word label arrays ``keys`` of the shards, the labels' manifest): the reading of
+    ``distill label``'s output that every user of the labels shares; a missing shard or another text is an error."""
     labels = Path(labels)
     try:
         manifest = json.loads((labels / "labels.json").read_text())
@@ -429,19 +424,32 @@ def load_labelled_set(text: str | Path, labels: str | Path, kind: str = "") -> t
     rows = list(read_set(text))[:manifest["sentences"]]
     if manifest["text_sha256"] != sha256_file(text):
         raise GedDataError(f"{labels} labels another version of {text}: label it again")
+
+    def walk() -> Iterator[tuple[dict[str, Any], dict[str, np.ndarray]]]:
+        for index in range(-(-len(rows) // manifest["shard_size"])):
+            path = labels / SHARD.format(index)
+            if not path.exists():
+                raise GedDataError(f"{path} is missing: the labelling did not finish (re-run `distill label`)")
+            with np.load(path) as shard:
+                ends = np.cumsum(shard["lengths"])[:-1]
+                split = {key: np.split(shard[key], ends) for key in keys}
+            chunk = rows[index * manifest["shard_size"]:(index + 1) * manifest["shard_size"]]
+            for position, row in enumerate(chunk):
+                yield row, {key: split[key][position] for key in keys}
+
+    return walk(), manifest
+
+
+def load_labelled_set(text: str | Path, labels: str | Path, kind: str = "") -> tuple[list[Example], dict[str, Any]]:
+    """A text set and its teacher labels as examples; ``kind`` of the gold labels (default: learner when the rows
+    carry a half, synthetic when they carry labels only, none otherwise)."""
+    walk, manifest = labelled_rows(text, labels, ("p", "op", "main"))
     examples = []
-    for index in range(-(-len(rows) // manifest["shard_size"])):
-        path = labels / SHARD.format(index)
-        if not path.exists():
-            raise GedDataError(f"{path} is missing: the labelling did not finish (re-run `distill label` to resume)")
-        with np.load(path) as shard:
-            ends = np.cumsum(shard["lengths"])
-            p, op, main = (np.split(shard[key], ends[:-1]) for key in ("p", "op", "main"))
-        chunk = rows[index * manifest["shard_size"]:(index + 1) * manifest["shard_size"]]
-        for row, rp, rop, rmain in zip(chunk, p, op, main, strict=True):
-            gold_kind = kind or ("learner" if "half" in row else "synthetic" if "labels" in row else "none")
-            examples.append(Example(row["tokens"], rp.astype(np.float32), rop.astype(np.int64), rmain.astype(np.int64),
-                                    row.get("labels"), row.get("types"), gold_kind if "labels" in row else "none"))
+    for row, words in walk:
+        gold_kind = kind or ("learner" if "half" in row else "synthetic" if "labels" in row else "none")
+        examples.append(Example(row["tokens"], words["p"].astype(np.float32), words["op"].astype(np.int64),
+                                words["main"].astype(np.int64), row.get("labels"), row.get("types"),
+                                gold_kind if "labels" in row else "none"))
     return examples, manifest
 
 
@@ -452,21 +460,16 @@ def teacher_tagged(text: str | Path, labels: str | Path, threshold: float) -> li
     from electra_detect.edit_tags import KEEP
     from electra_detect.training.finetune.edit_tag_data import TaggedSentence
 
-    labels = Path(labels)
-    manifest = json.loads((labels / "labels.json").read_text())
+    manifest = json.loads((Path(labels) / "labels.json").read_text())
     if not manifest.get("tags"):
         raise GedDataError(f"{labels} was labelled by a teacher without edit tags")
-    rows = list(read_set(text))[:manifest["sentences"]]
+    walk, _ = labelled_rows(text, labels, ("p", "tag"))
     out = []
-    for index in range(-(-len(rows) // manifest["shard_size"])):
-        with np.load(labels / SHARD.format(index)) as shard:
-            ends = np.cumsum(shard["lengths"])[:-1]
-            p, tag = np.split(shard["p"], ends), np.split(shard["tag"], ends)
-        for row, rp, rtag in zip(rows[index * manifest["shard_size"]:], p, tag, strict=False):
-            flagged = [int(x >= threshold) for x in rp.astype(np.float32)]
-            tags = [(manifest["tags"][t] if t >= 0 else None) if f else KEEP
-                    for f, t in zip(flagged, rtag.tolist(), strict=True)]
-            out.append(TaggedSentence(list(row["tokens"]), flagged, tags))
+    for row, words in walk:
+        flagged = [int(x >= threshold) for x in words["p"].astype(np.float32)]
+        tags = [(manifest["tags"][t] if t >= 0 else None) if f else KEEP
+                for f, t in zip(flagged, words["tag"].tolist(), strict=True)]
+        out.append(TaggedSentence(list(row["tokens"]), flagged, tags))
     return out
 
 

@@ -429,18 +429,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     import sys
 
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[0] == "fce":
+    if args[0] in ("fce", "dev"):
         from electra_detect.tasks.ged.nlp import load_errant
 
         sentences, counts = fce_tagged(args[1], args[2], load_errant())
-        write_tagged(args[3], sentences)
+        if args[0] == "fce":
+            write_tagged(args[3], sentences)
+        else:  # FCE dev: the whole set, then its halves by essay in each form
+            write_tagged(Path(args[3]) / "fce_dev.jsonl", sentences)
+            counts["halves"] = write_dev_halves(sentences, args[2], args[3])
         print(json.dumps(counts))
-    elif args[0] == "dev":
-        from electra_detect.tasks.ged.nlp import load_errant
-
-        sentences, counts = fce_tagged(args[1], args[2], load_errant())
-        write_tagged(Path(args[3]) / "fce_dev.jsonl", sentences)
-        print(json.dumps({**counts, "halves": write_dev_halves(sentences, args[2], args[3])}))
     elif args[0] == "wi":
         write_tagged(args[-1], [s for path in args[1:-1] for s in wi_tagged(path)])
     elif args[0] == "synthetic":

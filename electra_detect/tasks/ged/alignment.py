@@ -78,6 +78,7 @@ def score_typed_tokens(detector: Detector, sentences: Sequence[GedSentence], bat
     if not detector.channels:
         raise GedDataError(f"{detector.model_dir} has no error-type channels (train it with `ged train --types`)")
     results = detector.score([s.text for s in sentences], batch_size=batch_size)
+    tagged = detector.edit_tags is not None
     out = []
     for sentence, result in zip(sentences, results, strict=True):
         scores = to_token_scores(sentence.tokens, ((t.start, t.p_replaced) for t in result.tokens))
@@ -88,7 +89,6 @@ def score_typed_tokens(detector: Detector, sentences: Sequence[GedSentence], bat
             if 0 <= index < len(starts) and word.score > best[index][0]:
                 best[index] = (word.score, word.operation or "R", word.error_type or "OTHER", word.tag,
                                float(word.type_score or 0.0))
-        tagged = detector.edit_tags is not None
         out.append(TypedTokens(scores, [b[1] for b in best], [b[2] for b in best],
                                [b[3] for b in best] if tagged else None, [b[4] for b in best] if tagged else None))
     return out
