@@ -279,6 +279,7 @@ def tag_teacher(tmp_path_factory: pytest.TempPathFactory, micro_run: Path) -> Pa
 
 def test_a_tag_teachers_labels_keep_its_tags_and_become_tagged_data(tmp_path: Path, tag_teacher: Path) -> None:
     from electra_detect.training.finetune.distill import TAG_FLOOR, teacher_tagged
+    from electra_detect.training.finetune.edit_tag_data import TaggedSentence
 
     build_text_sets(tmp_path / "text", _learner_files(tmp_path), seed=3)
     text = tmp_path / "text" / "learner.jsonl.gz"
@@ -303,14 +304,30 @@ def test_a_tag_teachers_labels_keep_its_tags_and_become_tagged_data(tmp_path: Pa
     assert np.mean([y == 1 and t == "$REPLACE_houses" for w, y, t in flat if w == "house"]) > 0.8
     assert np.mean([y for w, y, _ in flat if w not in TAGS]) < 0.1
     with pytest.raises(ValueError, match="without edit tags"):
-        teacher_tagged(text, _typed_labels(tmp_path), 0.5)
+        teacher_tagged(text, _typed_labels(tmp_path, text), 0.5)
+    # soft: the teacher's p itself is the target, the tags as the hard view's
+    soft = teacher_tagged(text, tmp_path / "labels", 0.5, soft=True)
+    assert [s.tags for s in soft] == [s.tags for s in tagged]
+    assert np.allclose([y for s in soft for y in s.labels], np.round(p, 2), atol=1e-6)
+    assert any(0 < y < 1 for s in soft for y in s.labels)
+    # mixed with the set's own gold sentences: their tags, half the teacher's p and half the gold label
+    gold = [TaggedSentence(list(r["tokens"]), list(r["labels"]), ["$DELETE"] * len(r["tokens"])) for r in rows]
+    mixed = teacher_tagged(text, tmp_path / "labels", 0.5, gold=gold, teacher_share=0.5)
+    assert all(m.tags == g.tags for m, g in zip(mixed, gold, strict=True))
+    expected = 0.5 * p + 0.5 * np.array([y for r in rows for y in r["labels"]])
+    assert np.allclose([y for s in mixed for y in s.labels], expected, atol=0.006)
+    with pytest.raises(ValueError, match="not the labelled text's"):
+        teacher_tagged(text, tmp_path / "labels", 0.5, gold=gold[1:] + gold[:1])
 
 
-def _typed_labels(tmp_path: Path) -> Path:
-    """Labels whose manifest names no tags (a typed teacher's)."""
+def _typed_labels(tmp_path: Path, text: Path) -> Path:
+    """Labels of ``text`` whose manifest names no tags (a typed teacher's)."""
+    from electra_detect.fileio import sha256_file
+
     folder = tmp_path / "typed"
     folder.mkdir()
-    (folder / "labels.json").write_text(json.dumps({"sentences": 1, "shard_size": 10, "tags": []}))
+    (folder / "labels.json").write_text(json.dumps({"sentences": 1, "shard_size": 10, "tags": [],
+                                                    "text_sha256": sha256_file(text)}))
     return folder
 
 

@@ -92,6 +92,20 @@ def test_corrected_sentence_applies_edits_inside_and_leaves_out_the_rest():
     assert unknown == {2}
 
 
+def test_a_deletion_in_the_essays_text_is_a_deletion_to_errant():
+    """Deleting a word from the BEA text leaves two spaces; spaCy made a token of them and ERRANT a replacement
+    (R:OTHER by " "): 119 of FCE dev's tuning half's gold edits were so mistyped before the text was re-spaced."""
+    from electra_detect.tasks.ged.nlp import load_errant
+    from electra_detect.training.finetune.edit_tag_data import errant_edits
+
+    text = "I saw the the film."
+    spans = [(0, 1), (2, 5), (6, 9), (10, 13), (14, 18), (18, 19)]
+    fixed, _ = corrected_sentence(text, spans, [[10, 13, ""]])
+    assert fixed == "I saw the  film."
+    edits = errant_edits(load_errant(), ["I", "saw", "the", "the", "film", "."], fixed)
+    assert [(e.end - e.start, e.correction, e.type) for e in edits] == [(1, "", "U:DET")]  # either "the" goes
+
+
 def test_vocabulary_types_and_round_trip(tmp_path):
     sentences = [TaggedSentence(["a", "cat"], [1, 0], ["$DELETE", "$KEEP"], [GedEdit(0, 1, "", "U:DET")])] * 3
     merged = TaggedSentence(["every", "one"], [1, 1], ["$REPLACE_everyone", "$DELETE"],
@@ -172,6 +186,21 @@ def test_spelling_tag_asks_the_spelling_suggester_and_unknown_tag_names_no_edit(
     assert suggestion is None and edit.type == "R:OTHER" and "recieved" in said
 
 
+def test_a_spelling_suggestion_keeps_the_words_case_and_prefers_a_learners_slip(tags):
+    """The spellchecker's words are lower case: the suggestion is written as the word was (*Secondely*, *REALY*);
+    among corrections one edit away a doubled or undoubled letter comes first (*writen*: *written*, not *write*),
+    and a changed first letter last (*shoping*: *shopping*, not *hoping*)."""
+    from electra_detect.tasks.ged.suggestions import Suggester
+
+    suggester = Suggester()
+    for word, meant in (("writen", "written"), ("choosen", "chosen"), ("shoping", "shopping"),
+                        ("hopefull", "hopeful"), ("relly", "really"), ("recieve", "receive"), ("frome", "from")):
+        assert suggester.spellings(word)[0] == meant, (word, suggester.spellings(word))
+    for text, start, end, meant in (("Secondely, it rained.", 0, 9, "Secondly"), ("IT IS REALY BIG", 6, 11, "REALLY")):
+        _, suggestion, said = told(text, start, end, "$SPELL", tags, suggester.spellings)
+        assert suggestion.value == meant and f"*{meant}*" in said
+
+
 def test_a_spelling_tag_on_an_over_regular_form_names_the_irregular_one(tags):
     table = inflection_table(["buy", "run", "child", "walk"])
     inflections = Inflections(table["lemmas"], table["forms"])
@@ -215,6 +244,32 @@ def test_encode_packs_tags_on_first_subwords_only():
     first = [i for i, w in enumerate(words) if w == 1][0]
     assert tag[first] == 2 and (tag[[i for i, w in enumerate(words) if w == 1 and i != first]] == -100).all()
     assert label.tolist() == [-1 if w is None else sentence.labels[w] for w in words]
+
+
+def test_a_tag_models_detection_target_may_be_a_teachers_p(tmp_path):
+    """Soft targets (a teacher's p, to 0.01) pack beside the tag and come back as they were; the tag loss reads a
+    soft word as an error from 0.5 on; a tagged file keeps them, and refuses a label outside [0, 1]."""
+    from transformers import AutoTokenizer
+
+    from electra_detect.errors import GedDataError
+    from electra_detect.training.finetune.edit_tag_data import TaggedSentence, read_tagged, write_tagged
+
+    tokenizer = AutoTokenizer.from_pretrained("models/electra-minilm/ged")
+    channels = ["error", "tag:$KEEP", "tag:$DELETE", "tag:$FORM_VBZ"]
+    sentence = GedSentence(["He", "go", "home", "now"], [0.07, 0.93, 0.4, 1], tags=["$KEEP", "$FORM_VBZ", "$KEEP",
+                                                                                    "$DELETE"])
+    assert tag_targets(sentence, channels) == [-100, 2, -100, 1]  # 0.4 with $KEEP: not an error to the tag loss
+    (ids, packed), = encode(tokenizer, [sentence], 32, channels)
+    label, tag = unpack_tags(torch.tensor(packed))
+    words = tokenizer(sentence.tokens, is_split_into_words=True).word_ids()
+    assert np.allclose(label.numpy(), [-1 if w is None else sentence.labels[w] for w in words])
+    assert tag.tolist() == [-100 if w is None else [-100, 2, -100, 1][w] for w in words]
+    path = tmp_path / "soft.jsonl"
+    write_tagged(path, [TaggedSentence(sentence.tokens, sentence.labels, sentence.tags)])
+    assert read_tagged(path)[0].labels == [0.07, 0.93, 0.4, 1]
+    path.write_text(path.read_text().replace("0.93", "1.5"))
+    with pytest.raises(GedDataError, match="soft.jsonl:1"):
+        read_tagged(path)
 
 
 def test_a_tag_models_dictionary_reads_its_table_not_lemminflect(tmp_path):

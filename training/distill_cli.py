@@ -93,6 +93,19 @@ def add_distill(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--no-progress", action="store_true")
     tr.set_defaults(func=run_train)
 
+    tg = verbs.add_parser("tagged", help="a tag teacher's labels as tagged data for `ged train --tags` (hard or soft)")
+    tg.add_argument("text", help="the labelled text set (.jsonl.gz)")
+    tg.add_argument("--labels", required=True, help="its labels folder (from `distill label`, a tag teacher's)")
+    tg.add_argument("--out", required=True, help="the tagged JSON-lines file to write")
+    tg.add_argument("--threshold", type=float, help="the teacher's flag threshold (default: the labels' own)")
+    tg.add_argument("--soft", action="store_true", help="the teacher's p as the detection target, not 0/1")
+    tg.add_argument("--gold", nargs="+", default=[], metavar="TAGGED",
+                    help="the set's own tagged files in its order (the learner set): their tags kept, their labels "
+                         "mixed with the teacher's p")
+    tg.add_argument("--teacher-share", type=float, default=0.5, help="the teacher's share of a mixed target")
+    tg.add_argument("--limit", type=_count, default=0, help="write the first N sentences only (0: all)")
+    tg.set_defaults(func=run_tagged)
+
 
 def run_text(args: argparse.Namespace) -> int:
     from electra_detect.training.finetune.distill import build_text_sets, parse_data_spec
@@ -153,4 +166,27 @@ def run_train(args: argparse.Namespace) -> int:
                       show_progress=not args.no_progress, card=card)
     print(json.dumps({k: summary.get(k) for k in ("arm", "train_sentences", "steps", "minutes", "first_loss",
                                                    "last_loss", "threshold", "teacher_gap", "dev")}))
+    return 0
+
+
+def run_tagged(args: argparse.Namespace) -> int:
+    from electra_detect.errors import CliError
+    from electra_detect.training.finetune.distill import teacher_tagged
+    from electra_detect.training.finetune.edit_tag_data import read_tagged, write_tagged
+
+    if not 0.0 <= args.teacher_share <= 1.0:
+        raise CliError("--teacher-share must lie in [0, 1]")
+    threshold = args.threshold
+    if threshold is None:
+        try:
+            threshold = float(json.loads((Path(args.labels) / "labels.json").read_text())["teacher_threshold"])
+        except (OSError, ValueError, KeyError) as exc:
+            raise CliError(f"{args.labels}: no teacher threshold in labels.json ({type(exc).__name__}); "
+                           "give --threshold") from None
+    gold = [s for path in args.gold for s in read_tagged(path)]
+    sentences = teacher_tagged(args.text, args.labels, threshold, args.soft, gold, args.teacher_share)
+    sentences = sentences[:args.limit] if args.limit else sentences
+    write_tagged(args.out, sentences)
+    print(json.dumps({"sentences": len(sentences), "threshold": round(threshold, 4),
+                      "target": "mixed" if gold else "soft" if args.soft else "hard"}))
     return 0

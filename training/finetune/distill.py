@@ -453,23 +453,38 @@ def load_labelled_set(text: str | Path, labels: str | Path, kind: str = "") -> t
     return examples, manifest
 
 
-def teacher_tagged(text: str | Path, labels: str | Path, threshold: float) -> list[Any]:
+def teacher_tagged(text: str | Path, labels: str | Path, threshold: float, soft: bool = False,
+                   gold: Sequence[Any] = (), teacher_share: float = 0.5) -> list[Any]:
     """A set labelled by a tag teacher as ``edit_tag_data``'s tagged sentences, for ``ged train --tags``: a word is
     an error where the teacher's p >= ``threshold``, with the teacher's tag where it kept one (else out of the tag
-    loss), and ``$KEEP`` elsewhere. Gold labels, where the rows have them, are not used: this is the teacher's view."""
+    loss), and ``$KEEP`` elsewhere. ``soft``: the detection target is the teacher's p itself (to 0.01). ``gold``:
+    the set's own tagged sentences (the learner set, in its order), whose tags are kept and whose target is
+    ``teacher_share`` x p + the rest x the gold label (BCE is linear in its target: the soft and gold losses
+    weighted, as ``distill train``'s ``--gold-weight``)."""
     from electra_detect.edit_tags import KEEP
     from electra_detect.training.finetune.edit_tag_data import TaggedSentence
 
-    manifest = json.loads((Path(labels) / "labels.json").read_text())
+    walk, manifest = labelled_rows(text, labels, ("p", "tag"))
     if not manifest.get("tags"):
         raise GedDataError(f"{labels} was labelled by a teacher without edit tags")
-    walk, _ = labelled_rows(text, labels, ("p", "tag"))
     out = []
-    for row, words in walk:
-        flagged = [int(x >= threshold) for x in words["p"].astype(np.float32)]
-        tags = [(manifest["tags"][t] if t >= 0 else None) if f else KEEP
-                for f, t in zip(flagged, words["tag"].tolist(), strict=True)]
-        out.append(TaggedSentence(list(row["tokens"]), flagged, tags))
+    for index, (row, words) in enumerate(walk):
+        p = words["p"].astype(np.float32)
+        if gold:
+            own = gold[index]
+            if list(own.tokens) != list(row["tokens"]):
+                raise GedDataError(f"the gold sentence {index + 1} is not the labelled text's: give the set's own "
+                                   "tagged files, in its order")
+            mixed = teacher_share * p + (1 - teacher_share) * np.asarray(own.labels, np.float32)
+            out.append(TaggedSentence(list(row["tokens"]), [round(float(x), 2) for x in mixed], list(own.tags),
+                                      own.edits, own.essay))
+            continue
+        flagged = [int(x >= threshold) for x in p]
+        tags = [(manifest["tags"][t] if t >= 0 else None) if f else KEEP if not soft or x < 0.5 else None
+                for f, t, x in zip(flagged, words["tag"].tolist(), p, strict=True)]  # a soft 0.5: an error's target
+        out.append(TaggedSentence(list(row["tokens"]), [round(float(x), 2) for x in p] if soft else flagged, tags))
+    if gold and len(out) != len(gold):
+        raise GedDataError(f"{len(gold)} gold sentences for {len(out)} labelled ones")
     return out
 
 

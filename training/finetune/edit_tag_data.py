@@ -37,7 +37,7 @@ class TaggedSentence:
     edits behind the tags, and the essay it came from (-1: unknown)."""
 
     tokens: list[str]
-    labels: list[int]
+    labels: list[int | float]  # 0/1, or a teacher's p (distill.teacher_tagged's soft targets)
     tags: list[str | None]
     edits: list[GedEdit] = field(default_factory=list)
     essay: int = -1
@@ -151,7 +151,8 @@ def fce_tagged(tsv_path: str | Path, bea_path: str | Path, annotator: Any, progr
 def errant_edits(annotator: Any, source: Sequence[str], corrected: str) -> list[GedEdit]:
     """ERRANT's edits from ``source`` tokens to the ``corrected`` text, with their types."""
     original = annotator.parse(" ".join(source), tokenise=False)
-    fixed = annotator.parse(corrected, tokenise=True)
+    # one space between words: a deletion in the BEA text leaves two, which spaCy makes a token of (R:OTHER -> " ")
+    fixed = annotator.parse(" ".join(corrected.split()), tokenise=True)
     return [GedEdit(e.o_start, e.o_end, e.c_str, e.type) for e in annotator.annotate(original, fixed)
             if e.type != "noop"]
 
@@ -373,6 +374,14 @@ def write_tagged(path: str | Path, sentences: Iterable[TaggedSentence]) -> None:
     atomic_write_text(Path(path), "\n".join(lines) + "\n")
 
 
+def detection_target(value: Any) -> int | float:
+    """A tagged file's label: 0 or 1, or a teacher's p in between (``distill.teacher_tagged``'s soft targets)."""
+    number = float(value)
+    if not 0.0 <= number <= 1.0:
+        raise ValueError(f"a label must lie in [0, 1], not {value!r}")
+    return int(number) if number in (0.0, 1.0) else number
+
+
 def read_tagged(path: str | Path) -> list[TaggedSentence]:
     """The sentences :func:`write_tagged` wrote (a malformed line: ``GedDataError`` naming it)."""
     from electra_detect.errors import GedDataError
@@ -387,7 +396,7 @@ def read_tagged(path: str | Path) -> list[TaggedSentence]:
             continue
         try:
             d = json.loads(line)
-            sentence = TaggedSentence(list(d["tokens"]), [int(x) for x in d["labels"]], list(d["tags"]),
+            sentence = TaggedSentence(list(d["tokens"]), [detection_target(x) for x in d["labels"]], list(d["tags"]),
                                       [GedEdit(*e) for e in d["edits"]], int(d.get("essay", -1)))
         except (ValueError, KeyError, TypeError) as exc:
             raise GedDataError(f"{path}:{number}: not an edit-tagged sentence ({type(exc).__name__})") from None

@@ -76,6 +76,7 @@ DATA_FORMATS = ("m2", "tsv", "bea", "tagged")  # what a --data PATH:FORMAT suffi
 
 
 OPERATIONS = ("M", "R", "U")
+SOFT_STEPS = 101  # a tag model's detection target is packed in hundredths: 0/1 labels, or a teacher's p
 MIN_TYPE_TOKENS = 20  # a rarer main type trains as OTHER: too few tokens to learn a class of its own
 
 
@@ -100,7 +101,7 @@ def tag_targets(sentence: GedSentence, channels: Sequence[str]) -> list[int]:
     index = {name[len(TAG_PREFIX):]: i for i, name in enumerate(c for c in channels if c.startswith(TAG_PREFIX))}
     out = []
     for position, tag in enumerate(sentence.tags or [None] * len(sentence.tokens)):
-        wanted = tag is not None and (sentence.labels[position] or tag != KEEP)
+        wanted = tag is not None and (sentence.labels[position] >= 0.5 or tag != KEEP)  # labels may be a teacher's p
         out.append(index.get(tag, -100) if wanted else -100)
     return out
 
@@ -146,7 +147,8 @@ def encode(tokenizer: Any, sentences: Sequence[GedSentence], max_length: int,
     every subword after a word's first). With type ``channels`` each label is packed as
     ``label + 2 * (1 + op + 3 * (1 + main))``: one int per subword, so the batching stays the binary one;
     :func:`unpack_labels` reverses it. A sentence without types (binary data) packs its binary labels alone.
-    With ``tag:`` channels a word's first subword packs ``label + 2 * (1 + tag)`` (:func:`unpack_tags`)."""
+    With ``tag:`` channels a word's label is its target in hundredths (a teacher's p, or 0/1), packed on its first
+    subword as ``hundredths + SOFT_STEPS * (1 + tag)`` (:func:`unpack_tags`)."""
     if label_subwords not in LABEL_SUBWORDS:
         raise ValueError(f"label_subwords must be one of {', '.join(LABEL_SUBWORDS)}, not {label_subwords!r}")
     encoded = tokenizer([s.tokens for s in sentences], is_split_into_words=True, truncation=True,
@@ -163,7 +165,8 @@ def encode(tokenizer: Any, sentences: Sequence[GedSentence], max_length: int,
                 labels.append(-1)
             elif tagged:  # the tag on the word's first subword (where it is decoded), on errors and edits
                 tag = targets[w][0]
-                labels.append(sentence.labels[w] + (2 * (1 + tag) if tag >= 0 and not later else 0))
+                target = round(float(sentence.labels[w]) * (SOFT_STEPS - 1))
+                labels.append(target + (SOFT_STEPS * (1 + tag) if tag >= 0 and not later else 0))
             elif targets is None or targets[w][0] < 0 or not sentence.labels[w]:  # types only on errors
                 labels.append(sentence.labels[w])
             else:
@@ -185,10 +188,11 @@ def unpack_labels(packed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, tor
 
 
 def unpack_tags(packed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(binary label (-1 on specials), tag index (-100: none)) from :func:`encode`'s ints for a tag model."""
+    """(detection target in [0, 1] (-1 on specials), tag index (-100: none)) from :func:`encode`'s ints for a tag
+    model."""
     real = packed >= 0
-    label = torch.where(real, packed % 2, -1)
-    tag = torch.where(real, packed // 2 - 1, -100)
+    label = torch.where(real, (packed % SOFT_STEPS).float() / (SOFT_STEPS - 1), -1.0)
+    tag = torch.where(real, packed // SOFT_STEPS - 1, -100)
     return label, torch.where(tag >= 0, tag, -100)
 
 
@@ -284,7 +288,7 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
         if tagged:
             labels, tags = unpack_tags(labels)
             real = labels >= 0
-            loss = F.binary_cross_entropy_with_logits(logits[real], labels[real].float())
+            loss = F.binary_cross_entropy_with_logits(logits[real], labels[real])  # soft where a teacher's p
             if (tags >= 0).any():  # the tag channels learn on error and edited tokens
                 loss = loss + config.tag_weight * F.cross_entropy(output[..., 1:][tags >= 0], tags[tags >= 0])
             return loss

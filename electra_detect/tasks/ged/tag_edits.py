@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from electra_detect.edit_tags import SPELL, EditTags, TagEdit
 from electra_detect.tasks.ged.rule_table import MAIN_TYPES
-from electra_detect.tasks.ged.suggestions import Suggestion
+from electra_detect.tasks.ged.suggestions import Suggestion, match_case
 
 PUNCTUATION = {",": "a comma", ".": "a full stop", "?": "a question mark", "!": "an exclamation mark",
                ":": "a colon", ";": "a semicolon", "-": "a hyphen", "'": "an apostrophe", '"': "a quotation mark",
@@ -34,7 +34,7 @@ def tag_suggestion(text: str, start: int, end: int, edit: TagEdit,
     value = edit.replacement
     if edit.tag == SPELL and value is None:
         found = spellings(word) if spellings else []
-        value = found[0] if found else None
+        value = match_case(word, found[0]) if found else None  # the suggester's words are lower case
     if value is None:
         return None
     if edit.operation == "M":
