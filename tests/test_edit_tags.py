@@ -270,6 +270,10 @@ def test_a_tag_models_detection_target_may_be_a_teachers_p(tmp_path):
     path.write_text(path.read_text().replace("0.93", "1.5"))
     with pytest.raises(GedDataError, match="soft.jsonl:1"):
         read_tagged(path)
+    from electra_detect.training.finetune.ged_finetune import FinetuneConfig, finetune
+
+    with pytest.raises(GedDataError, match="add --tags"):  # a detector's int labels would truncate them silently
+        finetune("models/electra-minilm/ged", tmp_path / "out", [sentence], config=FinetuneConfig(max_steps=1))
 
 
 def test_a_tag_models_dictionary_reads_its_table_not_lemminflect(tmp_path):

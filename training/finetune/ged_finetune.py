@@ -268,6 +268,10 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     model.to(device)
     bf16 = device.type == "cuda" if config.bf16 is None else config.bf16  # CPU bf16: as good, 5x slower here
     limit = min(config.max_length, usable_positions(model.config.to_dict()))
+    if not (channels and channels[-1].startswith(TAG_PREFIX)) and any(0 < y < 1 for s in train for y in s.labels):
+        from electra_detect.errors import GedDataError
+
+        raise GedDataError("soft detection targets (a teacher's p) train a tag model only: add --tags")
     examples = encode(tokenizer, train, limit, channels, config.label_subwords)
     steps_per_epoch = -(-len(examples) // config.batch_size)
     total = config.max_steps or steps_per_epoch * config.epochs
