@@ -599,11 +599,43 @@ def launch(app: DemoApp, host: str = "127.0.0.1", port: int = DEFAULT_PORT, bloc
            started: float | None = None, limits: DemoLimits | None = None) -> tuple[Any, str]:
     """Serve the page (no share link, no SSR, no analytics) within ``limits``; returns (blocks, local URL). With
     ``block=False`` the caller ends it with :func:`shutdown`."""
+    limits = limits or DemoLimits()
+    main = block and threading.current_thread() is threading.main_thread()  # where a signal handler can be set
+    # SIGTERM (systemd, docker) ends the demo as Ctrl-C does, from before the server is up: a stop that comes while
+    # it starts would otherwise kill the process where it stands and leave the temp directory behind
+    previous_handler = signal.signal(signal.SIGTERM, _stop_on_sigterm) if main else None
+    uploads = tempfile.mkdtemp(prefix="electra-detect-demo-")  # Gradio's files of this process, gone at shutdown
+    page = None
+    try:
+        page, url = _serve(app, host, port, limits, uploads)
+        message = f"electra-detect demo: {app.info.name}, engine {app.info.engine} ({app.info.provider}), " \
+                  f"calibration {app.info.calibration}; serving at {url}"
+        if started is not None:
+            message += f" (ready {time.perf_counter() - started:.1f} s after start)"
+        print(message, flush=True)
+        if block:
+            try:
+                page.block_thread()
+            except KeyboardInterrupt:
+                pass
+            finally:
+                shutdown(page)
+    except KeyboardInterrupt:  # stopped while starting: what was made is removed
+        if page is not None:
+            shutdown(page)
+        shutil.rmtree(uploads, ignore_errors=True)
+        raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous_handler)
+    return page, url
+
+
+def _serve(app: DemoApp, host: str, port: int, limits: DemoLimits, uploads: str) -> tuple[Any, str]:
+    """Build the page with Gradio's files in ``uploads`` and start its server in a thread; (page, local URL)."""
     import gradio as gr
     from starlette.middleware import Middleware
 
-    limits = limits or DemoLimits()
-    uploads = tempfile.mkdtemp(prefix="electra-detect-demo-")  # Gradio's files of this process, gone at shutdown
     previous = os.environ.get("GRADIO_TEMP_DIR")
     os.environ["GRADIO_TEMP_DIR"] = uploads  # read when the page and its server are made, just below
     try:
@@ -628,22 +660,6 @@ def launch(app: DemoApp, host: str = "127.0.0.1", port: int = DEFAULT_PORT, bloc
             os.environ.pop("GRADIO_TEMP_DIR", None)
         else:
             os.environ["GRADIO_TEMP_DIR"] = previous
-    message = f"electra-detect demo: {app.info.name}, engine {app.info.engine} ({app.info.provider}), " \
-              f"calibration {app.info.calibration}; serving at {url}"
-    if started is not None:
-        message += f" (ready {time.perf_counter() - started:.1f} s after start)"
-    print(message, flush=True)
-    if block:
-        main = threading.current_thread() is threading.main_thread()  # where a signal handler can be set
-        previous_handler = signal.signal(signal.SIGTERM, _stop_on_sigterm) if main else None  # systemd, docker
-        try:
-            page.block_thread()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            if main:
-                signal.signal(signal.SIGTERM, previous_handler)
-            shutdown(page)
     return page, url
 
 
