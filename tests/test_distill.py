@@ -318,6 +318,8 @@ def test_a_tag_teachers_labels_keep_its_tags_and_become_tagged_data(tmp_path: Pa
     assert np.allclose([y for s in mixed for y in s.labels], expected, atol=0.006)
     with pytest.raises(ValueError, match="not the labelled text's"):
         teacher_tagged(text, tmp_path / "labels", 0.5, gold=gold[1:] + gold[:1])
+    with pytest.raises(ValueError, match="gold sentences for"):
+        teacher_tagged(text, tmp_path / "labels", 0.5, gold=gold[:-1])
 
 
 def _typed_labels(tmp_path: Path, text: Path) -> Path:

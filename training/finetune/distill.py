@@ -467,6 +467,8 @@ def teacher_tagged(text: str | Path, labels: str | Path, threshold: float, soft:
     walk, manifest = labelled_rows(text, labels, ("p", "tag"))
     if not manifest.get("tags"):
         raise GedDataError(f"{labels} was labelled by a teacher without edit tags")
+    if gold and len(gold) != manifest["sentences"]:
+        raise GedDataError(f"{len(gold)} gold sentences for {manifest['sentences']} labelled ones")
     out = []
     for index, (row, words) in enumerate(walk):
         p = words["p"].astype(np.float32)
@@ -483,8 +485,6 @@ def teacher_tagged(text: str | Path, labels: str | Path, threshold: float, soft:
         tags = [(manifest["tags"][t] if t >= 0 else None) if f else KEEP if not soft or x < 0.5 else None
                 for f, t, x in zip(flagged, words["tag"].tolist(), p, strict=True)]  # a soft 0.5: an error's target
         out.append(TaggedSentence(list(row["tokens"]), [round(float(x), 2) for x in p] if soft else flagged, tags))
-    if gold and len(out) != len(gold):
-        raise GedDataError(f"{len(gold)} gold sentences for {len(out)} labelled ones")
     return out
 
 
