@@ -15,6 +15,7 @@ from electra_detect.detector import Detector
 from electra_detect.errors import DetectorError
 from electra_detect.onnx import cache
 from electra_detect.onnx.manifest import VARIANT_FILES
+from tests.tolerance import assert_close_probs
 
 TEXT = "The farmer saw a red house yesterday."
 
@@ -41,7 +42,7 @@ def test_a_replaced_cached_variant_with_the_same_size_and_mtime_is_exported_agai
     replace_keeping_stamp(target, flipped(good))
     with pytest.warns(RuntimeWarning, match="model_int8.onnx is not the file that was exported"):
         again = Detector.load(run_copy, engine="onnx", variant="int8")
-    assert [w.score for w in again.score(TEXT)[0].words] == pytest.approx(expected, abs=1e-6)
+    assert_close_probs([w.score for w in again.score(TEXT)[0].words], expected, len(detector.score(TEXT)[0].tokens))
     assert target.read_bytes() != flipped(good)  # the cache holds a fresh export now
 
 

@@ -12,6 +12,7 @@ spacy = pytest.importorskip("spacy")
 from electra_detect.detector import Detector, TextScores, TokenScore, WordScore  # noqa: E402
 from electra_detect.spacy_component import annotate, error_label, register_extensions  # noqa: E402
 from electra_detect.tasks.ged.flags import FlaggedWord  # noqa: E402
+from tests.tolerance import assert_close_probs, token_tolerance  # noqa: E402
 
 TEXTS = ["He go to the store yesterday and buyed three apple.", "The farmer saw a red house.",
          "Their going too the park on sunday, aren't they?"]
@@ -31,10 +32,13 @@ def test_tokens_get_the_max_subword_probability_and_flags_become_spans(nlp, micr
     reference = Detector.load(micro_run, task="ged").score(TEXTS[0])[0]
     for token in doc:
         subwords = [t.p_replaced for t in reference.tokens if t.start < token.idx + len(token) and t.end > token.idx]
-        assert token._.p_replaced == pytest.approx(max(subwords), abs=1e-6)
+        assert_close_probs([token._.p_replaced], [max(subwords)], len(reference.tokens))
     flagged = reference.flagged(0.3)
-    assert [(e.start_char, e.end_char) for e in doc._.errors] == [(w["start"], w["end"]) for w in flagged]
-    assert [e._.score for e in doc._.errors] == pytest.approx([w["score"] for w in flagged], abs=1e-6)
+    near = {w.start for w in reference.words if abs(w.score - 0.3) <= token_tolerance(len(reference.tokens))}
+    assert {e.start_char for e in doc._.errors} - near == {w["start"] for w in flagged} - near  # float32 at the edge
+    spans = {(w["start"], w["end"]): w["score"] for w in flagged}
+    both = [(e._.score, spans[e.start_char, e.end_char]) for e in doc._.errors if (e.start_char, e.end_char) in spans]
+    assert_close_probs([a for a, _ in both], [b for _, b in both], len(reference.tokens))
     # the micro run's discriminator has no type head: a span is typed by its edit (ERRANT on its best replacement)
     assert all(e.label_ == "ERROR" or e._.flag["type_source"] == "edit" for e in doc._.errors)
 
@@ -53,7 +57,7 @@ def test_pipe_scores_each_batch_in_one_call_and_equals_one_by_one(nlp, monkeypat
     docs = list(nlp.pipe(TEXTS, batch_size=2))
     assert [c for c in calls if set(c) <= set(TEXTS)] == [TEXTS[:2], TEXTS[2:]]  # (other calls: candidates)
     for doc, expected in zip(docs, one_by_one, strict=True):
-        assert [t._.p_replaced for t in doc] == pytest.approx(expected, abs=1e-6)
+        assert_close_probs([t._.p_replaced for t in doc], expected)
 
 
 def test_a_tagged_pipeline_keeps_its_annotations(micro_run: Path) -> None:
