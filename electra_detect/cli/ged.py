@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from electra_detect.cli import verb
 from electra_detect.cli.engine import add_engine_args, add_model_arg, load_detector
-from electra_detect.cli.options import add_dictionary_arg, add_labelled_data_args, personal_dictionary
+from electra_detect.cli.options import add_ged_option_args, add_labelled_data_args, ged_options, personal_dictionary
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -66,37 +66,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="also tune one threshold per universal POS tag (spaCy) on the tuning data; used when it "
                         "beats the single threshold in 2-fold cross-validation on the tuning data")
     add_engine_args(e, workers=False, device=True)  # the engine `ged` runs, so that eval measures what users run
-
-
-def add_ged_option_args(p: argparse.ArgumentParser) -> None:
-    """The writer's controls of the GED task (``tasks.ged.options.GedOptions``), as LanguageTool names them."""
-    g = p.add_argument_group("rules, categories and dictionary (docs/writers.md, docs/ged_rules.md)")
-    g.add_argument("--disable", action="append", default=[], metavar="RULE",
-                   help="switch a rule off (LanguageTool's disabledRules); repeat or comma-separate; unknown ids are "
-                        "ignored")
-    g.add_argument("--enable", action="append", default=[], metavar="RULE",
-                   help="a rule to keep with --enabled-only (enabledRules)")
-    g.add_argument("--disable-category", action="append", default=[], metavar="CATEGORY",
-                   help="switch a category off: GRAMMAR, TYPOS, PUNCTUATION, CASING, STYLE (disabledCategories)")
-    g.add_argument("--enable-category", action="append", default=[], metavar="CATEGORY",
-                   help="a category to keep with --enabled-only (enabledCategories)")
-    g.add_argument("--enabled-only", action="store_true",
-                   help="flag only under the rules and categories given by --enable and --enable-category")
-    g.add_argument("--level", choices=("default", "picky"), default="default",
-                   help="picky flags more: the lower threshold tuned for it (ged.json \"levels\")")
-    add_dictionary_arg(g)
-    g.add_argument("--word", action="append", default=[], metavar="WORD",
-                   help="a word to take as right, beside the dictionary's; repeat for more")
-
-
-def ged_options(args: argparse.Namespace, **fields) -> object:
-    """The ``GedOptions`` the flags of :func:`add_ged_option_args` (and ``fields``) ask for."""
-    from electra_detect.tasks.ged.options import build_ged_options
-
-    return build_ged_options(threshold=getattr(args, "threshold", None), level=args.level,
-                             disabled_rules=args.disable, enabled_rules=args.enable,
-                             disabled_categories=args.disable_category, enabled_categories=args.enable_category,
-                             enabled_only=args.enabled_only, words=args.word, threshold_name="--threshold", **fields)
 
 
 def run_ged(args: argparse.Namespace) -> int:

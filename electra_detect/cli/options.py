@@ -1,7 +1,8 @@
 """Options several verbs share, each defined once: labelled GED data (``--format``, ``--refs``, ``--combine``,
-``--annotator``), the personal dictionary (``--dictionary``) and an n-best list's ``--format``. The model and
-engine options (``--threads`` too) are in :mod:`electra_detect.cli.engine`. Other layers' verbs (``ged train``,
-``calibrate``, ``pos-bias``, ``serve``, ``demo``, ``lsp``, ``rerank train``) add them the same way, so a flag reads
+``--annotator``), the personal dictionary (``--dictionary``), the writer's GED controls (``--level``,
+``--disable``, ...: ``ged`` and ``batch ged``) and an n-best list's ``--format``. The model and engine options
+(``--threads`` too) are in :mod:`electra_detect.cli.engine`. Other layers' verbs (``ged train``, ``calibrate``,
+``pos-bias``, ``serve``, ``demo``, ``lsp``, ``rerank train``, ``batch``) add them the same way, so a flag reads
 alike on every verb.
 
 Only argparse at the top: the CLI imports every verb module at start-up.
@@ -60,6 +61,37 @@ def personal_dictionary(path: str | None) -> Any:
 
     check_dictionary_file(path)
     return PersonalDictionary() if path is None else PersonalDictionary(Path(path))
+
+
+def add_ged_option_args(p: argparse.ArgumentParser) -> None:
+    """The writer's controls of the GED task (``tasks.ged.options.GedOptions``), as LanguageTool names them."""
+    g = p.add_argument_group("rules, categories and dictionary (docs/writers.md, docs/ged_rules.md)")
+    g.add_argument("--disable", action="append", default=[], metavar="RULE",
+                   help="switch a rule off (LanguageTool's disabledRules); repeat or comma-separate; unknown ids are "
+                        "ignored")
+    g.add_argument("--enable", action="append", default=[], metavar="RULE",
+                   help="a rule to keep with --enabled-only (enabledRules)")
+    g.add_argument("--disable-category", action="append", default=[], metavar="CATEGORY",
+                   help="switch a category off: GRAMMAR, TYPOS, PUNCTUATION, CASING, STYLE (disabledCategories)")
+    g.add_argument("--enable-category", action="append", default=[], metavar="CATEGORY",
+                   help="a category to keep with --enabled-only (enabledCategories)")
+    g.add_argument("--enabled-only", action="store_true",
+                   help="flag only under the rules and categories given by --enable and --enable-category")
+    g.add_argument("--level", choices=("default", "picky"), default="default",
+                   help="picky flags more: the lower threshold tuned for it (ged.json \"levels\")")
+    add_dictionary_arg(g)
+    g.add_argument("--word", action="append", default=[], metavar="WORD",
+                   help="a word to take as right, beside the dictionary's; repeat for more")
+
+
+def ged_options(args: argparse.Namespace, **fields) -> object:
+    """The ``GedOptions`` the flags of :func:`add_ged_option_args` (and ``fields``) ask for."""
+    from electra_detect.tasks.ged.options import build_ged_options
+
+    return build_ged_options(threshold=getattr(args, "threshold", None), level=args.level,
+                             disabled_rules=args.disable, enabled_rules=args.enable,
+                             disabled_categories=args.disable_category, enabled_categories=args.enable_category,
+                             enabled_only=args.enabled_only, words=args.word, threshold_name="--threshold", **fields)
 
 
 def add_nbest_format_arg(p: argparse.ArgumentParser, flag: str = "--format", dest: str = "fmt") -> None:
