@@ -64,6 +64,26 @@ def any_rank(flag: bool, info: DistInfo) -> bool:
     return bool(tensor.item())
 
 
+def mean_over_ranks(row: dict[str, float], info: DistInfo) -> dict[str, float]:
+    """A step's logged figures averaged over the ranks (equal shares of the global batch), so that the logged curve is
+    the global batch's whatever the number of ranks; a single process's row as it is."""
+    if not info.enabled:
+        return row
+    keys = sorted(k for k, v in row.items() if isinstance(v, int | float))
+    values = torch.tensor([float(row[k]) for k in keys], dtype=torch.float64)
+    dist.all_reduce(values)
+    return {**row, **{k: v / info.world_size for k, v in zip(keys, values.tolist(), strict=True)}}
+
+
+def lost_peer(exc: BaseException) -> bool:
+    """Whether a collective failed because another rank went away (its process or its node): gloo and NCCL say so as a
+    ``DistError`` or a RuntimeError about the connection."""
+    text = str(exc).lower()
+    return isinstance(exc, getattr(dist, "DistError", ())) or any(
+        word in text for word in ("connection closed", "connection reset", "broken pipe", "peer", "timed out",
+                                  "gloo", "nccl"))
+
+
 def barrier(info: DistInfo) -> None:
     if info.enabled:
         dist.barrier()

@@ -14,3 +14,7 @@ class CorpusError(UserError, ValueError):
 
 class CheckpointError(UserError, RuntimeError):
     """A checkpoint is missing, corrupt, or does not match the run."""
+
+
+class RankLost(UserError, RuntimeError):
+    """A multi-process run lost a rank (its process or its node): the job ends; ``--resume`` continues it."""

@@ -7,10 +7,48 @@ never a special or padding token; replacements drawn with Gumbel-max in fp32.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
+
+
+class SampleRng:
+    """Random numbers drawn sample by sample, each sample (a row of the batch) from its own stream, seeded by the
+    run's seed and the sample's place in the run's stream of blocks. A sample's masking and sampling then do not
+    depend on the rank, micro-batch or resumed process that holds it: one process and N ranks (on one node or many)
+    with the same global batch draw the same numbers, and a resumed run needs no saved sampling state."""
+
+    def __init__(self, seed: int, first_sample: int, count: int, device: torch.device | str = "cpu") -> None:
+        self.device = torch.device(device)
+        self.generators = [torch.Generator(device=self.device).manual_seed(sample_seed(seed, first_sample + i))
+                           for i in range(count)]
+
+    def rand(self, shape: Sequence[int], counts: torch.Tensor | None = None) -> torch.Tensor:
+        """Uniform [0, 1) fp32 of ``shape``: row ``i`` from sample ``i``'s stream; with ``counts`` (how many of the
+        leading rows belong to each sample, in sample order), sample ``i`` gives ``counts[i]`` rows."""
+        tail = tuple(shape[1:])
+        if counts is None:
+            if shape[0] != len(self.generators):
+                raise ValueError(f"{shape[0]} rows for {len(self.generators)} samples")
+            return torch.stack([torch.rand(tail, generator=g, device=self.device) for g in self.generators])
+        return torch.cat([torch.rand((int(c), *tail), generator=g, device=self.device)
+                          for g, c in zip(self.generators, counts.tolist(), strict=True)])
+
+
+def sample_seed(seed: int, sample: int) -> int:
+    """A 63-bit seed for sample ``sample`` of a run seeded ``seed`` (NumPy's SeedSequence: well mixed, so neighbouring
+    samples' streams are unrelated)."""
+    return int(np.random.SeedSequence([seed, sample]).generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
+def uniform(shape: Sequence[int], generator: torch.Generator | SampleRng, device: torch.device,
+            counts: torch.Tensor | None = None) -> torch.Tensor:
+    """``torch.rand`` from one generator, or sample by sample from a :class:`SampleRng`."""
+    if isinstance(generator, SampleRng):
+        return generator.rand(shape, counts)
+    return torch.rand(tuple(shape), generator=generator, device=device, dtype=torch.float32)
 
 
 @dataclass
@@ -30,7 +68,7 @@ def candidate_positions(input_ids: torch.Tensor, attention_mask: torch.Tensor,
 
 
 def mask_tokens(input_ids: torch.Tensor, attention_mask: torch.Tensor, *, mask_id: int,
-                special_ids: Iterable[int], mask_prob: float, generator: torch.Generator,
+                special_ids: Iterable[int], mask_prob: float, generator: torch.Generator | SampleRng,
                 keep_original_prob: float = 0.0, max_predictions: int = 0) -> MaskedBatch:
     """Choose exactly ``max(1, round(mask_prob * n))`` candidate positions per sequence.
 
@@ -45,7 +83,7 @@ def mask_tokens(input_ids: torch.Tensor, attention_mask: torch.Tensor, *, mask_i
     num_to_mask = torch.minimum(num_to_mask, num_candidates)
 
     # A random rank per position, candidates first: the lowest k ranks of each row are masked.
-    scores = torch.rand(input_ids.shape, generator=generator, device=input_ids.device)
+    scores = uniform(input_ids.shape, generator, input_ids.device)
     scores = scores.masked_fill(~candidates, 2.0)
     ranks = scores.argsort(dim=1).argsort(dim=1)
     masked = ranks < num_to_mask.unsqueeze(1)
@@ -53,20 +91,22 @@ def mask_tokens(input_ids: torch.Tensor, attention_mask: torch.Tensor, *, mask_i
     corrupted = input_ids.clone()
     replace = masked
     if keep_original_prob > 0:
-        keep = torch.rand(input_ids.shape, generator=generator, device=input_ids.device) < keep_original_prob
+        keep = uniform(input_ids.shape, generator, input_ids.device) < keep_original_prob
         replace = masked & ~keep
     corrupted[replace] = mask_id
     return MaskedBatch(input_ids=corrupted, masked=masked, original=input_ids)
 
 
 @torch.no_grad()
-def gumbel_sample(logits: torch.Tensor, generator: torch.Generator, temperature: float = 1.0) -> torch.Tensor:
-    """Sample token ids from ``softmax(logits / temperature)`` with the Gumbel-max trick in fp32.
+def gumbel_sample(logits: torch.Tensor, generator: torch.Generator | SampleRng, temperature: float = 1.0,
+                  counts: torch.Tensor | None = None) -> torch.Tensor:
+    """Sample token ids from ``softmax(logits / temperature)`` with the Gumbel-max trick in fp32. ``counts``: the
+    masked positions of each sample (``logits`` holds them row-major), for a :class:`SampleRng`.
 
     Runs under ``no_grad``: no gradient flows from the discriminator into the generator.
     """
-    uniform = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=torch.float32)
-    gumbel = -torch.log(-torch.log(uniform.clamp(min=1e-9, max=1.0 - 1e-7)))
+    noise = uniform(logits.shape, generator, logits.device, counts)
+    gumbel = -torch.log(-torch.log(noise.clamp(min=1e-9, max=1.0 - 1e-7)))
     return (logits.detach().float() / temperature + gumbel).argmax(dim=-1)
 
 

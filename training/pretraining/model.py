@@ -39,7 +39,7 @@ from transformers import (
     ModernBertForTokenClassification,
 )
 
-from electra_detect.training.pretraining.masking import MaskedBatch, gumbel_sample, replace_with_samples
+from electra_detect.training.pretraining.masking import MaskedBatch, SampleRng, gumbel_sample, replace_with_samples
 
 if TYPE_CHECKING:  # annotations only: config imports the objectives, and so this module, to check names
     from electra_detect.training.pretraining.config import ModelConfig
@@ -272,7 +272,7 @@ class ModelOutputs:
     """
 
     def __init__(self, model: ElectraPretrainingModel, batch: MaskedBatch, attention: torch.Tensor,
-                 rng: torch.Generator, temperature: float = 1.0) -> None:
+                 rng: torch.Generator | SampleRng, temperature: float = 1.0) -> None:
         self.model, self.batch, self.attention, self.rng, self.temperature = model, batch, attention, rng, temperature
 
     @property
@@ -293,7 +293,7 @@ class ModelOutputs:
     @cached_property
     def sampled(self) -> torch.Tensor:
         """[num_masked] Gumbel-max samples from the generator (fp32, no gradient)."""
-        return gumbel_sample(self.generator_logits, self.rng, self.temperature)
+        return gumbel_sample(self.generator_logits, self.rng, self.temperature, counts=self.batch.masked.sum(dim=1))
 
     @cached_property
     def _replaced(self) -> tuple[torch.Tensor, torch.Tensor]:

@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from electra_detect.training.pretraining.masking import MaskedBatch
+from electra_detect.training.pretraining.masking import MaskedBatch, SampleRng
 from electra_detect.training.pretraining.model import ElectraPretrainingModel, ModelOutputs
 
 if TYPE_CHECKING:  # annotations only: config imports this module lazily to check objective names
@@ -101,7 +101,7 @@ def get(name: str) -> Objective:
 
 
 def compute_loss(model: ElectraPretrainingModel, objective: str, batch: MaskedBatch, attention: torch.Tensor,
-                 rng: torch.Generator, disc_weight: float, temperature: float = 1.0) -> ElectraOutput:
+                 rng: torch.Generator | SampleRng, disc_weight: float, temperature: float = 1.0) -> ElectraOutput:
     """The loss of ``objective`` on one masked batch."""
     return get(objective).fn(ModelOutputs(model, batch, attention, rng, temperature), batch, disc_weight)
 
@@ -113,7 +113,7 @@ class PretrainingLoss(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, objective: str, batch: MaskedBatch, attention: torch.Tensor, rng: torch.Generator,
+    def forward(self, objective: str, batch: MaskedBatch, attention: torch.Tensor, rng: torch.Generator | SampleRng,
                 disc_weight: float, temperature: float = 1.0) -> ElectraOutput:
         return compute_loss(self.model, objective, batch, attention, rng, disc_weight, temperature)
 

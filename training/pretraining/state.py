@@ -85,14 +85,13 @@ class TrainState:
     model: ElectraPretrainingModel
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LRScheduler
-    sampler: BlockSampler  # the data position (epoch, offset)
-    rng: torch.Generator  # masking and sampling; dropout draws from torch's global RNG, saved beside it
+    sampler: BlockSampler  # the data position (epoch, offset); masking and sampling are seeded per sample (SampleRng)
     step: int = 0
     tokens_seen: int = 0
 
     def save(self, root: Path, info: DistInfo, fingerprint: dict[str, Any], keep_last: int) -> None:
-        """Write checkpoint ``step_XXXXXXXX`` under ``root`` (rank 0) with every rank's RNG states."""
-        local = {"torch": torch.get_rng_state(), "sampling": self.rng.get_state().cpu()}
+        """Write checkpoint ``step_XXXXXXXX`` under ``root`` (rank 0) with every rank's torch RNG state (dropout)."""
+        local = {"torch": torch.get_rng_state()}
         gathered = gather(local, info)
         if info.main:
             rng_states = {f"{name}.{rank}": state for rank, states in enumerate(gathered)
@@ -110,7 +109,7 @@ class TrainState:
         self.sampler = BlockSampler(self.sampler.block_ids, seed=self.sampler.seed, **trainer_state["sampler"])
         if trainer_state.get("world_size") == info.world_size:
             torch.set_rng_state(rng_states[f"torch.{info.rank}"])
-            self.rng.set_state(rng_states[f"sampling.{info.rank}"].to(self.rng.get_state().device))
         elif info.main:
             print(f"warning: checkpoint was written with {trainer_state.get('world_size')} processes, "
-                  f"this run has {info.world_size}; RNG streams restart from the seed")
+                  f"this run has {info.world_size}; dropout's RNG streams restart from the seed (masking and "
+                  f"sampling go on as before: they are seeded per sample)")

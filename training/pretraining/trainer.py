@@ -28,8 +28,9 @@ from electra_detect.training.pretraining.checkpoint import CheckpointError, late
 from electra_detect.training.pretraining.config import RunConfig
 from electra_detect.training.pretraining.data import BlockSampler
 from electra_detect.training.pretraining.distributed import StopOnSignal, any_rank, barrier, init_distributed
+from electra_detect.training.pretraining.errors import RankLost
 from electra_detect.training.pretraining.evaluation import StepStats, evaluate
-from electra_detect.training.pretraining.masking import mask_tokens
+from electra_detect.training.pretraining.masking import SampleRng, mask_tokens
 from electra_detect.training.pretraining.model import ElectraPretrainingModel
 from electra_detect.training.pretraining.objectives import PretrainingLoss
 from electra_detect.training.pretraining.rundir import (
@@ -106,8 +107,8 @@ class Trainer:
         # -- optimizer and the train state (restored from the latest checkpoint on --resume) -----------
         optimizer, scheduler = optimizer_and_schedule(model, tcfg.lr, tcfg.weight_decay, tcfg.warmup_steps,
                                                       tcfg.max_steps)
-        state = TrainState(model, optimizer, scheduler, BlockSampler(data.train_ids, seed=tcfg.seed),
-                           rng=torch.Generator(device=device).manual_seed(tcfg.seed * 1000 + info.rank))
+        state = TrainState(model, optimizer, scheduler, BlockSampler(data.train_ids, seed=tcfg.seed))
+        global_batch = tcfg.batch_size * info.world_size
         # The vocabulary's hash guards against resuming on a corpus that trained another tokenizer.
         fingerprint = {**cfg.model_fingerprint(), "vocab_sha256": hashlib.sha256(data.vocab_bytes()).hexdigest()}
         ckpt_root = out / "checkpoints"
@@ -159,18 +160,20 @@ class Trainer:
                     # train step: grad_accum micro-batches, then one clipped optimizer step
                     stats = StepStats(tcfg.grad_accum)
                     for micro in range(tcfg.grad_accum):
-                        ids = state.sampler.next(tcfg.batch_size * info.world_size)
+                        ids = state.sampler.next(global_batch)  # each rank draws the global batch, takes its share
                         input_ids = data.blocks.batch(ids[info.rank * tcfg.batch_size:
                                                           (info.rank + 1) * tcfg.batch_size]).to(device)
                         attention = torch.ones_like(input_ids)
+                        first = (state.step * tcfg.grad_accum + micro) * global_batch + info.rank * tcfg.batch_size
+                        rng = SampleRng(tcfg.seed, first, len(input_ids), device)  # the samples' own streams
                         masked = mask_tokens(input_ids, attention, mask_id=data.mask_id, special_ids=data.special_ids,
-                                             mask_prob=tcfg.mask_prob, generator=state.rng,
+                                             mask_prob=tcfg.mask_prob, generator=rng,
                                              keep_original_prob=tcfg.keep_original_prob,
                                              max_predictions=tcfg.max_predictions)
                         sync = micro == tcfg.grad_accum - 1 or not info.enabled
                         with nullcontext() if sync else loss_fn.no_sync():
                             with autocast:
-                                result = loss_fn(objective, masked, attention, state.rng, tcfg.disc_weight,
+                                result = loss_fn(objective, masked, attention, rng, tcfg.disc_weight,
                                                  tcfg.temperature)
                             (result.loss / tcfg.grad_accum).backward()  # outside autocast, as PyTorch recommends
                         stats.add(result, masked)
@@ -178,7 +181,8 @@ class Trainer:
                     optimizer.step()
                     scheduler.step()
                     optimizer.zero_grad(set_to_none=True)
-                    row = stats.row(objectives.get(objective).rtd_head, grad_norm, norms)
+                    row = distributed.mean_over_ranks(stats.row(objectives.get(objective).rtd_head, grad_norm, norms),
+                                                      info)
                     state.step += 1
                     state.tokens_seen += tokens_per_step
                     window_tokens += tokens_per_step
@@ -214,6 +218,13 @@ class Trainer:
                     if state.step % tcfg.save_every == 0:
                         state.save(ckpt_root, info, fingerprint, tcfg.keep_last)
                         saved_at = state.step
+            except RuntimeError as exc:
+                if not (info.enabled and distributed.lost_peer(exc)):
+                    raise
+                last = latest_checkpoint(ckpt_root)
+                raise RankLost(f"rank {info.rank} of {info.world_size}: another rank was lost at step {state.step + 1} "
+                               f"({str(exc).splitlines()[0][:160]}); run the same command with --resume to continue "
+                               f"from {last.name if last else 'the start (no checkpoint yet)'}") from None
             finally:
                 bar.close()
 
