@@ -16,6 +16,9 @@ from electra_detect.cli.options import add_dictionary_arg
 from electra_detect.errors import UserError
 
 DEFAULT_DEBOUNCE_S = 0.3
+# A document is checked whole up to this size (UTF-8): a book's chapter is a few hundred KB; past it the markup layer
+# and the check cost seconds a keystroke and memory the editor's machine needs.
+DEFAULT_MAX_DOCUMENT_KB = 1024
 
 
 class LspError(UserError, ValueError):
@@ -35,6 +38,9 @@ def add_lsp(sub: argparse._SubParsersAction) -> None:
     add_engine_args(p, workers=False, device=True, threads=True)  # --engine, --variant, --device, --threads: shared
     p.add_argument("--debounce", type=float, default=DEFAULT_DEBOUNCE_S, metavar="SECONDS",
                    help=f"wait this long after the last change before checking (default {DEFAULT_DEBOUNCE_S})")
+    p.add_argument("--max-document-kb", type=int, default=DEFAULT_MAX_DOCUMENT_KB, metavar="KB",
+                   help=f"check documents up to this size in UTF-8 (default {DEFAULT_MAX_DOCUMENT_KB} KB); a larger "
+                        "one gets one diagnostic saying it is not checked")
     add_dictionary_arg(p, help="personal dictionary (default: $ELECTRA_DETECT_DICTIONARY, else "
                                "$XDG_CONFIG_HOME/electra-detect/dictionary.txt; made by the first add-to-dictionary); "
                                "the editor's electra-detect.dictionary setting overrides it")
@@ -49,6 +55,8 @@ def run_lsp(args: argparse.Namespace) -> int:
 
     if args.debounce < 0:
         raise LspError(f"--debounce must be >= 0 seconds, got {args.debounce:g}")
+    if args.max_document_kb < 1:
+        raise LspError(f"--max-document-kb must be at least 1, got {args.max_document_kb}")
     check_engine_args(args)
     if args.dictionary is not None and os.path.isdir(args.dictionary):
         raise LspError(f"--dictionary {args.dictionary} is a directory")
@@ -62,7 +70,7 @@ def run_lsp(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="electra-detect lsp: %(message)s")
     engine = {"engine": args.engine, "variant": args.variant if args.engine != "torch" else None,
               "device": args.device, "threads": args.threads}
-    server = build_server(args.model, engine, args.debounce, args.dictionary)
+    server = build_server(args.model, engine, args.debounce, args.dictionary, args.max_document_kb)
     # The protocol owns the real stdout; anything else that writes to fd 1 (a library's print, onnxruntime's C++
     # log) goes to stderr instead of corrupting the stream of messages.
     protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")

@@ -8,13 +8,19 @@ Typing discipline: a change is checked ``debounce`` seconds after the last keyst
 check under way (``Service.check``'s cancel signal: the model stops at its next step); a document is checked whole,
 block by block, and a block whose text, options and dictionary were checked before is not checked again
 (``Checks.cache``). One model is loaded once. Anything that fails (a model that will not load, a block the check
-refuses, a workspace file that is not JSON) is a ``window/showMessage``; the server stays up.
+refuses, a workspace file that is not JSON) is a ``window/showMessage`` with its reason; the server stays up.
+
+Hostile input is bounded: a document over ``max_document_kb`` is not checked (one diagnostic says so), the stream's
+messages are framed by ``lsp_wire`` (bounded, resynchronised, bad ones answered), the disable-rule action writes only
+a workspace folder's file (or the user's) for a rule of the rule table, and settings files and the dictionary are
+read only as regular files within a bound (``lsp_settings``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,19 +28,24 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import FeatureRequestError, JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from electra_detect.app.lsp_settings import (
     SECTION,
+    BoundedDictionary,
     LspSettings,
     SettingsError,
     WorkspaceFile,
     WorkspaceRules,
     add_to_dictionary,
     folder_of,
+    kilobytes,
+    user_folder,
 )
 from electra_detect.app.lsp_text import Finding, LineIndex, document_blocks
+from electra_detect.app.lsp_wire import GuardedProtocol, WireInput, WireOutput, preview, reason
 
 ADD_TO_DICTIONARY = "electra-detect.addToDictionary"
 DISABLE_RULE = "electra-detect.disableRule"
@@ -45,11 +56,17 @@ BATCH_TEXTS, BATCH_CHARS = 16, 8_000  # one Service.check: what a cancelled chec
 CONFIGURATION_WAIT_S = 5.0  # a client that never answers workspace/configuration does not stall the first check
 DOCUMENTS_AT_ONCE = 8  # documents checked at a time (many open ones re-checked at once wait their turn, well within
 # the service's requests per client, 64); their batches share the model a step at a time
-# One writer's server: a document is checked whole however long (the HTTP server's per-request caps guard a shared
-# server; here a long paragraph must not be refused), within an hour a batch.
+# One writer's server: a document is checked whole up to --max-document-kb (the HTTP server's per-request caps guard a
+# shared server; here a long paragraph must not be refused), within an hour a batch.
 LIMIT_TOKENS, TIMEOUT_S = 1 << 24, 3600.0
 
 logger = logging.getLogger(__name__)
+
+
+def message_limit(max_document_bytes: int) -> int:
+    """The largest message read: a document at the limit with every character escaped in JSON (a control character
+    is 6 bytes, ``\\u0001``) and room for the rest; a longer message is skipped unread (``lsp_wire``)."""
+    return 8 * max_document_bytes + (1 << 20)
 
 
 class Cancelled(Exception):
@@ -92,10 +109,11 @@ class Checks:
         try:
             detector = await asyncio.to_thread(Detector.load, model, task="ged", **self.engine)
             service = Service(detector, service_settings(detector, dictionary))
+            service.checker.dictionary = bounded_dictionary(dictionary)  # before start: nothing reads it unbounded
             await service.start()  # loads what checks need (spaCy, ERRANT, word lists) now, not in the first check
         except Exception as exc:
             if self.service is None:
-                self.load_error = f"cannot load the model {model}: {exc}"
+                self.load_error = f"cannot load the model {model}: {reason(exc)}"
             else:
                 self.set_dictionary(dictionary)
             raise
@@ -107,9 +125,7 @@ class Checks:
 
     def set_dictionary(self, path: Path | None) -> None:
         """The personal dictionary the settings name (None: the default file)."""
-        from electra_detect.tasks.ged.dictionary import PersonalDictionary
-
-        self.service.checker.dictionary = PersonalDictionary(path) if path else PersonalDictionary()
+        self.service.checker.dictionary = bounded_dictionary(path)
 
     def dictionary_stamp(self) -> tuple[str, int, int] | None:
         """The personal dictionary file as it is now (a changed file makes every cached block stale)."""
@@ -158,6 +174,9 @@ class Checks:
             done += len(batch)
         while len(self.cache) > CACHE_BLOCKS:
             self.cache.popitem(last=False)
+        refused = getattr(self.service.checker.dictionary, "refused", None)
+        if refused:
+            errors.insert(0, f"{refused}; checking without it")
         return [f if f is not None else [] for f in found], errors, len(todo)
 
     async def _check_batch(self, batch: list[str], options: Any, cancel: asyncio.Event,
@@ -170,13 +189,18 @@ class Checks:
         except ApiError as exc:
             if exc.status == 499:  # the cancel signal
                 raise Cancelled from None
-            problem = exc.message
+            problem = exc.message or reason(exc)
         except Exception as exc:  # noqa: BLE001 - a block the check refuses is reported; the others are checked
-            problem = str(exc)
+            problem = reason(exc)
         if len(batch) == 1:
             errors.append(f"a paragraph could not be checked ({batch[0][:40]!r}...): {problem}")
             return [None]
         return [(await self._check_batch([text], options, cancel, errors))[0] for text in batch]
+
+
+def bounded_dictionary(path: Path | None) -> BoundedDictionary:
+    """The personal dictionary at ``path`` (None: the default file), read only within its bound."""
+    return BoundedDictionary(path) if path else BoundedDictionary()
 
 
 def batches(texts: list[str]) -> list[list[str]]:
@@ -221,11 +245,15 @@ class DocumentState:
 class ElectraDetectServer(LanguageServer):
     """The language server: settings, documents and the checks."""
 
-    def __init__(self, model: str, engine: dict[str, Any], debounce: float, dictionary: str | None = None) -> None:
+    def __init__(self, model: str, engine: dict[str, Any], debounce: float, dictionary: str | None,
+                 max_document_kb: int) -> None:
         from importlib.metadata import version
 
-        super().__init__(SOURCE, version("electra-detect"), text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        super().__init__(SOURCE, version("electra-detect"), text_document_sync_kind=types.TextDocumentSyncKind.Full,
+                         protocol_cls=GuardedProtocol)
         self.default_model, self.debounce, self.default_dictionary = model, debounce, dictionary
+        self.max_document_kb = max_document_kb
+        self.wire: WireInput | None = None  # the stream pygls reads (start_io)
         self.settings = LspSettings()
         self.checks = Checks(engine)
         self.loading: asyncio.Task | None = None  # the model's load; checks wait for it
@@ -233,6 +261,31 @@ class ElectraDetectServer(LanguageServer):
         self.documents: dict[str, DocumentState] = {}
         self.workspace_files: dict[Path, WorkspaceFile] = {}
         self.ready: asyncio.Event | None = None  # set once the first settings are applied (made in the loop)
+
+    # --- the wire ----------------------------------------------------------------------------------------------
+
+    def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
+        """pygls' stdio loop, reading through ``lsp_wire``'s bounded, resynchronising reader instead of the raw
+        stream (pygls reads whatever a Content-Length header says)."""
+        output = WireOutput(stdout or sys.stdout.buffer)
+        self.wire = WireInput(stdin or sys.stdin.buffer, output, message_limit(self.max_document_kb * 1024), SOURCE)
+        super().start_io(self.wire, output)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A failure outside a handler's own answer: a request pygls could not read (its params not what the spec
+        says) is answered with the error, anything else is a message with its reason."""
+        if source is FeatureRequestError:
+            return  # pygls answered the request with the error
+        if source is JsonRpcException and self.wire is not None:
+            msg_id, method = self.wire.current
+            detail = params_problem(error)
+            if msg_id is not None and method is not None:
+                code = error.code if isinstance(error, JsonRpcException) else -32603
+                self.wire.output.send_error(msg_id, code, f"{method}: {detail}")
+            else:
+                self.show(f"a {method or 'message'} from the editor could not be read: {detail}")
+            return
+        self.show(f"the server failed: {reason(error)}")
 
     # --- settings and the model -------------------------------------------------------------------------------
 
@@ -248,7 +301,7 @@ class ElectraDetectServer(LanguageServer):
         try:
             settings = LspSettings.read(raw)
         except (SettingsError, ValueError) as exc:
-            self.show(f"settings not applied: {exc}")
+            self.show(f"settings not applied: {reason(exc)}")
             return False
         if settings.ignored:
             self.log(f"unknown {SECTION} settings ignored: {', '.join(settings.ignored)}", types.MessageType.Warning)
@@ -269,7 +322,8 @@ class ElectraDetectServer(LanguageServer):
                 described = await self.checks.load(model, dictionary)
             except Exception as exc:  # noqa: BLE001 - shown to the writer; the model loaded before keeps checking
                 kept = self.checks.model if self.checks.service is not None else None
-                self.show(f"cannot load the model {model}: {exc}" + (f"; still checking with {kept}" if kept else ""))
+                self.show(f"cannot load the model {model}: {reason(exc)}" + (f"; still checking with {kept}" if kept
+                                                                                             else ""))
                 return
             if described:
                 self.log(f"model loaded: {described}")
@@ -285,7 +339,7 @@ class ElectraDetectServer(LanguageServer):
             answer = await asyncio.wait_for(self.workspace_configuration_async(types.ConfigurationParams(
                 items=[types.ConfigurationItem(section=SECTION)])), CONFIGURATION_WAIT_S)
         except Exception as exc:  # noqa: BLE001 - a client's failure to answer leaves the settings as they are
-            self.log(f"workspace/configuration failed: {exc}", types.MessageType.Warning)
+            self.log(f"workspace/configuration failed: {reason(exc)}", types.MessageType.Warning)
             return None
         return answer[0] if answer else None
 
@@ -320,6 +374,8 @@ class ElectraDetectServer(LanguageServer):
                 await asyncio.sleep(delay)
             if self.ready is not None:
                 await self.ready.wait()
+            if self.over_limit(uri, state):
+                return  # told at once, without waiting for the model
             if self.loading is not None:
                 await asyncio.shield(self.loading)  # a newer change cancels this check, not the model's load
             if pending.cancel.is_set():
@@ -335,7 +391,7 @@ class ElectraDetectServer(LanguageServer):
             pass
         except Exception as exc:  # noqa: BLE001 - a bad document is a message; the server stays up
             logger.exception("check of %s failed", uri)
-            self.show_once(state, f"{uri} could not be checked: {exc}")
+            self.show_once(state, f"{uri} could not be checked: {reason(exc)}")
 
     async def check_document(self, uri: str, state: DocumentState, cancel: asyncio.Event) -> None:
         document = self.workspace.get_text_document(uri)
@@ -363,11 +419,32 @@ class ElectraDetectServer(LanguageServer):
         for error in errors:
             self.show_once(state, error)
 
-    def show_once(self, state: DocumentState, message: str) -> None:
-        """A document's error, shown the first time only (a bad paragraph stays bad while the writer types)."""
-        if message not in state.shown:
-            state.shown.add(message)
-            self.show(message)
+    def show_once(self, state: DocumentState, message: str, key: str | None = None,
+                  kind: types.MessageType = types.MessageType.Error) -> None:
+        """A document's error, shown the first time only (a bad paragraph stays bad while the writer types); ``key``
+        in place of the message when its words change with the text (a size)."""
+        if (key or message) not in state.shown:
+            state.shown.add(key or message)
+            self.show(message, kind)
+
+    def over_limit(self, uri: str, state: DocumentState) -> bool:
+        """Whether the document is over ``max_document_kb``; if so its one diagnostic says so (the flags of an
+        earlier, shorter version cleared) and the editor is told once."""
+        document = self.workspace.get_text_document(uri)
+        text = document.source
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        if size <= self.max_document_kb * 1024:
+            return False
+        message = (f"document is {kilobytes(size):,} KB, over the language server's limit of "
+                   f"{self.max_document_kb:,} KB; not checked")
+        state.version, state.findings = document.version, []
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, version=document.version, diagnostics=[types.Diagnostic(
+                range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+                message=message, severity=types.DiagnosticSeverity.Warning, source=SOURCE)]))
+        self.show_once(state, f"{uri}: {message} (--max-document-kb raises the limit)", key="over the limit",
+                       kind=types.MessageType.Warning)
+        return True
 
     def options_for(self, uri: str, state: DocumentState) -> Any:
         """The GED options for a document: the settings and its workspace file's rules."""
@@ -381,14 +458,21 @@ class ElectraDetectServer(LanguageServer):
         return self.settings.options(rules)
 
     def workspace_file(self, uri: str) -> WorkspaceFile | None:
-        """The workspace file of a document (None for one that is not a file: an untitled buffer)."""
+        """The workspace file of a document: its workspace folder's (paths resolved), else the user's (in no
+        workspace folder); None for one that is not a file path (an untitled buffer)."""
         path = to_fs_path(uri) if uri.startswith("file:") else None
         if path is None:
             return None
         folders = [to_fs_path(f.uri) or "" for f in self.workspace.folders.values()]
         if self.workspace.root_path:
             folders.append(self.workspace.root_path)
-        folder = folder_of(path, folders)
+        try:
+            folder = folder_of(path, folders)
+        except (OSError, ValueError):  # ValueError: a NUL in the path
+            return None
+        if folder is None:
+            folder = user_folder()
+            return self.workspace_files.setdefault(folder, WorkspaceFile(folder, user=True))
         return self.workspace_files.setdefault(folder, WorkspaceFile(folder))
 
     def findings(self, text: str, blocks: list, flagged: list[list], encoding: str) -> list[Finding]:
@@ -444,7 +528,10 @@ class ElectraDetectServer(LanguageServer):
                                                 diagnostics=[diagnostic], command=add))
             if word.rule.id not in rules:
                 rules.add(word.rule.id)
-                title = f"Disable rule {word.rule.id} in this workspace"
+                workspace_file = self.workspace_file(uri)
+                where = ("for documents in no workspace folder" if workspace_file is not None and workspace_file.user
+                         else "in this workspace")
+                title = f"Disable rule {word.rule.id} {where}"
                 disable = types.Command(title, DISABLE_RULE, arguments=[word.rule.id, uri])
                 actions.append(types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix,
                                                 diagnostics=[diagnostic], command=disable))
@@ -465,7 +552,7 @@ class ElectraDetectServer(LanguageServer):
         from electra_detect.tasks.ged.dictionary import default_dictionary_path
 
         if len(arguments) != 1 or not isinstance(arguments[0], str) or not arguments[0].strip():
-            raise SettingsError(f"{ADD_TO_DICTIONARY} takes one word, got {list(arguments)!r}")
+            raise SettingsError(f"{ADD_TO_DICTIONARY} takes one word, got {preview(repr(list(arguments)), 80)}")
         word = arguments[0]
         path = self.dictionary_path() or default_dictionary_path()
         if add_to_dictionary(path, word):
@@ -473,22 +560,42 @@ class ElectraDetectServer(LanguageServer):
         self.schedule_all()
 
     def disable_rule(self, *arguments: Any) -> None:
-        """The disable-rule command: ``[rule id, document URI]``."""
+        """The disable-rule command: ``[rule id, document URI]``: a rule of the rule table, written to the document's
+        workspace file (``workspace_file``: a workspace folder's, else the user's; never beside the document)."""
+        from electra_detect.tasks.ged.rule_table import RULES_BY_ID
+
         if len(arguments) != 2 or not all(isinstance(a, str) and a.strip() for a in arguments):
-            raise SettingsError(f"{DISABLE_RULE} takes a rule id and a document URI, got {list(arguments)!r}")
-        rule, uri = arguments
+            raise SettingsError(f"{DISABLE_RULE} takes a rule id and a document URI, got "
+                                f"{preview(repr(list(arguments)), 80)}")
+        rule, uri = arguments[0].strip().upper(), arguments[1]
+        if rule not in RULES_BY_ID:
+            raise SettingsError(f"{DISABLE_RULE}: {preview(arguments[0])} is not a rule id (docs/ged_rules.md lists "
+                                f"them)")
         workspace_file = self.workspace_file(uri)
         if workspace_file is None:
-            raise SettingsError(f"{uri} is not a file, so it has no workspace to write {rule} to")
-        if workspace_file.disable_rule(rule.strip().upper()):
+            raise SettingsError(f"{preview(uri, 80)} is not a file, so it has no workspace to write {rule} to")
+        if workspace_file.disable_rule(rule):
             self.log(f"disabled {rule} in {workspace_file.path}")
         self.schedule_all()
 
 
-def build_server(model: str, engine: dict[str, Any], debounce: float,
-                 dictionary: str | None = None) -> ElectraDetectServer:
-    """The server with its handlers registered."""
-    server = ElectraDetectServer(model, engine, debounce, dictionary)
+def params_problem(error: Exception) -> str:
+    """What was wrong with a message pygls could not structure, in one line (cattrs' paths: ``$.textDocument.uri``)."""
+    cause = error.__cause__ or error
+    try:
+        from cattrs import transform_error
+
+        found = transform_error(cause) if hasattr(cause, "exceptions") else []
+    except Exception:  # noqa: BLE001 - the plain reason is enough
+        found = []
+    text = "; ".join(found)
+    return (text if len(text) <= 300 else text[:300] + "...") if found else reason(cause)
+
+
+def build_server(model: str, engine: dict[str, Any], debounce: float, dictionary: str | None,
+                 max_document_kb: int) -> ElectraDetectServer:
+    """The server with its handlers registered (``max_document_kb``: the verb's ``--max-document-kb``)."""
+    server = ElectraDetectServer(model, engine, debounce, dictionary, max_document_kb)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: ElectraDetectServer, params: types.InitializeParams) -> None:
@@ -545,7 +652,10 @@ def build_server(model: str, engine: dict[str, Any], debounce: float,
             try:
                 run(*arguments)
             except (SettingsError, OSError) as exc:
-                ls.show(str(exc))
+                ls.show(reason(exc))
+            except Exception as exc:  # noqa: BLE001 - any failure is the writer's message; the server stays up
+                logger.exception("%s failed", name)
+                ls.show(f"{name} failed: {reason(exc)}")
 
         server.command(name)(handler)
 

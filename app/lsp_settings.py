@@ -10,14 +10,20 @@ the client's ``initializationOptions``), each optional::
                         "words": ["Kubernetes"], "dictionary": "~/notes/words.txt", "model": "models/electra-minilm",
                         "diagnosticSeverity": "information"}}
 
-The workspace file, at the root of the workspace folder holding the document (else beside the document), adds to
-them: ``{"disabledRules": [...], "disabledCategories": [...], "words": [...]}``.
+The workspace file, at the root of the workspace folder holding the document, adds to them: ``{"disabledRules": [...],
+"disabledCategories": [...], "words": [...]}``. A document in no workspace folder has the user's file instead
+(``$XDG_CONFIG_HOME/electra-detect/default-workspace.json``): the disable-rule action writes only these files, never
+beside a document a client names.
+
+Every file here is read only when it is a regular file within a size bound (``read_bounded``): a setting or a
+workspace may name ``/dev/zero``, a FIFO or a log of gigabytes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,10 +32,14 @@ from lsprotocol import types
 
 from electra_detect.errors import UserError
 from electra_detect.fileio import atomic_write_json, atomic_write_text
+from electra_detect.tasks.ged.dictionary import PersonalDictionary, Vocabulary
 from electra_detect.tasks.ged.options import GedOptions, build_ged_options
 
 SECTION = "electra-detect"
 WORKSPACE_FILE = ".electra-detect.json"
+USER_WORKSPACE_FILE = "default-workspace.json"  # in the user's config folder: the rules of documents in no workspace
+WORKSPACE_FILE_BYTES = 1 << 20  # rule ids, categories and words: a megabyte is tens of thousands of them
+DICTIONARY_BYTES = 2 << 20  # a word a line: a hundred thousand words and more (each is looked up in lemminflect)
 SEVERITIES = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
               "information": types.DiagnosticSeverity.Information, "hint": types.DiagnosticSeverity.Hint}
 _LISTS = {"disabledRules": "disabled_rules", "enabledRules": "enabled_rules",
@@ -130,23 +140,67 @@ class WorkspaceRules:
     words: tuple[str, ...] = ()
 
 
-class WorkspaceFile:
-    """``.electra-detect.json`` in one folder: read again when its modification time or size changes; a missing
-    file adds nothing."""
+def read_bounded(path: Path, limit: int, what: str) -> bytes | None:
+    """The bytes of the regular file at ``path`` (links followed), None when there is none; SettingsError (one line)
+    for anything else or for more than ``limit`` bytes, checked on the open file (no window to swap it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))  # a FIFO: no wait
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise SettingsError(f"{what} {path} cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise SettingsError(f"{what} {path} is not a regular file; not read")
+        if status.st_size > limit:
+            raise SettingsError(f"{what} {path} is {kilobytes(status.st_size):,} KB, over the limit of "
+                                f"{limit // 1024:,} KB; not read")
+        chunks, size = [], 0
+        while size <= limit:  # a file that grows after the stat is still read no further than the bound
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise SettingsError(f"{what} {path} is over the limit of {limit // 1024:,} KB; not read")
+    return data
 
-    def __init__(self, folder: Path) -> None:
-        self.path = folder / WORKSPACE_FILE
+
+def kilobytes(size: int) -> int:
+    """``size`` bytes in KB, rounded up (a file one byte over a limit is not shown as at it)."""
+    return -(-size // 1024)
+
+
+def user_folder() -> Path:
+    """The user's config folder: ``$XDG_CONFIG_HOME/electra-detect`` (default ``~/.config``)."""
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "electra-detect"
+
+
+class WorkspaceFile:
+    """``.electra-detect.json`` in one workspace folder (or the user's file in their config folder, ``user``): read
+    again when its modification time or size changes; a missing file adds nothing."""
+
+    def __init__(self, folder: Path, user: bool = False) -> None:
+        self.folder, self.user = folder, user
+        self.path = folder / (USER_WORKSPACE_FILE if user else WORKSPACE_FILE)
         self._stamp: tuple[int, int] | None = None
         self._rules = WorkspaceRules()
 
     def rules(self) -> WorkspaceRules:
         """The file's rules now; SettingsError (one line naming the file) when it is not what the docs say."""
         try:
-            stat = self.path.stat()
+            status = self.path.stat()
         except (FileNotFoundError, NotADirectoryError):
             self._stamp, self._rules = None, WorkspaceRules()
             return self._rules
-        stamp = (stat.st_mtime_ns, stat.st_size)
+        except (OSError, ValueError) as exc:
+            raise SettingsError(f"{self.path} cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+        stamp = (status.st_mtime_ns, status.st_size)
         if stamp != self._stamp:
             raw = self._read()
             self._rules = WorkspaceRules(**{name: _strings(raw.get(key, []), key) for key, name in
@@ -156,9 +210,12 @@ class WorkspaceFile:
         return self._rules
 
     def _read(self) -> dict[str, Any]:
+        data = read_bounded(self.path, WORKSPACE_FILE_BYTES, "workspace file")
+        if data is None:
+            return {}
         try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raw = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise SettingsError(f"{self.path} cannot be read as JSON: {exc}") from None
         if not isinstance(raw, dict):
             raise SettingsError(f"{self.path} must hold a JSON object, e.g. {{\"disabledRules\": [...]}}")
@@ -166,8 +223,10 @@ class WorkspaceFile:
 
     def disable_rule(self, rule: str) -> bool:
         """Add ``rule`` to the file's ``disabledRules`` (other keys kept; written atomically); False when it was
-        there already."""
-        raw = self._read() if self.path.exists() else {}
+        there already. A workspace folder that is not there is not made (the user's config folder is)."""
+        if not self.user and not self.folder.is_dir():
+            raise SettingsError(f"workspace folder {self.folder} is not a folder; {rule} not disabled")
+        raw = self._read()
         rules = list(_strings(raw.get("disabledRules", []), "disabledRules"))
         if rule.upper() in {r.upper() for r in rules}:
             return False
@@ -176,18 +235,52 @@ class WorkspaceFile:
         return True
 
 
+@dataclass
+class BoundedDictionary(PersonalDictionary):
+    """The personal dictionary as the core reads it (again when it changes), but only a regular file of at most
+    ``DICTIONARY_BYTES``: the ``dictionary`` setting may name any path. A file refused is an empty dictionary, and
+    ``refused`` says why (for the server to show)."""
+
+    refused: str | None = None
+
+    def vocabulary(self, inflections: Any = None) -> Vocabulary:
+        try:
+            status = self.path.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            self._stamp, self._vocabulary, self.refused = None, Vocabulary(), None
+            return self._vocabulary
+        except (OSError, ValueError) as exc:
+            self._stamp, self._vocabulary = None, Vocabulary()
+            self.refused = f"dictionary {self.path} cannot be read: {getattr(exc, 'strerror', None) or exc}"
+            return self._vocabulary
+        stamp = (status.st_mtime_ns, status.st_size)
+        if stamp != self._stamp:
+            try:
+                text = (read_bounded(self.path, DICTIONARY_BYTES, "dictionary") or b"").decode("utf-8")
+            except SettingsError as exc:
+                text, self.refused = "", str(exc)
+            except UnicodeDecodeError:
+                text, self.refused = "", f"dictionary {self.path} is not UTF-8 text; not read"
+            else:
+                self.refused = None
+            entries = [line.split("#", 1)[0].strip() for line in text.splitlines()]  # as the core's read_entries
+            self._vocabulary = Vocabulary.of([e for e in entries if e], inflections)
+            self._stamp = stamp
+        return self._vocabulary
+
+
 def add_to_dictionary(path: Path, word: str) -> bool:
     """Append ``word`` to the dictionary file at ``path`` (made with its folder when missing; written atomically);
-    False when a line holds it already."""
+    False when a line holds it already. A file that is not a regular one within the bound is neither read nor
+    written."""
     word = " ".join(word.split())
-    if not word or "#" in word:
-        raise SettingsError(f"{word!r} cannot be a dictionary entry")
-    text = ""
-    if path.exists():
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SettingsError(f"dictionary {path} cannot be read: {exc}") from None
+    if not word or "#" in word or len(word) > 200:
+        raise SettingsError(f"{word[:40]!r}{'...' if len(word) > 40 else ''} cannot be a dictionary entry")
+    data = read_bounded(path, DICTIONARY_BYTES, "dictionary")
+    try:
+        text = data.decode("utf-8") if data else ""
+    except UnicodeDecodeError:
+        raise SettingsError(f"dictionary {path} is not UTF-8 text; not written") from None
     entries = {line.split("#", 1)[0].strip().lower() for line in text.splitlines()}
     if word.lower() in entries:
         return False
@@ -197,8 +290,14 @@ def add_to_dictionary(path: Path, word: str) -> bool:
     return True
 
 
-def folder_of(path: str, folders: list[str]) -> Path:
-    """The workspace folder holding the file ``path`` (the deepest, when folders nest), else the file's folder."""
-    holding = [Path(f) for f in folders if f and os.path.commonpath([os.path.abspath(f), os.path.abspath(path)])
-               == os.path.abspath(f)]
-    return max(holding, key=lambda p: len(p.parts)) if holding else Path(path).parent
+def folder_of(path: str, folders: list[str]) -> Path | None:
+    """The workspace folder holding the file ``path``, both resolved first (``..`` and symbolic links), the deepest
+    when folders nest; None when none holds it."""
+    real = Path(os.path.realpath(path))
+    holding = []
+    for folder in folders:
+        if folder:
+            root = Path(os.path.realpath(folder))
+            if root == real or root in real.parents:
+                holding.append(root)
+    return max(holding, key=lambda p: len(p.parts), default=None)

@@ -87,7 +87,8 @@ async def diagnostics_of(client: LanguageClient, uri: str, version: int) -> list
 
 async def start(tmp: Path, capabilities: types.ClientCapabilities, folders: list[Path],
                 settings: dict | None = None) -> LanguageClient:
-    env = {**os.environ, "ELECTRA_DETECT_DICTIONARY": str(tmp / "dictionary.txt")}
+    env = {**os.environ, "ELECTRA_DETECT_DICTIONARY": str(tmp / "dictionary.txt"),
+           "XDG_CONFIG_HOME": str(tmp / "config")}  # the user's workspace file (documents in no folder) stays here
     config = ClientServerConfig(server_command=[*SERVER, "--debounce", str(DEBOUNCE_S)], server_env=env,
                                 client_factory=make_client)
     client = await config.start()
@@ -274,6 +275,26 @@ async def test_bad_settings_and_model_are_messages_and_checks_go_on(client: Lang
     change_document(client, uri, 2, f"Today {SENTENCE}\n")
     assert await diagnostics_of(client, uri, 2)  # the loaded model still checks
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"electra-detect": {}}))
+
+
+async def test_a_dictionary_setting_is_read_within_a_bound_and_checks_go_on(client: LanguageClient,
+                                                                            home: Path) -> None:
+    """A ``dictionary`` setting may name any file (the probe's /dev/zero took 3 GB and the diagnostics came back
+    empty): one over the bound is refused with a message, and the document is checked without it."""
+    huge = home / "huge-dictionary.txt"
+    with huge.open("wb") as handle:
+        handle.truncate(50 << 20)  # sparse: 50 MB read whole before, no disk used
+    shown = len(client.messages)
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"electra-detect": {"dictionary": str(huge)}}))
+    try:
+        uri = open_document(client, home / "project" / "huge-dictionary.md", f"{SENTENCE}\n")
+        assert [d.data["word"] for d in await diagnostics_of(client, uri, 1)] == ["go"]
+        message = await until(lambda: [m for m in client.messages[shown:] if str(huge) in m.message], timeout=60,
+                              what="a message about the dictionary")
+        assert message[0].message.endswith("over the limit of 2,048 KB; not read; checking without it")
+    finally:
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"electra-detect": {}}))
 
 
 async def test_fast_edits_publish_the_last_version_only(client: LanguageClient, home: Path) -> None:
