@@ -87,13 +87,17 @@ def assemble(texts: Sequence[str], encodings: Sequence[TextEncoding], probs: np.
     tokens = firsts[span] + np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
     bounds = np.column_stack([firsts, lasts + 1]).ravel()  # reduceat over [first, last + 1) pairs: even entries
     maxima = np.maximum.reduceat(np.r_[probs, 0.0], bounds)[::2] if len(firsts) else np.zeros(0)
-    operation = error_type = type_score = tag = None
+    operation = error_type = type_score = tag = alternatives = None
     if types is not None and channels and len(firsts) and edit_tags is not None and edit_tags.channels:
         index = types[firsts, 0].astype(np.int64)  # -1: not decoded (no token of the word came near the floor)
         tag = edit_tags.names[index].tolist()  # names[-1] is the fallback tag, kept last for this
         operation = edit_tags.operations[index].tolist()
         error_type = edit_tags.mains[index].tolist()
         type_score = np.where(index >= 0, types[firsts, 2], 0.0)
+        if types.shape[1] > 3:  # the next best tags (scoring_job.decode_tags), -1 where none was decoded
+            others = types[firsts, 3:].reshape(len(firsts), -1, 2)
+            alternatives = [[(edit_tags.names[int(i)], float(q)) for i, q in row if i >= 0]
+                            for row in others.tolist()]
     elif types is not None and channels and len(firsts) and not channels[0].startswith("tag:"):
         is_best = (probs[tokens] == maxima[span]) | np.isnan(maxima[span])  # a NaN word: its first token types it
         word_of, token = span[is_best], tokens[is_best]
@@ -115,7 +119,7 @@ def assemble(texts: Sequence[str], encodings: Sequence[TextEncoding], probs: np.
     # one WordArrays for the job (spans and token ranges relative to each word's text); each text reads its rows
     relative = text_start[text_of]
     words = WordArrays(offsets[firsts, 0], offsets[lasts, 1], maxima, firsts - relative, lasts - relative,
-                       operation, error_type, type_score, tag)
+                       operation, error_type, type_score, tag, alternatives)
     tops = np.maximum.reduceat(np.r_[maxima, -np.inf], word_start[:-1]) if len(texts) else np.zeros(0)
     tops[np.diff(word_start) == 0] = -np.inf  # a text without words: nothing reaches any threshold
     ts, ws = text_start.tolist(), word_start.tolist()

@@ -24,6 +24,7 @@ from pathlib import Path
 KEEP, DELETE, SPELL = "$KEEP", "$DELETE", "$SPELL"
 TAG_PREFIX = "tag:"  # a tag channel's name in a model config: ``tag:$REPLACE_the``
 TAGS_FILE, INFLECTIONS_FILE = "edit_tags.json", "inflections.json"
+INFLECTION_TYPES = {"VBD": "R:VERB:INFL", "NNS": "R:NOUN:INFL"}  # an over-regular form's type, by its fix's form
 FORMS = ("VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "NN", "NNS", "JJR", "JJS")  # what ``$FORM_`` may name
 
 
@@ -86,6 +87,11 @@ class Inflections:
     def irregular(self, word: str) -> str | None:
         """The irregular form an unknown ``word`` regularises (*buyed*: *bought*, *runned*: *ran*, *childs*:
         *children*), in its case; None when ``word`` is known or no lemma's form is spelled otherwise."""
+        found = self.irregular_form(word)
+        return None if found is None else found[0]
+
+    def irregular_form(self, word: str) -> tuple[str, str] | None:
+        """(:meth:`irregular`'s form, its PTB tag: VBD or NNS), or None."""
         lower = word.lower()
         if lower in self.lemmas or not lower.isalpha():
             return None
@@ -98,8 +104,8 @@ class Inflections:
             for lemma in filter(None, stems):
                 target = self.forms.get(lemma, {}).get(tag)
                 if lemma in self.lemmas.get(lemma, ()) and target and target.isalpha() and target != lower:
-                    return target.upper() if word.isupper() and len(word) > 1 else \
-                        target[:1].upper() + target[1:] if word[:1].isupper() else target
+                    return (target.upper() if word.isupper() and len(word) > 1 else
+                            target[:1].upper() + target[1:] if word[:1].isupper() else target), tag
         return None
 
     def all_forms(self, word: str) -> set[str]:
@@ -177,7 +183,10 @@ class EditTags:
         elif tag.startswith("$CASE_"):
             replacement = change_case(word, tag[len("$CASE_"):])
         elif tag == SPELL:  # an over-regular form (*buyed*) is the table's; other misspellings the spellchecker's
-            replacement = self.inflections.irregular(word)
+            found = self.inflections.irregular_form(word)
+            if found is not None:  # ERRANT 3.0 types buyed -> bought R:VERB:INFL, childs -> children R:NOUN:INFL
+                replacement, form = found
+                full = INFLECTION_TYPES[form]
         elif tag.startswith("$FORM_"):
             base, clitic = split_negation(word)  # don't -> do + n't: the verb's form, the clitic kept
             form = self.inflections.form(base, tag[len("$FORM_"):])

@@ -37,6 +37,7 @@ class WordScore:
     error_type: str | None = None
     type_score: float | None = None
     tag: str | None = None  # a tag model's edit tag (electra_detect/edit_tags.py), None for others
+    alternatives: list[tuple[str, float]] | None = None  # a tag model's next best tags and their probabilities
 
     def typed(self, digits: int | None = None) -> dict[str, Any]:
         """The type fields as JSON (empty for an untyped model); ``digits`` rounds the type's probability."""
@@ -66,6 +67,7 @@ class WordArrays:
     error_type: list[str] | None = None
     type_score: np.ndarray | None = None
     tag: list[str] | None = None
+    alternatives: list[list[tuple[str, float]]] | None = None  # a tag model's next best tags per word
 
     def word(self, text: str, index: int) -> WordScore:
         start, end = int(self.start[index]), int(self.end[index])
@@ -74,7 +76,8 @@ class WordArrays:
                          list(range(int(self.first_token[index]), int(self.last_token[index]) + 1)),
                          self.operation[index] if typed else None, self.error_type[index] if typed else None,
                          float(self.type_score[index]) if typed else None,
-                         self.tag[index] if self.tag is not None else None)
+                         self.tag[index] if self.tag is not None else None,
+                         self.alternatives[index] if self.alternatives is not None else None)
 
 
 class _Built:
@@ -166,5 +169,11 @@ class TextScores:
 
     def to_dict(self) -> dict[str, Any]:
         return {"text": self.text, "tokens": [asdict(t) for t in self.tokens],
-                "words": [asdict(w) for w in self.words], "sentence_mean": self.sentence_mean,
+                "words": [_public(asdict(w)) for w in self.words], "sentence_mean": self.sentence_mean,
                 "sentence_sum": self.sentence_sum}
+
+
+def _public(word: dict[str, Any]) -> dict[str, Any]:
+    """A word's JSON without the tag model's alternatives (internal to the GED check's suggestions)."""
+    word.pop("alternatives", None)
+    return word

@@ -67,22 +67,37 @@ def near_errors(raw: np.ndarray, floor: float = TAG_FLOOR) -> np.ndarray:
     return near
 
 
-def decode_tags(near: np.ndarray, tag_logits: np.ndarray) -> np.ndarray:
-    """[..., 3]: the best tag other than ``$KEEP`` (channel 0) at each position ``near`` marks (:func:`near_errors`),
-    -1 elsewhere; 0; and that tag's softmax probability over all tags."""
+ALTERNATIVES = 2  # a tag model's next best tags kept per position beside the best (up to three suggestions)
+TAG_COLUMNS = 3 + 2 * ALTERNATIVES  # best, 0, its probability, then (tag, probability) per alternative
+
+
+def decode_tags(near: np.ndarray, tag_logits: np.ndarray, alternatives: int = ALTERNATIVES) -> np.ndarray:
+    """[..., 3 + 2 * alternatives]: the best tag other than ``$KEEP`` (channel 0) at each position ``near`` marks
+    (:func:`near_errors`), -1 elsewhere; 0; that tag's softmax probability over all tags; then the next best tags
+    other than ``$KEEP`` and their probabilities, best first (-1 and 0 where there are fewer)."""
     flat = near.reshape(-1)
     logits = tag_logits.reshape(len(flat), -1)
     rows = np.flatnonzero(flat)
-    out = np.zeros((len(flat), 3))
+    out = np.zeros((len(flat), 3 + 2 * alternatives))
     out[:, 0] = -1
+    out[:, 3::2] = -1
     if len(rows):
         chosen = logits[rows].astype(np.float64)
-        best = chosen[:, 1:].argmax(1) + 1
+        # the top tags: a partition then a sort of the few (a full sort of thousands of channels costs 10x)
+        top = min(alternatives + 1, chosen.shape[1] - 1)
+        part = np.argpartition(-chosen[:, 1:], top - 1, axis=1)[:, :top] + 1 if top else np.zeros((len(rows), 0),
+                                                                                                     np.int64)
+        order = np.argsort(-np.take_along_axis(chosen, part, 1), axis=1, kind="stable")
+        best = np.take_along_axis(part, order, 1)
         chosen -= chosen.max(1, keepdims=True)
         np.exp(chosen, out=chosen)
-        out[rows, 0] = best
-        out[rows, 2] = chosen[np.arange(len(rows)), best] / chosen.sum(1)
-    return out.reshape(*near.shape, 3)
+        p = np.take_along_axis(chosen, best, 1) / chosen.sum(1, keepdims=True)
+        out[rows, 0] = best[:, 0]
+        out[rows, 2] = p[:, 0]
+        for k in range(1, top):
+            out[rows, 1 + 2 * k] = best[:, k]
+            out[rows, 2 + 2 * k] = p[:, k]
+    return out.reshape(*near.shape, out.shape[1])
 
 
 class ScoringJob:
@@ -103,8 +118,9 @@ class ScoringJob:
         self.cost = int(plan.sizes.sum())
         self.position = 0  # windows scored so far
         self.probs = np.full(self.tokens, np.nan)
-        typed = bool(detector.channels)  # operation, main type, its probability per token
-        self.types = np.zeros((self.tokens, 3)) if typed else None
+        typed = bool(detector.channels)  # operation, main type, its probability per token (a tag model: its top tags)
+        width = TAG_COLUMNS if typed and is_tag_model(detector.channels) else 3
+        self.types = np.zeros((self.tokens, width)) if typed else None
 
     @classmethod
     def merge(cls, jobs: Sequence[ScoringJob]) -> ScoringJob:

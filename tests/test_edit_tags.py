@@ -207,8 +207,11 @@ def test_a_spelling_tag_on_an_over_regular_form_names_the_irregular_one(tags):
     assert [inflections.irregular(w) for w in ("buyed", "Runned", "childs", "walked", "walkd")] == [
         "bought", "Ran", "children", None, None]  # walked is a known form; nothing spells walk's past otherwise
     spelled = EditTags(tags.channels, tags.types, inflections)
-    _, suggestion, said = told("I buyed it.", 2, 7, "$SPELL", spelled, lambda w: ["buyer"])
-    assert suggestion.value == "bought" and said == "Spelling: *buyed* may need to be *bought*."
+    edit, suggestion, said = told("I buyed it.", 2, 7, "$SPELL", spelled, lambda w: ["buyer"])
+    assert suggestion.value == "bought" and said == "Verb inflection: *buyed* may need to be *bought*."
+    assert edit.type == "R:VERB:INFL"  # ERRANT 3.0's type of buyed -> bought: the type follows the fix
+    assert spelled.edit("$SPELL", "childs").type == "R:NOUN:INFL"
+    assert spelled.edit("$SPELL", "recieved").type == "R:SPELL"  # the spellchecker's fix: a misspelling still
 
 
 def test_inflections_keep_case_and_agree_for_be():
@@ -229,6 +232,17 @@ def test_decode_tags_only_near_likely_errors_and_never_keep():
     out = decode_tags(near_errors(probs), logits)
     assert out[0, :, 0].tolist() == [-1, 2, 2, 2, -1]  # the flagged token and the two before it
     assert 0 < out[0, 3, 2] < 0.5
+
+
+def test_decode_tags_keeps_the_next_best_tags_best_first():
+    probs = np.array([[0.9]])
+    logits = np.log(np.array([[[0.4, 0.05, 0.3, 0.15, 0.1]]]))  # $KEEP likeliest: never among them
+    out = decode_tags(near_errors(probs), logits)
+    assert out.shape == (1, 1, 7)
+    assert out[0, 0, [0, 3, 5]].tolist() == [2, 3, 4]  # the best, then the next two
+    assert np.allclose(out[0, 0, [2, 4, 6]], [0.3, 0.15, 0.1])
+    few = decode_tags(near_errors(probs), np.log(np.array([[[0.5, 0.5]]])))
+    assert few[0, 0, [0, 3, 5]].tolist() == [1, -1, -1]  # one tag besides $KEEP: no alternatives
 
 
 def test_encode_packs_tags_on_first_subwords_only():

@@ -210,7 +210,8 @@ def test_ged_writes_the_record_and_takes_the_options(tmp_path: Path) -> None:
     dictionary = tmp_path / "words.txt"
     dictionary.write_text("apple\n", encoding="utf-8")
     env = {**os.environ, "ELECTRA_DETECT_DICTIONARY": str(tmp_path / "none.txt")}
-    cli = [sys.executable, "-m", "electra_detect.cli", "ged", "--model", str(SHIPPED), QUICKSTART[0]]
+    cli = [sys.executable, "-m", "electra_detect.cli", "ged", "--output-format", "json", "--model", str(SHIPPED),
+           QUICKSTART[0]]
     out = subprocess.run(cli, capture_output=True, text=True, timeout=600, env=env)
     assert out.returncode == 0, out.stderr
     [row] = [json.loads(line) for line in out.stdout.splitlines()]
@@ -290,3 +291,97 @@ def test_ged_on_onnx_types_by_tags_without_importing_torch_or_spacy(checker) -> 
     assert out.returncode == 0, out.stderr
     typed, torch_loaded, spacy_loaded = out.stdout.split()
     assert int(typed) >= 3 and torch_loaded == spacy_loaded == "False"
+
+
+# ------------------------------------------------------------------------------------------- native prose (issue 67)
+def _flag(text: str, word: str, tag: str, p: float, operation: str = "R") -> FlaggedWord:
+    start = text.index(word)
+    return FlaggedWord(word, start, start + len(word), 0.9, operation, "OTHER", p, "model", tag=tag)
+
+
+def test_names_are_capitals_inside_a_sentence_or_inner_capitals() -> None:
+    from electra_detect.tasks.ged.check import name_like
+
+    text = 'Yesterday I met Tilney at the iPhone shop. "Where" said NASA. The end'
+    spans = {w: (text.index(w), text.index(w) + len(w)) for w in ("Yesterday", "I", "Tilney", "iPhone", "Where",
+                                                                    "NASA", "The", "shop")}
+    assert {w for w, (s, e) in spans.items() if name_like(text, s, e)} == {"Tilney", "iPhone", "NASA"}
+
+
+def test_the_quiet_rule_leaves_out_native_prose_false_alarms_by_family() -> None:
+    from electra_detect.tasks.ged.check import QuietRule
+
+    text = "We saw the malpractice of Tilney in London, and we left."
+    rule = QuietRule(known_spelling=0.9, name=0.8, comma=0.7, article_before_name=0.6)
+    known = lambda w: w.lower() in {"malpractice", "we", "saw", "the", "of", "in", "and", "left"}  # noqa: E731
+    assert rule.quiet(text, _flag(text, "malpractice", "$SPELL", 0.5), known, "picky")  # a real word: at every level
+    assert not rule.quiet(text, _flag(text, "malpractice", "$SPELL", 0.95), known, "default")  # sure enough: kept
+    assert not rule.quiet(text, _flag(text, "saw", "$FORM_VBZ", 0.1), known, "default")  # not a spelling flag
+    assert rule.quiet(text, _flag(text, "Tilney", "$SPELL", 0.7), known, "picky")  # a name, not a misspelling
+    assert not rule.quiet(text, _flag(text, "Tilney", "$SPELL", 0.85), known, "default")
+    assert not rule.quiet(text, _flag(text, "London", "$CASE_LOWER", 0.1), known, "default")  # case: never a name's
+    comma = _flag(text, "and", "$DELETE", 0.5, "U")
+    comma.start, comma.end, comma.word = text.index(","), text.index(",") + 1, ","
+    assert rule.quiet(text, comma, known, "default") and not rule.quiet(text, comma, known, "picky")
+    article, articles = _flag(text, "London", "$INSERT_the", 0.5, "M"), QuietRule(0.0, 0.0, 0.0, 0.6)
+    assert articles.quiet(text, article, known, "default") and not articles.quiet(text, article, known, "picky")
+    assert rule.quiet(text, article, known, "picky")  # under the names' cut: left out at every level
+    off = QuietRule.off()
+    assert not any(off.quiet(text, w, known, "default") for w in (_flag(text, "malpractice", "$SPELL", 0.0), article))
+
+
+def test_a_tag_model_check_drops_what_the_quiet_rule_leaves_out_at_its_level() -> None:
+    from types import SimpleNamespace
+
+    from electra_detect.tasks.ged.check import GedChecker, QuietRule
+
+    checker = GedChecker(SimpleNamespace(edit_tags=object()), quiet=QuietRule(known_spelling=1.01))
+    text = "The prospectus was recieved."
+    words = [_flag(text, "prospectus", "$SPELL", 0.9), _flag(text, "recieved", "$SPELL", 0.9)]
+    kept = checker.kept_loud(text, words, Vocabulary(), "default")
+    assert [w.word for w in kept] == ["recieved"]  # the known word's spelling flag is gone, the misspelling stays
+    assert [w.word for w in checker.kept_loud(text, words, Vocabulary.of(["recieved"]), "default")] == []
+
+
+def test_up_to_three_suggestions_the_tags_first_then_next_tags_then_spellings() -> None:
+    from types import SimpleNamespace
+
+    from electra_detect.edit_tags import EditTags, Inflections
+    from electra_detect.tasks.ged.check import GedChecker
+
+    types = {"$REPLACE_in": "R:PREP", "$REPLACE_at": "R:PREP", "$DELETE": "U:PREP", "$SPELL": "R:SPELL",
+             "$REPLACE_on": "R:PREP"}
+    tags = EditTags(["$KEEP", *types], types, Inflections({}, {}))
+    checker = GedChecker(SimpleNamespace(edit_tags=tags))
+    text = "I live on London."
+    on = _flag(text, "on", "$REPLACE_in", 0.6)
+    on.alternatives = [("$REPLACE_at", 0.2), ("$DELETE", 0.01)]  # the deletion is under the floor
+    checker.tell(text, [on], Vocabulary(), suggest=True)
+    assert [s.value for s in on.suggestions] == ["in", "at"] and on.best.value == "in"
+    text = "I wil come."
+    wil = _flag(text, "wil", "$SPELL", 0.6)
+    wil.alternatives = [("$REPLACE_on", 0.1), ("$REPLACE_in", 0.05)]
+    checker.tell(text, [wil], Vocabulary(), suggest=True)
+    assert len(wil.suggestions) == 3 and wil.suggestions[0].value == "will"  # the tag's: the spelling suggester's
+    assert [s.value for s in wil.suggestions[1:]] == ["on", "in"]
+    plain = _flag(text, "wil", "$SPELL", 0.6)
+    plain.alternatives = [("$REPLACE_on", 0.1), ("$REPLACE_in", 0.05)]
+    checker.tell(text, [plain], Vocabulary(), suggest=False)
+    assert [s.value for s in plain.suggestions] == ["will"]  # one when suggestions are not shown (the message's)
+    lone = _flag(text, "wil", "$SPELL", 0.6)
+    checker.tell(text, [lone], Vocabulary(), suggest=True)
+    assert lone.suggestions[0].value == "will" and 1 < len(lone.suggestions) <= 3  # the spellings fill the rest
+    assert len({s.value for s in lone.suggestions}) == len(lone.suggestions)
+
+
+def test_eval_as_shown_counts_the_tokens_the_shown_words_cover() -> None:
+    from electra_detect.tasks.ged.evaluation import shown_metrics
+    from electra_detect.tasks.ged.readers import GedSentence
+
+    sentence = GedSentence(["He", "go", "to", "school", "."], [0, 1, 0, 0, 1], [[], ["R:VERB"], [], [], []])
+    text = sentence.text
+    shown = [[FlaggedWord("go", 3, 5, 0.9), FlaggedWord("school", text.index("school"), text.index("school") + 6,
+                                                          0.8)]]
+    report = shown_metrics([sentence], shown)
+    assert (report["precision"], report["recall"], report["shown"]) == (0.5, 0.5, 2)
+    assert report["flags_per_1000"] == 400.0

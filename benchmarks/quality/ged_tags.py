@@ -134,6 +134,9 @@ def told(detector: Detector, sentences: list[TaggedSentence], threshold: float, 
             if best is not None:
                 mine = " ".join((text[:best.start] + best.value + text[best.end:]).split())
                 counts[f"{kind}_suggested_right"] += mine == gold
+            shown = [" ".join((text[:s.start] + s.value + text[s.end:]).split()) for s in (word.suggestions or [])[:3]]
+            counts[f"{kind}_top3_right"] += gold in shown or (best is not None and mine == gold)
+            counts[f"{kind}_shown"] += len(shown)
             if edit.end - edit.start > 1 or len((edit.correction or "").split()) > 1:
                 counts["multiword_detected"] += 1
     detected = max(counts["detected"], 1)
@@ -148,6 +151,8 @@ def told(detector: Detector, sentences: list[TaggedSentence], threshold: float, 
             "suggest_missing_inserted": share("missing_suggested_right", "missing_detected"),
             "suggest_unnecessary_deleted": share("unnecessary_suggested_right", "unnecessary_detected"),
             "suggest_multiword": share("replaceN_suggested_right", "replaceN_detected"),
+            "suggest_replace_one_word_top3": share("replace1_top3_right", "replace1_detected"),
+            "suggestions_per_replace_one_word": share("replace1_shown", "replace1_detected"),
             "check_seconds_per_sentence": round(seconds / max(len(sentences), 1), 5)}
 
 
@@ -159,6 +164,7 @@ TOLD = [("operation right, of detected errors", "operation", "operation_right"),
         ("first suggestion right: missing words inserted", "sugg. missing", "suggest_missing_inserted"),
         ("first suggestion right: unnecessary words deleted", "sugg. unnecessary", "suggest_unnecessary_deleted"),
         ("first suggestion right: multi-word replacements", None, "suggest_multiword"),
+        ("one of the first three right: one-word replacements", "top-3 1-word", "suggest_replace_one_word_top3"),
         ("check seconds a sentence (types, suggestions)", None, "check_seconds_per_sentence")]
 DETECTED = [("MultiGED FCE dev", "MultiGED FCE F0.5"), ("JFLEG dev", "JFLEG F0.5"), ("BEA FCE dev", None)]
 
@@ -178,8 +184,21 @@ def table(results: dict[str, Any]) -> str:
     rows += [(label, told_figure(key)) for label, _, key in TOLD]
     lines = ["| report halves | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
     for label, get in rows:
-        lines.append(f"| {label} | " + " | ".join(f"{get(results['models'][n]):.3f}" for n in names) + " |")
+        cells = []
+        for n in names:
+            try:
+                cells.append(f"{get(results['models'][n]):.3f}")
+            except KeyError:  # a --told-only run has no detection; an earlier run no top-3
+                cells.append("–")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _or_nan(get: Any, row: dict[str, Any]) -> float:
+    try:
+        return get(row)
+    except KeyError:  # a figure this row's run did not make
+        return float("nan")
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
@@ -195,7 +214,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(10, 4))
     width = 0.8 / len(names)
     for i, name in enumerate(names):
-        ax.bar([k + i * width for k in range(len(keys))], [get(results["models"][name]) for _, get in keys],
+        ax.bar([k + i * width for k in range(len(keys))], [_or_nan(get, results["models"][name]) for _, get in keys],
                width, label=name)
     ax.set_xticks([k + 0.4 - width / 2 for k in range(len(keys))], [label for label, _ in keys], rotation=20)
     ax.set_ylim(0, 1)
@@ -217,6 +236,8 @@ def main() -> int:
     parser.add_argument("--write-sets", type=Path, help="write the sets as token TSVs into this folder and stop")
     parser.add_argument("--engine", default="torch")
     parser.add_argument("--ranked", action="store_true", help="tag models told as `ged --ranked` tells them")
+    parser.add_argument("--told-only", action="store_true",
+                        help="only the told figures (FCE dev's report half), at the model's own threshold")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     results: dict[str, Any] = {"command": command_line(), "models": {}}
@@ -226,15 +247,19 @@ def main() -> int:
     if args.write_sets:
         write_sets(load_sets(args.data, args.jfleg), args.write_sets)
         return 0
-    sets = (read_sets(args.sets) if args.sets else load_sets(args.data, args.jfleg)) if args.model else {}
+    sets = (read_sets(args.sets) if args.sets else load_sets(args.data, args.jfleg)) if args.model and not \
+        args.told_only else {}
     report = read_tagged(args.data / "fce_dev_report.jsonl") if args.model else []
     args.out.mkdir(parents=True, exist_ok=True)
     for spec in args.model:
         name, _, path = spec.partition("=")
         detector = Detector.load(path, engine=args.engine, calibrated=False, task="ged")
         kept = args.out / f"detection_{name}.json"  # the slow half, kept: a failure in the rest re-uses it
-        found = json.loads(kept.read_text()) if kept.exists() else detection(detector, sets)
-        atomic_write_json(kept, found)
+        if args.told_only:
+            found = {"threshold": detector.threshold()}
+        else:
+            found = json.loads(kept.read_text()) if kept.exists() else detection(detector, sets)
+            atomic_write_json(kept, found)
         results["models"][name] = {"path": path, "detection": found,
                                    "told": told(detector, report, found["threshold"], args.ranked)}
         print(json.dumps({name: results["models"][name]["told"]}), file=sys.stderr)

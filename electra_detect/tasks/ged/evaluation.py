@@ -74,3 +74,46 @@ def _with_pos_thresholds(report: dict[str, Any], tuning: Sequence[GedSentence], 
         report["per_type"] = per_type_recall(sentences, per_sentence, 0.5)
     report["per_pos"] = choice
     return report
+
+
+# -- what ``ged`` shows ---------------------------------------------------------------------------------------------
+def shown_token_labels(sentences: Sequence[GedSentence], flagged: Sequence[Sequence[Any]]) -> list[np.ndarray]:
+    """0/1 per whitespace token of each sentence: 1 where a word ``ged`` shows (``FlaggedWord``: its character
+    span in the sentence's text, ``" ".join(tokens)``) overlaps the token."""
+    from electra_detect.tasks.ged.alignment import flags_to_token_labels
+
+    return [flags_to_token_labels(s.tokens, [(w.start, w.end) for w in words])
+            for s, words in zip(sentences, flagged, strict=True)]
+
+
+def shown_metrics(sentences: Sequence[GedSentence], flagged: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """Token precision, recall and F0.5 of what ``ged`` shows, its flags (words shown) and flags per 1,000 tokens."""
+    labels, values = flatten(sentences, shown_token_labels(sentences, flagged))
+    report = token_metrics(labels, values, 0.5)
+    flags = sum(len(words) for words in flagged)
+    report.update(threshold=None, shown=flags, flags_per_1000=round(1000 * flags / max(len(labels), 1), 3),
+                  sentences=len(sentences))
+    return report
+
+
+def evaluate_shown(detector: Detector, sentences: Sequence[GedSentence], options: Any = None,
+                   checker: Any = None, batch_size: int = 64) -> dict[str, Any]:
+    """``ged eval``'s metrics of what ``ged`` shows: each sentence checked as ``ged`` checks it (``GedChecker`` with
+    ``options``, default ``build_ged_options()``: the model's threshold at the default level, its quiet rule, the
+    writer's dictionary left out), a token counted flagged when a shown word overlaps it. The flag ``ged eval
+    --as-shown`` would call this (with ``--level`` and ``--threshold`` passed to ``build_ged_options``)."""
+    from electra_detect.tasks.ged.check import GedChecker
+    from electra_detect.tasks.ged.options import build_ged_options
+
+    options = options or build_ged_options(use_dictionary_file=False)
+    checker = checker or GedChecker(detector)
+    started = time.perf_counter()
+    flagged: list[list[Any]] = []
+    texts = [s.text for s in sentences]
+    for i in range(0, len(texts), batch_size):
+        flagged += checker.check_texts(texts[i:i + batch_size], options)
+    seconds = time.perf_counter() - started
+    report = shown_metrics(sentences, flagged)
+    report.update(threshold=checker.threshold(options), level=options.level, seconds=round(seconds, 3),
+                  threshold_source="as shown", model_dir=str(detector.model_dir))
+    return report

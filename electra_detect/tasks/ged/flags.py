@@ -33,13 +33,15 @@ class FlaggedWord:
     best: Suggestion | None = None  # the best replacement, named in the message even when suggestions are not shown
     tag: str | None = None  # a tag model's edit tag ($INSERT_a, $FORM_VBZ, ...): the edit the message tells
     explanation: str | None = None  # the message a tag model's edit makes (tag_edits.tag_message)
+    alternatives: list[tuple[str, float]] | None = None  # a tag model's next best tags: more suggestions
 
     @classmethod
     def of_word(cls, word: WordScore) -> FlaggedWord:
         """A Detector word as flagged, typed by the model's type head (when it has one)."""
         source = "model" if word.error_type is not None else None
         return cls(word.word, word.start, word.end, word.score, word.operation, word.error_type, word.type_score,
-                   source, rule_for(word.operation, word.error_type), tag=word.tag)
+                   source, rule_for(word.operation, word.error_type), tag=word.tag,
+                   alternatives=word.alternatives)
 
     def retype(self, operation: str, main: str, source: str) -> None:
         """Give the word another type (and so its rule)."""
