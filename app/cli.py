@@ -61,6 +61,14 @@ def add_serve(sub: argparse._SubParsersAction) -> None:
     for _name, flag, _default, options in serve_flags():  # the limits, from ServerSettings' own fields
         p.add_argument(flag, **options)
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    r = p.add_argument_group("Ray Serve: the same app as replicas behind one endpoint (docs/scale_out.md)")
+    r.add_argument("--ray", action="store_true", help="serve through Ray Serve (the cluster extra): replicas that "
+                                                     "Ray restarts when they die")
+    r.add_argument("--replicas", type=int, help="a fixed number of replicas (default 2)")
+    r.add_argument("--min-replicas", type=int, help="autoscale between --min-replicas and --max-replicas")
+    r.add_argument("--max-replicas", type=int)
+    r.add_argument("--address", help="a running Ray cluster: auto, ray://HOST:10001 (default: a local Ray started "
+                                     "for the server and stopped after it)")
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -78,6 +86,10 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.host not in LOOPBACK and not settings.api_keys:
         print(f"warning: serving on {args.host} without an API key; anyone who can reach the port can use it "
               f"(set ${args.api_key_env} or --api-keys-file)", file=sys.stderr)
+    if args.ray:
+        return run_on_ray(args, settings)
+    if args.replicas or args.min_replicas or args.max_replicas or args.address:
+        raise ServeError("--replicas, --min-replicas, --max-replicas and --address go with --ray")
     from electra_detect.app.server import serve
 
     detector = Detector.load(args.model, task="ged", device=args.device, calibrated=not args.no_calibration,
@@ -96,6 +108,24 @@ def run_serve(args: argparse.Namespace) -> int:
         serve(detector, settings, args.host, args.port, args.log_level)
     except OSError as exc:  # the server could not bind its address (serve says which): one error line, as a flag
         raise ServeError(str(exc)) from None
+    return 0
+
+
+def run_on_ray(args: argparse.Namespace, settings: ServerSettings) -> int:
+    """``serve --ray``: the settings checked here, the model loaded by each replica (docs/scale_out.md)."""
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from electra_detect.app.ray_serve import ReplicaConfig, run
+
+    if args.replicas is not None and (args.min_replicas is not None or args.max_replicas is not None):
+        raise ServeError("--replicas is a fixed number; --min-replicas/--max-replicas autoscale: give one or the other")
+    on_gpu = args.device is not None and args.device.startswith("cuda")
+    batching = False if args.no_batching else on_gpu if args.batching == "auto" else args.batching == "on"
+    config = ReplicaConfig(model=str(Path(args.model).resolve()), settings=asdict(replace(settings, batching=batching)),
+                           engine=args.engine, variant=args.variant, device=args.device,
+                           calibrated=not args.no_calibration, threads=args.threads)
+    run(config, args.host, args.port, args.replicas, args.min_replicas, args.max_replicas, args.address)
     return 0
 
 
