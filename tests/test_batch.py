@@ -96,8 +96,8 @@ def job(inputs: list[Path], output: Path, **fields) -> BatchJob:
 @pytest.mark.serial
 @pytest.mark.slow
 def test_batch_ged_gives_what_ged_suggest_gives_in_both_formats(cluster, texts_file: Path, tmp_path: Path) -> None:
-    one_host = subprocess.run([*CLI, "ged", "--suggest", "--file", str(texts_file), *EXACT], capture_output=True,
-                              text=True, check=True, timeout=600)
+    one_host = subprocess.run([*CLI, "ged", "--output-format", "json", "--suggest", "--file", str(texts_file), *EXACT],
+                              capture_output=True, text=True, check=True, timeout=600)
     expected = [json.loads(line) for line in one_host.stdout.splitlines()]
     assert len(expected) == 2000
     options = {"suggest": True, "threshold": None, "level": "default", "use_dictionary_file": False}

@@ -98,6 +98,12 @@ def test_score_prints_highlights_and_json(tmp_path: Path, micro_run: Path) -> No
     assert [r["text"] for r in rows] == ["The farmer saw a red house.", "A doctor opened the window."]
     assert all(0 < t["p_replaced"] < 1 for r in rows for t in r["tokens"])
     assert rows[0]["words"][1]["word"] == "farmer"
+    spelled = run_cli("score", "--model", str(micro_run), "--output-format", "json", "--file", str(texts))
+    assert spelled.returncode == 0 and spelled.stdout == result.stdout  # --json is a spelling of it
+    assert "sentence score" in run_cli("score", "--model", str(micro_run), "--output-format", "text", "--file",
+                                       str(texts)).stdout
+    github = run_cli("score", "--model", str(micro_run), "--output-format", "github", "x")  # ged's only
+    assert github.returncode == 2 and "invalid choice: 'github'" in github.stderr
 
 
 @pytest.mark.slow
@@ -210,6 +216,15 @@ def test_thresholds_are_checked_before_the_model_loads(verb: str, value: str, tm
     assert len(err) == 1 and err[0].startswith("error: --threshold must be a number in [0, 1]"), err
 
 
+@pytest.mark.parametrize("verb", ["ged", "score"])
+def test_help_renders(verb: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from electra_detect.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main([verb, "--help"])  # argparse reads a lone % in a help text as a format: a traceback, not help
+    assert done.value.code == 0 and "--output-format" in capsys.readouterr().out
+
+
 def test_text_file_is_read_in_bounded_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from electra_detect.cli import texts as cli
     from electra_detect.errors import CliError
@@ -248,7 +263,7 @@ def test_score_file_streams_its_output(micro_run: Path) -> None:
 
 @pytest.mark.parametrize("how", ["no-argument", "dash"])
 def test_ged_is_a_unix_filter(how: str, micro_run: Path) -> None:
-    args = ["ged", "--model", str(micro_run)] + (["--file", "-"] if how == "dash" else [])
+    args = ["ged", "--output-format", "json", "--model", str(micro_run)] + (["--file", "-"] if how == "dash" else [])
     result = subprocess.run([*CLI, *args], input="She don't like it.\n\nThe farmer saw a red house.\n",
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
@@ -262,7 +277,7 @@ def test_ged_processes_write_what_one_process_writes_in_input_order(tmp_path: Pa
     lines = [f"Line {i}: the farmer {'saw' if i % 3 else 'see'} {i} red houses." for i in range(1100)]
     texts = tmp_path / "lines.txt"
     texts.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    ged = ["ged", "--model", str(micro_run), "--engine", "torch", "--file", str(texts)]
+    ged = ["ged", "--output-format", "json", "--model", str(micro_run), "--engine", "torch", "--file", str(texts)]
     one, two = run_cli(*ged), run_cli(*ged, "--processes", "2")
     assert one.returncode == 0 and two.returncode == 0, two.stderr
     assert [json.loads(line)["text"] for line in two.stdout.splitlines()] == lines
@@ -275,8 +290,9 @@ def test_ged_processes_write_what_one_process_writes_in_input_order(tmp_path: Pa
 def test_ged_stops_quietly_when_its_reader_goes_away(processes: str, tmp_path: Path, micro_run: Path) -> None:
     texts = tmp_path / "lines.txt"
     texts.write_text("The farmer saw a red house.\n" * 3000, encoding="utf-8")
-    proc = subprocess.Popen([*CLI, "ged", "--model", str(micro_run), "--engine", "torch", "--file", str(texts),
-                             "--processes", processes], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([*CLI, "ged", "--output-format", "json", "--model", str(micro_run), "--engine", "torch",
+                             "--file", str(texts), "--processes", processes], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline().startswith('{"text"')
     proc.stdout.close()  # as `| head -1` does
     assert proc.wait(timeout=120) == 1
@@ -288,9 +304,9 @@ def test_ged_interrupted_says_so_in_one_line(tmp_path: Path, micro_run: Path) ->
     texts.write_text("The farmer saw a red house.\n" * 3000, encoding="utf-8")
     # Ctrl-C as a terminal sends it: a test run started in the background (`make test &`) has SIGINT ignored, and
     # a child inherits that, so Python would never raise KeyboardInterrupt
-    proc = subprocess.Popen([*CLI, "ged", "--model", str(micro_run), "--engine", "torch", "--file", str(texts),
-                             "--processes", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen([*CLI, "ged", "--output-format", "json", "--model", str(micro_run), "--engine", "torch",
+                             "--file", str(texts), "--processes", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stdout.readline().startswith('{"text"')
     proc.send_signal(signal.SIGINT)  # Ctrl-C
     rest, stderr = proc.communicate(timeout=120)
@@ -302,7 +318,8 @@ def test_ged_processes_report_errors_as_one_line(tmp_path: Path, micro_run: Path
     texts = tmp_path / "lines.txt"
     # the bad bytes past the decoder's first 8 KiB read, so the first batch (8 lines) is read before them
     texts.write_bytes(b"".join(b"The farmer saw a red house.\n" for _ in range(400)) + b"\xff\xfe\n")
-    bad_line = run_cli("ged", "--model", str(micro_run), "--engine", "torch", "--file", str(texts), "--processes", "2")
+    bad_line = run_cli("ged", "--output-format", "json", "--model", str(micro_run), "--engine", "torch", "--file",
+                       str(texts), "--processes", "2")
     assert_clean_error(bad_line, "not UTF-8")
     assert len(bad_line.stdout.splitlines()) == 8  # the batch read before the bad line is written
     assert_clean_error(run_cli("ged", "--model", str(tmp_path / "none"), "--file", str(texts), "--processes", "2"),

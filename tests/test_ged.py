@@ -124,7 +124,8 @@ def test_scores_map_subwords_onto_whitespace_tokens(micro_run: Path) -> None:
 
 def test_ged_cli_flags_and_evaluates(tmp_path: Path, micro_run: Path) -> None:
     cli = [sys.executable, "-m", "electra_detect.cli"]
-    out = subprocess.run([*cli, "ged", "--model", str(micro_run), "--threshold", "0", "The farmer saw a house."],
+    out = subprocess.run([*cli, "ged", "--output-format", "json", "--model", str(micro_run), "--threshold", "0",
+                          "The farmer saw a house."],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     row = json.loads(out.stdout)

@@ -153,7 +153,8 @@ def test_stream_reads_ahead_a_bounded_number_of_batches_and_passes_errors_on(mic
 def test_cli_prints_the_engine_line_and_refuses_bad_workers(micro_run: Path, capsys) -> None:
     from electra_detect.cli import main
 
-    assert main(["ged", "--model", str(micro_run), "--engine", "torch", "He go to school."]) == 0
+    assert main(["ged", "--output-format", "json", "--model", str(micro_run), "--engine", "torch",
+                 "He go to school."]) == 0
     captured = capsys.readouterr()
     assert captured.err.startswith(f"engine: torch (cpu) from {micro_run / 'discriminator'}")
     assert json.loads(captured.out)["text"] == "He go to school."

@@ -12,7 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "models" / "electra-minilm"
-CLI = [sys.executable, "-m", "electra_detect.cli", "ged", "--model", str(SHIPPED), "--engine", "torch"]
+CLI = [sys.executable, "-m", "electra_detect.cli", "ged", "--output-format", "json", "--model", str(SHIPPED),
+       "--engine", "torch"]
 SENTENCE = "He go to the store yesterday and buyed three apple."
 ERRORS = {"go", "buyed", "apple"}  # what the shipped model flags in SENTENCE (its card's example)
 

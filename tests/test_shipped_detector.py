@@ -58,6 +58,7 @@ def test_ged_json_names_its_threshold_tags_and_training_data() -> None:
 
 
 def test_the_cli_reports_the_contraction_as_written() -> None:
-    out = subprocess.run([sys.executable, "-m", "electra_detect.cli", "ged", "--engine", "torch", "--model",
-                          str(SHIPPED), "She don't like it."], capture_output=True, text=True, timeout=300, check=True)
+    out = subprocess.run([sys.executable, "-m", "electra_detect.cli", "ged", "--output-format", "json", "--engine",
+                          "torch", "--model", str(SHIPPED), "She don't like it."], capture_output=True, text=True,
+                         timeout=300, check=True)
     assert [w["word"] for w in json.loads(out.stdout)["flagged"]] == ["don't"]

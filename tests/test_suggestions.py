@@ -178,7 +178,8 @@ def test_flagged_words_get_suggestions_that_improve_the_sentence(suggester: Sugg
 
 
 def test_ged_suggest_writes_suggestions_in_its_json() -> None:
-    cli = [sys.executable, "-m", "electra_detect.cli", "ged", "--model", str(SHIPPED), "--engine", "torch"]
+    cli = [sys.executable, "-m", "electra_detect.cli", "ged", "--output-format", "json", "--model", str(SHIPPED),
+           "--engine", "torch"]
     text = "She go to school every day."
     plain = subprocess.run([*cli, text], capture_output=True, text=True, timeout=300)
     assert plain.returncode == 0, plain.stderr

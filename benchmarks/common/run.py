@@ -92,11 +92,18 @@ def time_ged_file(model: Path, path: Path, lines: int, extra: list[str] = (), co
     return time_ged(model, ["--file", str(path)], lines, extra, code)
 
 
+def json_output(tree: Path) -> list[str]:
+    """The flag that makes checkout ``tree``'s ``ged`` write JSON lines, a line a text (its default before
+    ``--output-format`` came, which an older revision would refuse)."""
+    options = tree / "electra_detect" / "cli" / "options.py"
+    return ["--output-format", "json"] if "--output-format" in options.read_text(encoding="utf-8") else []
+
+
 def time_ged(model: Path, inputs: list[str], lines: int, extra: list[str] = (), code: Path | None = None
              ) -> dict[str, Any]:
     """:func:`time_ged_file` for any ``inputs`` of ``ged`` (``["--file", path]``, or a sentence)."""
     runner = ["-c", BASELINE_CLI] if code else ["-m", "electra_detect.cli"]
-    command = [sys.executable, *runner, "ged", "--model", str(model), *inputs, *extra]
+    command = [sys.executable, *runner, "ged", *json_output(code or ROOT), "--model", str(model), *inputs, *extra]
     env = {**os.environ, "PYTHONPATH": str(code)} if code else None  # before the editable install's finder
     started = time.perf_counter()
     first, count = None, 0

@@ -35,7 +35,8 @@ def final_stops(text: str, flags: list[tuple[int, int]]) -> int:
 def cli_flags(model: str, texts: list[str]) -> list[list[tuple[int, int]]]:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
         handle.write("\n".join(texts) + "\n")
-    command = [sys.executable, "-m", "electra_detect.cli", "ged", "--model", model, "--file", handle.name]
+    command = [sys.executable, "-m", "electra_detect.cli", "ged", "--output-format", "json", "--model", model,
+               "--file", handle.name]
     lines = subprocess.run(command, check=True, capture_output=True, text=True).stdout.splitlines()
     Path(handle.name).unlink()
     return [[(w["start"], w["end"]) for w in json.loads(line)["flagged"]] for line in lines]

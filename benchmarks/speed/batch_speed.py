@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text("\n".join(texts) + "\n", encoding="utf-8")
     result: dict[str, Any] = {"command": command_line(), "host_cores": os.cpu_count(), "sentences": len(texts)}
     print(f"{len(texts)} sentences; one-host runs ...", file=sys.stderr, flush=True)
-    result["ged_file"] = {f"processes_{n}": one_host(["ged"], path, n) for n in (1, 2)}
+    result["ged_file"] = {f"processes_{n}": one_host(["ged", "--output-format", "json"], path, n) for n in (1, 2)}
     result["score_file"] = one_host(["score", "--json"], path)
     print("batch runs ...", file=sys.stderr, flush=True)
     result["batch_ged"] = batch("ged", path, WORK / "ged")

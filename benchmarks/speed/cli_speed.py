@@ -188,12 +188,14 @@ def main() -> int:
                   "command": command_line()}
         for label, model in (("tiny (models/electra-tiny)", args.tiny_model), ("warm-start shape (6×384)", warm)):
             # the first use exports into the fresh cache: timed once, then every timed run starts from the cache
-            cold = run_cli(["ged", "--model", str(model), "The cat sat on the mat ."], 600, env)
+            cold = run_cli(["ged", "--output-format", "json", "--model", str(model), "The cat sat on the mat ."],
+                           600, env)
             rows = {}
             for name, engine, variant in CONFIGS:
                 flags = ["--engine", engine, *(["--variant", variant] if variant else [])]
-                rows[name] = {size: run_cli(["ged", "--model", str(model), "--file", str(path), *flags],
-                                            args.max_seconds, env) for size, path in (("small", small), ("big", big))}
+                ged = ["ged", "--output-format", "json", "--model", str(model), *flags]
+                rows[name] = {size: run_cli([*ged, "--file", str(path)], args.max_seconds, env)
+                              for size, path in (("small", small), ("big", big))}
                 print(json.dumps({"model": label, "config": name, **rows[name]["big"]}), file=sys.stderr, flush=True)
             rows["torch"]["first_use_export_s"] = cold["seconds"]
             result["models"][label] = rows

@@ -78,8 +78,7 @@ def main() -> int:
     args = parser.parse_args()
     make_file(args.file, args.mib)
     cmd = [sys.executable, "-m", "electra_detect.cli", args.verb, "--model", args.model, "--file", str(args.file)]
-    if args.verb == "score":
-        cmd.append("--json")
+    cmd += ["--output-format", "json"]  # a line a text, for both verbs
     # The fixed start-up (imports, model load) that any input pays: the same command on a one-line file.
     one = args.file.with_name(args.file.stem + ".one-line.txt")
     with open(args.file, encoding="utf-8") as handle:

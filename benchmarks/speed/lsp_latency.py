@@ -104,7 +104,8 @@ def warm_ged(model: Path, suggest: bool) -> Iterator[Any]:
     ged_verb.Checking, ged_verb.load_detector = checking, lambda *args, **kwargs: detector
     try:
         def run(path: Path) -> float:
-            argv = ["ged", "--markup", "markdown", "--model", str(model), "--file", str(path)]
+            argv = ["ged", "--output-format", "json", "--markup", "markdown", "--model", str(model), "--file",
+                    str(path)]
             with contextlib.redirect_stdout(io.StringIO()) as out:
                 started = time.perf_counter()
                 if main(argv + (["--suggest"] if suggest else [])) != 0:

@@ -1,4 +1,5 @@
-"""``electra-detect ged``: flag grammatical errors (JSON lines); ``ged eval``: score labelled data.
+"""``electra-detect ged``: flag grammatical errors (``--output-format`` text, json or github); ``ged eval``: score
+labelled data.
 
 (``ged train`` is the training layer's verb: ``electra_detect.training.cli``.)
 """
@@ -7,30 +8,44 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 
 from electra_detect.cli import verb
 from electra_detect.cli.engine import add_engine_args, add_model_arg, load_detector
-from electra_detect.cli.options import add_ged_option_args, add_labelled_data_args, ged_options, personal_dictionary
+from electra_detect.cli.options import (
+    add_ged_option_args,
+    add_labelled_data_args,
+    add_output_format_arg,
+    ged_options,
+    personal_dictionary,
+    project_settings,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from electra_detect.markup import MARKUPS  # light: the parsers load when a document is read
 
     p = verb(sub, "ged", run_ged,
-             help="flag grammatical errors in text (JSON lines out); `ged eval` scores a data set",
+             help="flag grammatical errors in text; `ged eval` scores a data set",
              description="Grammatical error detection: words whose replaced probability is >= --threshold are "
                          "flagged, each with its error type, rule, category and message (docs/ged_rules.md). "
-                         "`electra-detect ged eval --help` for evaluation.")
+                         "A project's .electra-detect.toml sets the level, rules, categories and dictionary "
+                         "(docs/ci.md). `electra-detect ged eval --help` for evaluation.")
     p.add_argument("text", nargs="*", help="text(s) to check")
     add_model_arg(p)
-    p.add_argument("--file", help="check each non-empty line of this file ('-' = stdin, also read when no text or "
-                                   "--file is given); with --markup other than text, the file as one document")
+    p.add_argument("--file", nargs="+", metavar="FILE",
+                   help="check each non-empty line of these files ('-' = stdin, also read when no text or --file is "
+                        "given); with --markup other than text, each file as one document")
     p.add_argument("--markup", choices=(*MARKUPS, "auto"), default="text",
-                   help="text (default): each line is a text; markdown, latex: --file (or standard input, or each text "
-                        "argument) is one document whose prose is checked block by block (not its code, URLs, math or "
-                        "commands), one JSON line a block with offsets into the document (docs/markup.md); auto: "
-                        "by --file's extension (.md, .markdown, .mdx: markdown; .tex, .latex: latex; else text)")
+                   help="text (default): each line is a text; markdown, latex: each --file (or standard input, or each "
+                        "text argument) is one document whose prose is checked block by block (not its code, URLs, "
+                        "math or commands), with lines and offsets of the document (docs/markup.md); "
+                        "<!-- electra-detect: off --> ... <!-- electra-detect: on --> (LaTeX: %% electra-detect: off "
+                        "... on) leaves a region unchecked; auto: each --file by its extension (.md, .markdown, .mdx: "
+                        "markdown; .tex, .latex: latex; else text)")
+    add_output_format_arg(p)
+    p.add_argument("--exit-code", action="store_true",
+                   help="exit 1 when any word is flagged, 0 when none is (without it: 0 either way; bad input: 2)")
     p.add_argument("--threshold", type=float, help="flag words with score >= this (default: the model's "
                                                   "tuned ged.json threshold at --level, else 0.5)")
     p.add_argument("--suggest", action="store_true",
@@ -44,7 +59,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--with-rules", action="store_true",
                    help="lift the model's score of words harper-py (rule-based) flags, by the weight and threshold "
                         "tuned for the model (ged.json \"rules\"); needs the rules extra")
-    add_ged_option_args(p)
+    add_ged_option_args(p, project_settings=True)
     add_engine_args(p, device=True, processes=True)
 
     e = verb(sub, "ged-eval", run_eval,
@@ -69,31 +84,43 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_ged(args: argparse.Namespace) -> int:
-    """One JSON line per text, in input order: the words flagged at --threshold (default: the model's tuned one at
-    --level), each with its type, rule, category and message (``FlaggedWord.to_dict``); with --suggest each with
-    its ``suggestions`` ({"value", "start", "end"}: value replaces text[start:end]). With --markup other than
-    text, one JSON line a prose block (:func:`document_batches`). Either way the batches take one path through the
-    model (:func:`check_stream`)."""
-    from electra_detect.cli.texts import input_batches
+    """The flagged words of every input, in input order, as ``--output-format`` writes them
+    (:mod:`electra_detect.cli.output`): words flagged at --threshold (default: the model's tuned one at --level),
+    each with its type, rule, category and message (``FlaggedWord.to_dict``); with --suggest each with its
+    ``suggestions`` ({"value", "start", "end"}: value replaces text[start:end]). A line-mode input gives a unit a
+    line, a markup document a unit a prose block (:mod:`electra_detect.cli.sources`); all take one path through
+    the model (:func:`check_stream`). Exit 1 with --exit-code when a word was flagged."""
+    from electra_detect.cli.output import writer_for
+    from electra_detect.cli.sources import plan_sources, unit_batches
     from electra_detect.errors import CliError
+    from electra_detect.ignores import drop_ignored
 
     # bad options: before any input
-    options = ged_options(args, suggest=args.suggest, with_rules=args.with_rules, ranked=args.ranked)
+    options = ged_options(args, project_settings(args), suggest=args.suggest,
+                          with_rules=args.with_rules, ranked=args.ranked)
     dictionary = personal_dictionary(args.dictionary)
     if args.processes < 1:
         raise CliError("--processes must be >= 1")
     if args.processes > 1 and args.workers:
         raise CliError("--workers sets one process's scoring threads; with --processes each process scores one "
                        "batch at a time")
-    markup = chosen_markup(args.markup, args.file)
-    if markup == "text":
-        batches, write = input_batches(args.text, args.file, args.verb), write_lines
-    else:
-        batches, write = document_batches(read_documents(args.text, args.file), markup)
+    sources = plan_sources(args.text, args.file, args.markup)
+    batches, waiting = unit_batches(sources, args.verb)
+    writer = writer_for(args.output_format)
+
+    def write(threshold: float, served: dict, _texts: list[str], flagged: list[list[dict]]) -> None:
+        for unit, words in zip(waiting.popleft(), flagged, strict=True):
+            if unit.block is not None:  # offsets into the document, flags on stand-ins and switched-off regions out
+                words = drop_ignored([w for w in (in_document(word, unit.block) for word in words) if w is not None],
+                                     unit.source.ignored)
+            writer.add(unit, threshold, served, words)
+        writer.flush()
+
     if batches is not None:  # no input, or no prose: nothing to check, and no model loaded
         # a file (or a document) is long enough to use the seconds the engine's first batches take
-        check_stream(args, batches, write, dictionary, options, preload=markup != "text" or bool(args.file))
-    return 0
+        preload = bool(args.file) or any(source.markup != "text" for source in sources)
+        check_stream(args, batches, write, dictionary, options, preload=preload)
+    return 1 if args.exit_code and writer.flagged else 0
 
 
 def check_stream(args: argparse.Namespace, batches: Iterable[list[str]], write: Callable[..., None],
@@ -121,16 +148,6 @@ def check_stream(args: argparse.Namespace, batches: Iterable[list[str]], write: 
     with closing(checking.detector.stream(batches, workers=args.workers or None)) as results:
         for scored in results:
             write(*checking.checked(scored))
-
-
-def write_lines(threshold: float, served: dict, texts: list[str], flagged: list[list[dict]]) -> None:
-    """Plain text's output: each text, the threshold, its flagged words and what served them, one JSON line a
-    text, written as it goes (a long file shows results at once)."""
-    import sys
-
-    sys.stdout.write("".join(json.dumps({"text": text, "threshold": threshold, "flagged": words, **served}) + "\n"
-                             for text, words in zip(texts, flagged, strict=True)))
-    sys.stdout.flush()
 
 
 class Checking:
@@ -176,87 +193,6 @@ def check_batch(texts: list[str]) -> tuple[str, float, dict, list[str], list[lis
         raise _PROCESS["error"]
     checking = _PROCESS["checking"]
     return checking.detector.describe(), *checking.checked(checking.detector.score(list(texts)))
-
-
-def chosen_markup(markup: str, file: str | None) -> str:
-    """``--markup`` as it applies: ``auto`` is the markup of --file's extension, and plain text for standard input
-    and text arguments."""
-    from electra_detect.markup import markup_for_path
-
-    if markup != "auto":
-        return markup
-    return markup_for_path(file) if file and file != "-" else "text"
-
-
-def read_documents(texts: list[str], file: str | None) -> list[str]:
-    """The documents --markup checks: each text argument, then --file (or standard input when neither is given)
-    read whole, its line breaks as they are (offsets count the file's own characters, \\r\\n as two)."""
-    import sys
-
-    from electra_detect.errors import CliError
-
-    documents = list(texts)
-    if not file and texts:
-        return documents
-    if not file or file == "-":
-        if sys.stdin is None or sys.stdin.isatty():
-            raise CliError("no document to check: give --file, text arguments, or pipe a document on standard input")
-        name, data = "standard input", sys.stdin.buffer.read()
-    else:
-        name = file
-        try:
-            with open(file, "rb") as handle:
-                data = handle.read()
-        except FileNotFoundError:
-            raise CliError(f"input file not found: {file}") from None
-        except OSError as exc:
-            raise CliError(f"cannot read {file}: {exc.strerror}") from None
-    try:
-        documents.append(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise CliError(f"input file is not UTF-8 text: {name}") from None
-    return documents
-
-
-def document_batches(documents: list[str], markup: str) -> tuple[Iterator[list[str]] | None, Callable[..., None]]:
-    """``ged --markup``: the documents' prose blocks in batches of texts, and the writer of their output, one JSON
-    line a block in document order: ``block`` (its start and end in the document), ``text`` (the prose the model
-    read), the threshold, the flagged words with offsets into the document (flags on code, math or a URL's
-    stand-in dropped), what served them, and ``document`` (its index) when there are several. No batches (None)
-    when no document holds prose; a document markup cannot read is an error here, before the model loads."""
-    import sys
-    from collections import deque
-
-    from electra_detect.cli.texts import STREAM_BIG, STREAM_CHARS
-    from electra_detect.markup import prose_blocks
-
-    blocks = [(number, block) for number, document in enumerate(documents) for block in prose_blocks(document, markup)]
-    several = len(documents) > 1
-    waiting: deque[list] = deque()  # the blocks of each batch sent to the engine, in order
-
-    def batches() -> Iterator[list[str]]:
-        batch, chars, limit = [], 0, 8  # a small first batch: the first lines show soon
-        for item in blocks:
-            batch.append(item)
-            chars += len(item[1].text)
-            if len(batch) >= limit or chars >= STREAM_CHARS:
-                waiting.append(batch)
-                yield [block.text for _number, block in batch]
-                batch, chars, limit = [], 0, STREAM_BIG
-        if batch:
-            waiting.append(batch)
-            yield [block.text for _number, block in batch]
-
-    def write(threshold: float, served: dict, _texts: list[str], flagged: list[list[dict]]) -> None:
-        for (number, block), words in zip(waiting.popleft(), flagged, strict=True):
-            row = {"block": {"start": block.start, "end": block.end}, "text": block.text, "threshold": threshold,
-                   "flagged": [w for w in (in_document(word, block) for word in words) if w is not None], **served}
-            if several:
-                row["document"] = number
-            sys.stdout.write(json.dumps(row) + "\n")
-        sys.stdout.flush()
-
-    return (batches() if blocks else None), write
 
 
 def in_document(word: dict, block: object) -> dict | None:

@@ -1,6 +1,7 @@
 """Options several verbs share, each defined once: labelled GED data (``--format``, ``--refs``, ``--combine``,
 ``--annotator``), the personal dictionary (``--dictionary``), the writer's GED controls (``--level``,
-``--disable``, ...: ``ged`` and ``batch ged``) and an n-best list's ``--format``. The model and engine options
+``--disable``, ...: ``ged`` and ``batch ged``; ``--settings``), an n-best list's ``--format`` and the output's
+``--output-format`` (``ged``, ``score``). The model and engine options
 (``--threads`` too) are in :mod:`electra_detect.cli.engine`. Other layers' verbs (``ged train``, ``calibrate``,
 ``pos-bias``, ``serve``, ``demo``, ``lsp``, ``rerank train``, ``batch``) add them the same way, so a flag reads
 alike on every verb.
@@ -16,6 +17,7 @@ from typing import Any
 LABELLED_FORMATS = ("m2", "tsv", "parallel", "bea")
 COMBINE_CHOICES = ("first", "any", "majority")
 COMBINE_DEFAULT = "first"  # the one default: ged eval and ged train label alike
+OUTPUT_FORMATS = ("text", "json", "github")  # electra_detect.cli.output's writers
 DICTIONARY_HELP = ("personal dictionary, one word a line, never flagged nor suggested, read again when it changes "
                    "(default: $ELECTRA_DETECT_DICTIONARY, else $XDG_CONFIG_HOME/electra-detect/dictionary.txt when it "
                    "exists; docs/writers.md)")
@@ -63,8 +65,10 @@ def personal_dictionary(path: str | None) -> Any:
     return PersonalDictionary() if path is None else PersonalDictionary(Path(path))
 
 
-def add_ged_option_args(p: argparse.ArgumentParser) -> None:
-    """The writer's controls of the GED task (``tasks.ged.options.GedOptions``), as LanguageTool names them."""
+def add_ged_option_args(p: argparse.ArgumentParser, project_settings: bool = False) -> None:
+    """The writer's controls of the GED task (``tasks.ged.options.GedOptions``), as LanguageTool names them;
+    ``project_settings``: also ``--settings`` / ``--no-settings``, and ``--level`` unset unless given, so that a
+    project's ``.electra-detect.toml`` (:mod:`electra_detect.project_settings`) fills what the flags leave."""
     g = p.add_argument_group("rules, categories and dictionary (docs/writers.md, docs/ged_rules.md)")
     g.add_argument("--disable", action="append", default=[], metavar="RULE",
                    help="switch a rule off (LanguageTool's disabledRules); repeat or comma-separate; unknown ids are "
@@ -77,21 +81,60 @@ def add_ged_option_args(p: argparse.ArgumentParser) -> None:
                    help="a category to keep with --enabled-only (enabledCategories)")
     g.add_argument("--enabled-only", action="store_true",
                    help="flag only under the rules and categories given by --enable and --enable-category")
-    g.add_argument("--level", choices=("default", "picky"), default="default",
-                   help="picky flags more: the lower threshold tuned for it (ged.json \"levels\")")
+    g.add_argument("--level", choices=("default", "picky"), default=None if project_settings else "default",
+                   help="picky flags more: the lower threshold tuned for it (ged.json \"levels\"); default: the "
+                        "project settings' level, else default" if project_settings else
+                        "picky flags more: the lower threshold tuned for it (ged.json \"levels\")")
     add_dictionary_arg(g)
     g.add_argument("--word", action="append", default=[], metavar="WORD",
                    help="a word to take as right, beside the dictionary's; repeat for more")
+    if project_settings:
+        from electra_detect.project_settings import SETTINGS_NAME  # light: tomllib, pathlib
+
+        s = g.add_mutually_exclusive_group()
+        s.add_argument("--settings", metavar="FILE",
+                       help=f"the project settings file (default: the nearest {SETTINGS_NAME} upward from the working "
+                            "directory, not past a folder holding .git): level, disabled-rules, disabled-categories, "
+                            "words, dictionary; a flag given overrides its setting, --word adds to its words "
+                            "(docs/ci.md)")
+        s.add_argument("--no-settings", action="store_true", help=f"read no {SETTINGS_NAME}")
 
 
-def ged_options(args: argparse.Namespace, **fields) -> object:
-    """The ``GedOptions`` the flags of :func:`add_ged_option_args` (and ``fields``) ask for."""
+def project_settings(args: argparse.Namespace) -> Any:
+    """The project settings the flags choose (``--settings FILE``, else the file found from the working directory,
+    none with ``--no-settings``), or None."""
+    from electra_detect.project_settings import find_project_settings, read_project_settings
+
+    if getattr(args, "no_settings", False):
+        return None
+    if getattr(args, "settings", None):
+        return read_project_settings(args.settings)
+    return find_project_settings(".")
+
+
+def ged_options(args: argparse.Namespace, settings: Any = None, **fields) -> object:
+    """The ``GedOptions`` the flags of :func:`add_ged_option_args` (and ``fields``) ask for, over the project's
+    ``settings`` (``ProjectSettings``: what a flag leaves unset)."""
     from electra_detect.tasks.ged.options import build_ged_options
 
-    return build_ged_options(threshold=getattr(args, "threshold", None), level=args.level,
-                             disabled_rules=args.disable, enabled_rules=args.enable,
-                             disabled_categories=args.disable_category, enabled_categories=args.enable_category,
-                             enabled_only=args.enabled_only, words=args.word, threshold_name="--threshold", **fields)
+    given = {"level": args.level, "disabled_rules": args.disable, "disabled_categories": args.disable_category,
+             "words": args.word}
+    if settings is not None:
+        given = settings.ged_fields(**given)
+    return build_ged_options(threshold=getattr(args, "threshold", None), level=given["level"] or "default",
+                             disabled_rules=given["disabled_rules"], enabled_rules=args.enable,
+                             disabled_categories=given["disabled_categories"],
+                             enabled_categories=args.enable_category, enabled_only=args.enabled_only,
+                             words=given["words"], threshold_name="--threshold", **fields)
+
+
+def add_output_format_arg(p: argparse.ArgumentParser, formats: tuple[str, ...] = OUTPUT_FORMATS) -> None:
+    """``--output-format`` (``args.output_format``): text (the default, terminal or not), json (JSON lines), github
+    (workflow annotations), as far as the verb writes them."""
+    described = {"text": "text (default): for reading, coloured on a terminal unless NO_COLOR is set",
+                 "json": "json: one JSON object a line", "github": "github: GitHub Actions annotations"}
+    p.add_argument("--output-format", choices=formats, default="text", dest="output_format",
+                   help="; ".join(described[f] for f in formats))
 
 
 def add_nbest_format_arg(p: argparse.ArgumentParser, flag: str = "--format", dest: str = "fmt") -> None:

@@ -6,6 +6,7 @@ import argparse
 
 from electra_detect.cli import DEFAULT_MODEL, verb
 from electra_detect.cli.engine import add_engine_args, add_model_arg, load_detector
+from electra_detect.cli.options import add_output_format_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -15,7 +16,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_model_arg(p, f"run dir or discriminator dir (default {DEFAULT_MODEL})")
     p.add_argument("--file", help="score each non-empty line of this file ('-' = stdin, "
                                    "also read when no text or --file is given)")
-    p.add_argument("--json", action="store_true", help="one JSON object per text")
+    add_output_format_arg(p, ("text", "json"))
+    p.add_argument("--json", action="store_const", const="json", dest="output_format",
+                   help="one JSON object per text (--output-format json)")
     p.add_argument("--threshold", type=float, help="highlight words with score >= this (default: the model's "
                                                   "tuned ged.json threshold, else 0.5)")
     add_engine_args(p, device=True)
@@ -23,9 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
-    import os
     import sys
 
+    from electra_detect.cli.output import color_wanted
     from electra_detect.cli.texts import check_unit_interval, input_batches
     from electra_detect.highlight import render_highlight, render_table
 
@@ -35,11 +38,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     detector = load_detector(args, task="score")
     threshold = detector.threshold() if args.threshold is None else args.threshold
-    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    color = color_wanted(sys.stdout)
     for scored in detector.stream(batches, workers=args.workers or None):
         lines = []
         for scores in scored:
-            if args.json:
+            if args.output_format == "json":
                 lines.append(json.dumps(scores.to_dict()))
             else:
                 lines += [render_highlight(scores, threshold, color=color), render_table(scores)]

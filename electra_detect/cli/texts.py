@@ -6,11 +6,12 @@ Known failures raise ``CliError`` (or the task's own error): the CLI prints it a
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import stat
 import sys
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 from electra_detect.errors import CliError
 
@@ -18,6 +19,7 @@ STREAM_TEXTS = 64  # texts scored per batch when reading --file: memory stays bo
 STREAM_BIG = 512  # ... or this many for the scoring pipeline: longer runs to sort by length, less padding
 STREAM_CHARS = 256_000  # ... and at most about this many characters per batch
 MAX_LINE_CHARS = 1_000_000  # one line longer than this is an error, not a memory blow-up
+T = TypeVar("T")
 
 
 def fail(message: str) -> int:
@@ -59,53 +61,60 @@ def open_texts(file: str | None, texts: list[str] | None = None) -> Any:
 
 def text_batches(texts: list[str], file: str | None, handle: Any, per_batch: int = STREAM_TEXTS,
                  label: str = "") -> Iterator[list[str]]:
-    """``texts``, then the non-empty lines of ``handle`` (``file`` opened by :func:`open_texts`), in batches of up
-    to ``per_batch`` texts and about STREAM_CHARS characters (the first batch smaller, so that results show
-    soon); read as they are needed, with a progress bar (bytes read, named ``label``) when stderr is a terminal.
-    No text at all (an empty file, empty standard input) gives no batch: a pipeline over many files goes on.
-    Raises CliError when a line cannot be read."""
-    from tqdm import tqdm
+    """``texts``, then the non-empty lines of ``handle`` (``file`` opened by :func:`open_texts`), in batches
+    (:func:`batched`), read as they are needed, with a progress bar (bytes read, named ``label``) when stderr is a
+    terminal. No text at all (an empty file, empty standard input) gives no batch: a pipeline over many files goes
+    on. Raises CliError when a line cannot be read."""
+    lines = (text for _number, text in numbered_lines(handle, file, label)) if handle is not None else ()
+    return batched(itertools.chain((t for t in texts if t.strip()), lines), per_batch)
 
-    batch = [t for t in texts if t.strip()]
-    sent, number, error = 0, 0, None
-    chars, limit = sum(map(len, batch)), 8
-    size, name = None, "standard input" if file in (None, "-") else file
-    if handle is not None:
-        try:
-            info = os.fstat(handle.fileno())
-            size = info.st_size if stat.S_ISREG(info.st_mode) else None  # a pipe has no size to show
-        except (OSError, ValueError, io.UnsupportedOperation):
-            pass
-    bar = tqdm(total=size, unit="B", unit_scale=True, desc=label, file=sys.stderr, leave=False,
-               disable=handle is None or not sys.stderr.isatty())
-    try:
-        if handle is not None:
-            with handle:
-                while line := handle.readline(MAX_LINE_CHARS + 2):
-                    number += 1
-                    bar.update(len(line.encode("utf-8")))
-                    if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
-                        error = f"{name}: line {number} is longer than {MAX_LINE_CHARS:,} characters; split it"
-                        break
-                    text = line.rstrip("\n")
-                    if not text.strip():
-                        continue
-                    batch.append(text)
-                    chars += len(text)
-                    if len(batch) >= limit or chars >= STREAM_CHARS:
-                        sent += len(batch)
-                        yield batch
-                        batch, chars, limit = [], 0, per_batch
-    except UnicodeDecodeError:
-        error = f"input file is not UTF-8 text: {name}"
-    except OSError as exc:
-        error = f"cannot read {name}: {exc.strerror}"
-    finally:
-        bar.close()  # before any error line: the bar never follows or overwrites it
-    if error is not None:
-        raise CliError(error)
+
+def batched(items: Iterable[T], per_batch: int, text: Callable[[T], str] = str) -> Iterator[list[T]]:
+    """``items`` in batches of up to ``per_batch`` (the first of 8, so that results show soon) and about
+    STREAM_CHARS characters of ``text(item)``, taken from ``items`` only as each batch is needed."""
+    batch: list[T] = []
+    chars, limit = 0, 8
+    for item in items:
+        batch.append(item)
+        chars += len(text(item))
+        if len(batch) >= limit or chars >= STREAM_CHARS:
+            yield batch
+            batch, chars, limit = [], 0, per_batch
     if batch:
         yield batch
+
+
+def numbered_lines(handle: Any, file: str | None, label: str = "") -> Iterator[tuple[int, str]]:
+    """The non-empty lines of ``handle`` (``file`` opened by :func:`open_texts`; closed at the end) with their
+    1-based numbers in the file, without their line break, read one at a time; a progress bar (bytes read, named
+    ``label``) when stderr is a terminal. Raises CliError when a line cannot be read."""
+    from tqdm import tqdm
+
+    size, name = None, "standard input" if file in (None, "-") else file
+    try:
+        info = os.fstat(handle.fileno())
+        size = info.st_size if stat.S_ISREG(info.st_mode) else None  # a pipe has no size to show
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+    bar = tqdm(total=size, unit="B", unit_scale=True, desc=label, file=sys.stderr, leave=False,
+               disable=not sys.stderr.isatty())
+    number = 0
+    try:
+        with handle:
+            while line := handle.readline(MAX_LINE_CHARS + 2):
+                number += 1
+                bar.update(len(line.encode("utf-8")))
+                if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+                    raise CliError(f"{name}: line {number} is longer than {MAX_LINE_CHARS:,} characters; split it")
+                text = line.rstrip("\n")
+                if text.strip():
+                    yield number, text
+    except UnicodeDecodeError:
+        raise CliError(f"input file is not UTF-8 text: {name}") from None
+    except OSError as exc:
+        raise CliError(f"cannot read {name}: {exc.strerror}") from None
+    finally:
+        bar.close()  # before any error line: the bar never follows or overwrites it
 
 
 def read_text_files(paths: list[str]) -> list[str]:
@@ -129,8 +138,6 @@ def input_batches(texts: list[str], file: str | None, label: str):
     """The verb's texts in batches (no text and no --file: standard input), or None when there are none at all
     (an empty file or input gives no output, so a pipeline over many files goes on). The first batch is read
     here, so an unreadable first line is reported before a model loads."""
-    import itertools
-
     batches = text_batches(texts, file, open_texts(file, texts), per_batch=STREAM_BIG, label=label)
     first = next(batches, None)
     return None if first is None else itertools.chain([first], batches)
