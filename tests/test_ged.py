@@ -234,3 +234,22 @@ def test_type_metrics_score_operations_on_detected_tokens() -> None:
     assert result["operation_accuracy"] == 0.5 and result["type_accuracy"] == 1.0  # "to" is U, predicted R
     assert result["per_type"]["DET"] == {"tokens": 1, "recall": 0.0, "type_accuracy": 0.0}
     assert result["per_type"]["PREP"] == {"tokens": 1, "recall": 1.0, "type_accuracy": 1.0}
+
+
+def test_ged_eval_as_shown_scores_what_ged_shows(tmp_path: Path) -> None:
+    """`ged eval --as-shown` counts the words `ged` shows (its checker and filters), not raw scores at a threshold."""
+    data = tmp_path / "tiny.tsv"
+    data.write_text("He\tc\ngo\ti\nto\tc\nthe\tc\nstore\tc\nyesterday\tc\n.\tc\n\nShe\tc\nlike\ti\nit\tc\n.\tc\n")
+    shipped = Path(__file__).resolve().parents[1] / "models" / "electra-minilm"
+    base = [sys.executable, "-m", "electra_detect.cli", "ged", "eval", "--model", str(shipped), "--data", str(data),
+            "--format", "tsv"]
+    shown = subprocess.run([*base, "--as-shown"], capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    listed = subprocess.run([sys.executable, "-m", "electra_detect.cli", "ged", "--model", str(shipped),
+                             "--output-format", "json", "He go to the store yesterday .", "She like it ."],
+                            capture_output=True, text=True, timeout=300)
+    flagged = sum(len(json.loads(line)["flagged"]) for line in listed.stdout.splitlines())
+    assert report["threshold_source"] == "as shown" and report["shown"] == flagged >= 1 and report["recall"] > 0
+    refused = subprocess.run([*base, "--as-shown", "--split"], capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "--as-shown" in refused.stderr

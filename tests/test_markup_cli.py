@@ -69,8 +69,10 @@ def test_markdown_reports_the_sentences_errors_only_with_file_offsets(tmp_path: 
     for word, start, end in found:  # exact offsets into the file, inside the sentence
         assert document[start:end] == word and sentence <= start < end <= sentence + len(SENTENCE)
     for word in rows[1]["flagged"]:
-        for suggestion in word["suggestions"]:  # a suggestion replaces the file's own characters
-            assert document[suggestion["start"]:suggestion["end"]] == word["word"]
+        for suggestion in word["suggestions"]:  # a suggestion replaces the file's own characters (a deletion: with
+            span = document[suggestion["start"]:suggestion["end"]]  # the space before the word)
+            assert span.strip() == word["word"] and suggestion["start"] <= word["start"] < word["end"] <= \
+                suggestion["end"]
     assert ged("--markup", "auto", "--file", str(path), "--suggest") == rows  # auto: by the .md extension
 
 

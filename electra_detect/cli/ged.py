@@ -80,6 +80,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--per-pos-thresholds", action="store_true",
                    help="also tune one threshold per universal POS tag (spaCy) on the tuning data; used when it "
                         "beats the single threshold in 2-fold cross-validation on the tuning data")
+    e.add_argument("--as-shown", action="store_true",
+                   help="score what `ged` shows: its checker, filters and quiet rule at --level (and --threshold, "
+                        "else the model's), a token counted flagged when a shown word overlaps it")
+    e.add_argument("--level", choices=("default", "picky"), default="default", help="with --as-shown: ged's --level")
     add_engine_args(e, workers=False, device=True)  # the engine `ged` runs, so that eval measures what users run
 
 
@@ -224,7 +228,20 @@ def run_eval(args: argparse.Namespace) -> int:
         tuning, sentences = split_sentences(sentences, 0.5, args.seed)
     if args.per_pos_thresholds and (not tuning or args.threshold is not None):
         raise GedDataError("--per-pos-thresholds tunes its thresholds: give --split or --tune-on, and no --threshold")
+    if args.as_shown and (tuning or args.per_pos_thresholds or args.zero_shot):
+        raise GedDataError("--as-shown scores what ged shows at its own threshold: no --tune-on, --split, "
+                           "--per-pos-thresholds or --zero-shot")
+    if not args.as_shown and args.level != "default":
+        raise GedDataError("--level goes with --as-shown (plain eval reads the model's scores at one threshold)")
     detector = load_detector(args, task="score" if args.zero_shot else "ged", threads=None)
+    if args.as_shown:
+        from electra_detect.tasks.ged.evaluation import evaluate_shown
+        from electra_detect.tasks.ged.options import build_ged_options
+
+        options = build_ged_options(threshold=args.threshold, level=args.level, use_dictionary_file=False,
+                                    threshold_name="--threshold")
+        print(json.dumps(evaluate_shown(detector, sentences, options)))
+        return 0
     report = evaluate(detector, sentences, tuning, args.threshold, per_pos=args.per_pos_thresholds, seed=args.seed)
     print(json.dumps(report))
     return 0
