@@ -13,7 +13,9 @@ the client's ``initializationOptions``), each optional::
 The workspace file, at the root of the workspace folder holding the document, adds to them: ``{"disabledRules": [...],
 "disabledCategories": [...], "words": [...]}``. A document in no workspace folder has the user's file instead
 (``$XDG_CONFIG_HOME/electra-detect/default-workspace.json``): the disable-rule action writes only these files, never
-beside a document a client names.
+beside a document a client names. The project's ``.electra-detect.toml`` (found upward from the workspace folder,
+as the CLI finds it: ``electra_detect.project_settings``) lies under both: its level applies when the editor sets
+none, and its rules, categories and words join the others.
 
 Every file here is read only when it is a regular file within a size bound (``read_bounded``): a setting or a
 workspace may name ``/dev/zero``, a FIFO or a log of gigabytes.
@@ -69,7 +71,7 @@ class LspSettings:
     disabled_categories: tuple[str, ...] = ()
     enabled_categories: tuple[str, ...] = ()
     enabled_only: bool = False
-    level: str = "default"
+    level: str | None = None  # None: the project's (.electra-detect.toml), else default
     words: tuple[str, ...] = ()
     dictionary: str | None = None
     model: str | None = None
@@ -108,7 +110,6 @@ class LspSettings:
             raise SettingsError(f"{SECTION}.diagnosticSeverity must be one of {', '.join(SEVERITIES)}, "
                                 f"got {values['severity']!r}")
         values["severity"] = (values.get("severity") or "information").lower()
-        values["level"] = values.get("level") or "default"
         settings = cls(**values)
         settings.options(WorkspaceRules())  # a bad level or enabledOnly without rules: refused now, not per check
         return settings
@@ -116,7 +117,8 @@ class LspSettings:
     def options(self, workspace: WorkspaceRules) -> GedOptions:
         """The GED options of a check in a workspace: these settings and the workspace file's rules and words;
         suggestions always (the quick fixes)."""
-        return build_ged_options(level=self.level, disabled_rules=(*self.disabled_rules, *workspace.disabled_rules),
+        return build_ged_options(level=self.level or workspace.level or "default",
+                                 disabled_rules=(*self.disabled_rules, *workspace.disabled_rules),
                                  enabled_rules=self.enabled_rules,
                                  disabled_categories=(*self.disabled_categories, *workspace.disabled_categories),
                                  enabled_categories=self.enabled_categories, enabled_only=self.enabled_only,
@@ -133,8 +135,9 @@ class LspSettings:
 
 @dataclass(frozen=True)
 class WorkspaceRules:
-    """What a workspace file adds to the settings."""
+    """What a workspace file (and the project's ``.electra-detect.toml``) adds to the settings."""
 
+    level: str | None = None  # the project's level, when the editor sets none
     disabled_rules: tuple[str, ...] = ()
     disabled_categories: tuple[str, ...] = ()
     words: tuple[str, ...] = ()
@@ -190,6 +193,8 @@ class WorkspaceFile:
         self.path = folder / (USER_WORKSPACE_FILE if user else WORKSPACE_FILE)
         self._stamp: tuple[int, int] | None = None
         self._rules = WorkspaceRules()
+        self._project: Any = None
+        self._project_stamp: tuple[str, int, int] | None = None
 
     def rules(self) -> WorkspaceRules:
         """The file's rules now; SettingsError (one line naming the file) when it is not what the docs say."""
@@ -207,7 +212,29 @@ class WorkspaceFile:
                                             (("disabledRules", "disabled_rules"),
                                              ("disabledCategories", "disabled_categories"), ("words", "words"))})
             self._stamp = stamp
-        return self._rules
+        return self._with_project(self._rules)
+
+    def _with_project(self, rules: WorkspaceRules) -> WorkspaceRules:
+        """The rules with the project's ``.electra-detect.toml`` (found upward from the folder, read with a bound, as
+        the CLI reads it) under them: its level, rules, categories and words."""
+        if self.user:
+            return rules
+        from electra_detect.project_settings import ProjectSettingsError, find_settings_file, read_project_settings
+
+        try:
+            path = find_settings_file(self.folder)
+            if path is None:
+                return rules
+            status = path.stat()
+            stamp = (str(path), status.st_mtime_ns, status.st_size)
+            if stamp != self._project_stamp:  # read again only when it changed, as the workspace file is
+                self._project, self._project_stamp = read_project_settings(path), stamp
+        except (ProjectSettingsError, OSError) as exc:
+            raise SettingsError(str(exc)) from None
+        project = self._project
+        return WorkspaceRules(level=project.level, disabled_rules=(*project.disabled_rules, *rules.disabled_rules),
+                              disabled_categories=(*project.disabled_categories, *rules.disabled_categories),
+                              words=(*project.words, *rules.words))
 
     def _read(self) -> dict[str, Any]:
         data = read_bounded(self.path, WORKSPACE_FILE_BYTES, "workspace file")
