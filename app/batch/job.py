@@ -174,17 +174,17 @@ def _run_on_ray(job: BatchJob, pending: list[batch_inputs.Shard], texts: int) ->
                                      num_cpus=job.cpus_per_actor, num_gpus=job.gpus_per_actor or None)
         shown = job.progress if job.progress is not None else sys.stderr.isatty()
         totals = {"texts": 0, "flagged": 0, "errors": 0}
-        first_result = None
+        finished: list[tuple[float, int]] = []  # (seconds since the job began, texts) a shard: the rate's timeline
         with tqdm(total=texts, unit="text", desc=f"batch {job.verb}", file=sys.stderr, disable=not shown,
                   leave=False) as bar:
             for row in results.iter_rows():
-                if first_result is None:
-                    first_result = time.perf_counter() - begun
+                finished.append((round(time.perf_counter() - begun, 3), int(row["texts"])))
                 for key in totals:
                     totals[key] += int(row[key])
                 bar.update(int(row["texts"]))
         return {**totals, "actors": actors, "ray_start_s": round(ray_start, 3),
-                "first_shard_s": round(first_result or 0.0, 3), "ray_s": round(time.perf_counter() - begun, 3)}
+                "first_shard_s": finished[0][0] if finished else 0.0, "ray_s": round(time.perf_counter() - begun, 3),
+                "shards_finished": finished}
     finally:
         restore()
         if own:

@@ -19,7 +19,7 @@ from electra_detect.app.batch.inputs import Row, Shard, read_shard
 from electra_detect.app.batch.manifest import shard_file
 from electra_detect.app.batch.rows import write_shard
 
-CHECK_TEXTS = 256  # texts a call of the checker: what `ged --file` streams at most
+CHECK_TEXTS = 64  # texts a call of the checker: what `ged --file` streams at once (cli.texts.STREAM_TEXTS)
 
 
 class ShardWorker:

@@ -5,8 +5,8 @@
 The data is our own: sentences of the embedded corpus (State of the Union addresses, public domain), every text
 fluent, none from a held-out set. Each command runs alone, one after the other, on this host's cores:
 - the one-host verbs: `ged --file` with --processes 1 and 2 (the best counts), `score --file`;
-- `batch ged` and `batch score` with 2 actors: their rate counted from the first shard written and counting Ray's
-  start; each actor's peak RSS against the one-host process's;
+- `batch ged` and `batch score` with 2 actors: their rate once running (between 10% and 90% of the texts written,
+  for the one-host verbs too) and counting Ray's start; each actor's peak RSS against the one-host process's;
 - a `batch ged` stopped by SIGTERM half-way and started again with the same --output: its two runs' wall time
   against one uninterrupted run's;
 - the fluency figure `score` rows carry (`sentence_mean`, the mean log(1 - p) over a text's tokens) on the fluent
@@ -109,17 +109,18 @@ def one_host(verb: list[str], path: Path, processes: int = 1) -> dict[str, Any]:
     with PeakRss(f"--file {path}") as rss:
         start = time.perf_counter()
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        first, lines = None, 0
+        first, lines, times = None, 0, []
         for _ in proc.stdout:
             lines += 1
-            first = first or time.perf_counter() - start
+            times.append(time.perf_counter() - start)
+            first = first or times[-1]
         proc.wait()
         wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} exited {proc.returncode}")
     return {"command": " ".join(command[2:]), "wall_s": round(wall, 2), "first_output_s": round(first or 0, 2),
             "texts": lines, "texts_per_s": round(lines / wall, 1),
-            "texts_per_s_from_first": round(lines / (wall - (first or 0)), 1),
+            "texts_per_s_from_first": middle_rate([(t, 1) for t in times]),
             "peak_rss_mb": round(max(rss.peaks.values(), default=0) / 2**20)}
 
 
@@ -127,7 +128,7 @@ def batch(verb: str, path: Path, output: Path, stop_after_s: float | None = None
           extra: list[str] | None = None) -> dict[str, Any]:
     """`batch VERB` with 2 actors into ``output`` (a fresh one unless resuming); ``stop_after_s``: SIGTERM then."""
     command = [*CLI, "batch", verb, "--input", str(path), "--output", str(output), "--actors", "2",
-               "--shard-size", "500", *(extra or [])]
+               "--shard-size", "200", *(extra or [])]
     with PeakRss("ray::MapWorker") as rss:
         start = time.perf_counter()
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -142,15 +143,26 @@ def batch(verb: str, path: Path, output: Path, stop_after_s: float | None = None
         raise RuntimeError(f"{' '.join(command)} exited {proc.returncode}: {err[-2000:]}")
     summary = json.loads((output / "_SUCCESS").read_text()) if (output / "_SUCCESS").is_file() else {}
     texts = summary.get("texts", 0)
-    first = summary.get("first_shard_s", 0.0)
-    ray_start = summary.get("ray_start_s", 0.0)
+    steady = middle_rate(summary.get("shards_finished", []))
     return {"command": " ".join(command[2:]), "returncode": proc.returncode, "wall_s": round(wall, 2),
             "texts": texts, "texts_per_s": round(texts / wall, 1) if texts else 0.0,
-            "ray_start_s": ray_start, "first_shard_s": first,
-            # from the first shard written: its own 500 texts left out, as the one-host rate leaves out its first line
-            "texts_per_s_from_first": round((texts - 500) / max(summary.get("ray_s", wall) - first, 1e-9), 1)
-            if texts else 0.0,
-            "actor_peak_rss_mb": sorted(round(v / 2**20) for v in rss.peaks.values())}
+            "ray_start_s": summary.get("ray_start_s", 0.0), "first_shard_s": summary.get("first_shard_s", 0.0),
+            "texts_per_s_from_first": steady, "actor_peak_rss_mb": sorted(round(v / 2**20)
+                                                                                 for v in rss.peaks.values())}
+
+
+def middle_rate(done: list[tuple[float, int]]) -> float:
+    """Texts/s between 10% and 90% of the texts written (``done``: (seconds, texts) as results came): the rate once
+    running, start-up and the last stragglers left out, the same way for a line-by-line and a shard-by-shard writer."""
+    total, seen, marks = sum(n for _, n in done), 0, []
+    for t, n in done:
+        seen += n
+        marks.append((t, seen))
+    low = next(((t, c) for t, c in marks if c >= 0.1 * total), None)
+    high = next(((t, c) for t, c in marks if c >= 0.9 * total), None)
+    if low is None or high is None or high[0] <= low[0]:
+        return 0.0
+    return round((high[1] - low[1]) / (high[0] - low[0]), 1)
 
 
 def separation(scored: Path, labels: list[int]) -> dict[str, float]:
@@ -218,7 +230,7 @@ def goals(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def table(r: dict[str, Any]) -> str:
-    rows = ["| run | texts/s (wall) | texts/s from first output | wall s | peak RSS MB (per process/actor) |",
+    rows = ["| run | texts/s (wall) | texts/s once running (10%-90%) | wall s | peak RSS MB (per process/actor) |",
             "|---|---|---|---|---|"]
     for name, one in [*(("ged --file " + k, v) for k, v in r["ged_file"].items()), ("score --file", r["score_file"])]:
         rows.append(f"| `{name}` | {one['texts_per_s']} | {one['texts_per_s_from_first']} | {one['wall_s']} | "
@@ -235,7 +247,7 @@ def table(r: dict[str, Any]) -> str:
              "", *rows, "",
              "| goal | measured | met |", "|---|---|---|"]
     for name in ("ged", "score"):
-        lines += [f"| batch {name} ≥ 0.8x the one-host rate from the first output | {g[name]['from_first_ratio']} | "
+        lines += [f"| batch {name} ≥ 0.8x the one-host rate once running | {g[name]['from_first_ratio']} | "
                   f"{g[name]['from_first_ratio'] >= 0.8} |",
                   f"| batch {name} ≥ 0.6x counting Ray's start | {g[name]['with_ray_start_ratio']} | "
                   f"{g[name]['with_ray_start_ratio'] >= 0.6} |",
