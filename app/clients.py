@@ -6,6 +6,11 @@ model tokens in flight, and all clients together ``max_requests`` requests: past
 with ``Retry-After`` at once, as text-embeddings-inference does past ``--max-concurrent-requests`` and Triton past
 ``max_queue_size``, instead of queueing work that would only slow every other client down. Everything here runs on
 the event loop thread, so the counts need no lock.
+
+A client's *small* requests (a sentence or a paragraph: at most a quarter of a scheduling step, ``small``) hold a
+share of ``client_requests`` of their own beside the others': editors, plugins and office machines behind one
+address are one client, and a batch job's pool of connections that fills the address's share with its requests
+leaves the editor's sentences their own (the model thread serves them ahead too: ``batcher.FairQueue``).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from electra_detect.app.settings import ServerSettings
 
 API_KEY_HEADER = "x-api-key"
 MAX_RETRY_AFTER_S = 60
+SMALL_PARTS = 4  # a small request is at most a quarter of a scheduling step
 
 
 API_KEY_FIELD = "apiKey"  # LanguageTool's form field (and query parameter) for the key
@@ -83,10 +89,17 @@ def client_of(scope: dict, settings: ServerSettings, key: str | None = None) -> 
     return "ip:" + client_address(peer, forwarded.decode("latin-1") if forwarded else None, settings.trusted_proxies)
 
 
+def small(tokens: int, settings: ServerSettings) -> bool:
+    """Whether a request of ``tokens`` model tokens is small: at most a quarter of a scheduling step (``step_tokens``;
+    256 model tokens by default: a paragraph), the size the model thread merges and serves ahead of bigger ones."""
+    return tokens <= settings.step_tokens // SMALL_PARTS
+
+
 @dataclass
 class Load:
-    requests: int = 0
+    requests: int = 0  # requests in flight, small ones included
     tokens: int = 0
+    small: int = 0  # small requests in flight: a share of their own
 
 
 class Refused(Exception):
@@ -113,23 +126,27 @@ class Shares:
         tokens, rate = self.clients.get(client, Load()).tokens, self.rate()
         return max(1, min(MAX_RETRY_AFTER_S, math.ceil(tokens / rate) if rate else 1))
 
-    def enter(self, client: str) -> None:
-        """Count one more request of ``client``, or raise Refused past ``client_requests`` or ``max_requests``."""
+    def enter(self, client: str, small: bool = False) -> None:
+        """Count one more request of ``client``, or raise Refused past ``client_requests`` (a ``small`` one: past the
+        client's ``client_requests`` small requests, whatever else it holds) or ``max_requests``."""
         load = self.clients.get(client, Load())  # kept only once let in: refused clients leave nothing behind
-        if load.requests >= self.settings.client_requests:
-            raise Refused("client_requests", f"this client has {load.requests} requests in flight, its share is "
+        held, kind = (load.small, "small requests") if small else (load.requests - load.small, "requests")
+        if held >= self.settings.client_requests:
+            raise Refused("client_requests", f"this client has {held} {kind} in flight, its share is "
                                              f"{self.settings.client_requests}; retry after the Retry-After seconds",
                           self.retry_after(client))
         if self.requests >= self.settings.max_requests:
             raise Refused("max_requests", f"the server has {self.requests} requests in flight, its limit; retry "
                                           f"after the Retry-After seconds", self.retry_after(client))
         load.requests += 1
+        load.small += small
         self.requests += 1
         self.clients[client] = load
 
-    def leave(self, client: str) -> None:
+    def leave(self, client: str, small: bool = False) -> None:
         load = self.clients[client]
         load.requests -= 1
+        load.small -= small
         self.requests -= 1
         if not load.requests and not load.tokens:
             del self.clients[client]

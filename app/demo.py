@@ -14,6 +14,7 @@ Gradio keeps live in a folder of this process, removed at shutdown.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import os
@@ -633,15 +634,18 @@ def launch(app: DemoApp, host: str = "127.0.0.1", port: int = DEFAULT_PORT, bloc
 
 def _serve(app: DemoApp, host: str, port: int, limits: DemoLimits, uploads: str) -> tuple[Any, str]:
     """Build the page with Gradio's files in ``uploads`` and start its server in a thread; (page, local URL)."""
-    import gradio as gr
     from starlette.middleware import Middleware
 
     previous = os.environ.get("GRADIO_TEMP_DIR")
-    os.environ["GRADIO_TEMP_DIR"] = uploads  # read when the page and its server are made, just below
+    os.environ["GRADIO_TEMP_DIR"] = uploads  # read when the page and its server are made, and by gradio's first import
     try:
+        import gradio as gr
+
+        made = _gradio_dirs_made()
         page = app.build()
         page.electra_uploads = uploads
         page.electra_app = app
+        page.electra_made = made
         page.queue(max_size=limits.queue_size, default_concurrency_limit=limits.concurrency)
         budget = Middleware(UploadBudget, folder=uploads, limit=size_bytes(limits.max_total_uploads),
                             per_upload=size_bytes(limits.max_file_size))
@@ -663,6 +667,16 @@ def _serve(app: DemoApp, host: str, port: int, limits: DemoLimits, uploads: str)
     return page, url
 
 
+def _gradio_dirs_made() -> list[Path]:
+    """The folders gradio's server makes at start in its import-time temp dir (``$TMPDIR/gradio/vibe_edit_history``:
+    outside the demo's own when gradio was imported before it was chosen) that are not there yet: removed at
+    shutdown when still empty, deepest first."""
+    from gradio import routes
+
+    base = Path(getattr(routes, "DEFAULT_TEMP_DIR", "") or tempfile.gettempdir())
+    return [folder for folder in (base / "vibe_edit_history", base) if not folder.exists()]
+
+
 def _stop_on_sigterm(_signum: int, _frame: Any) -> None:
     """SIGTERM ends the demo as Ctrl-C does: its files are removed on the way out (the default action would kill the
     process where it stands and leave its temp directory behind)."""
@@ -677,6 +691,9 @@ def shutdown(page: Any) -> None:
         uploads = getattr(page, "electra_uploads", None)
         if uploads:
             shutil.rmtree(uploads, ignore_errors=True)
+        for folder in getattr(page, "electra_made", ()):
+            with contextlib.suppress(OSError):  # not empty (another gradio process's files) or gone: left alone
+                folder.rmdir()
         app = getattr(page, "electra_app", None)
         if app is not None:
             app.close()

@@ -127,6 +127,10 @@ class Guard:
         url = len(scope.get("raw_path") or scope["path"].encode()) + len(scope.get("query_string", b"")) + 1
         if url > self.settings.max_head_bytes:  # h11 only measures a head that arrives in pieces (http_protocol)
             return error_response(414, "uri_too_long", uri_too_long(self.settings.max_head_bytes)), False
+        keys_sent = sum(name == API_KEY_HEADER.encode() for name, _ in scope.get("headers") or [])
+        if self.settings.api_keys and keys_sent > 1:  # which was meant cannot be told; the last won: (wrong, good) in
+            return error_response(400, "bad_request", f"the {API_KEY_HEADER} header is given more than once: give it "
+                                                      f"once"), False
         if self.settings.api_keys and scope["path"] != "/healthz":
             if key_name(headers, self.settings.api_keys) is None:
                 # A key in the field only when no header is sent: a wrong header is wrong whatever the field says.

@@ -247,6 +247,9 @@ CHECK_FORM_BODY = {"required": True,  # text or data: a request without a form i
                                for media in ("application/x-www-form-urlencoded", "multipart/form-data")}}
 
 
+# A form field or query parameter holds no NUL character (U+0000): app/forms.py refuses one in any field, name or value
+# (a 400), so the schema says so of every field, and schema-valid data is never refused for it.
+NO_NUL = r"^[^\x00]*$"
 # The LanguageTool options /v2/check reads (app/languagetool.py: parse_options), as the form and the query declare them.
 CHECK_OPTIONS: dict[str, dict[str, Any]] = {
     "disabledRules": {"type": "string", "description": "comma-separated rule ids never flagged (docs/ged_rules.md); "
@@ -262,12 +265,14 @@ CHECK_OPTIONS: dict[str, dict[str, Any]] = {
     "apiKey": {"type": "string", "description": "the API key, when the server has keys and no X-API-Key header is "
                                                 "sent (LanguageTool's field)"},
 }
-ENABLED_ONLY = {"type": "string", "description": "true or yes: flag only under enabledRules and enabledCategories (one "
-                                                 "of them must name an id); any other value: off"}
+CHECK_OPTIONS = {name: spec if "enum" in spec else {**spec, "pattern": NO_NUL} for name, spec in CHECK_OPTIONS.items()}
+ENABLED_ONLY = {"type": "string", "pattern": NO_NUL,
+                "description": "true or yes: flag only under enabledRules and enabledCategories (one of them must name "
+                               "an id); any other value: off"}
 # A GET's query, declared: the text (required: a URL's text is the common case; data works too, undeclared, as
 # does enabledOnly, which needs another field set and so cannot be stated parameter by parameter).
 CHECK_QUERY_PARAMETERS: list[dict[str, Any]] = [
-    {"name": "text", "in": "query", "required": True, "schema": {"type": "string"},
+    {"name": "text", "in": "query", "required": True, "schema": {"type": "string", "pattern": NO_NUL},
      "description": "the text to check"},
     {"name": "language", "in": "query", "required": False, "schema": {"type": "string"},
      "description": "en, en-US, ... or auto (English only)"},
@@ -287,7 +292,7 @@ def _declare_check_form(schema: dict[str, Any], settings: ServerSettings) -> Non
     schema.setdefault("components", {}).setdefault("schemas", {})["CheckForm"] = {
         "title": "CheckForm", "type": "object",
         "properties": {
-            "text": {"type": "string", "maxLength": settings.max_chars, "title": "Text",
+            "text": {"type": "string", "maxLength": settings.max_chars, "pattern": NO_NUL, "title": "Text",
                      "description": "the text to check (or data)"},
             "data": {"type": "string", "pattern": DATA_PATTERN, "title": "Data",
                      "description": 'LanguageTool annotation JSON: {"annotation": [{"text": ...}, {"markup": ..., '
@@ -295,6 +300,8 @@ def _declare_check_form(schema: dict[str, Any], settings: ServerSettings) -> Non
             "language": {"type": "string", "pattern": LANGUAGE_PATTERN, "title": "Language",
                          "description": "en, en-US, ... or auto (English only)"},
             **CHECK_OPTIONS, "enabledOnly": ENABLED_ONLY},
+        # other fields are accepted and ignored, but read: a NUL in a name or a value is a 400 there too
+        "propertyNames": {"pattern": NO_NUL}, "additionalProperties": {"type": "string", "pattern": NO_NUL},
         "allOf": [{"anyOf": [{"required": ["text"]}, {"required": ["data"]}]},
                   {"not": {"required": ["text", "data"]}},
                   {"if": {"required": ["enabledOnly"], "properties": {"enabledOnly": {"enum": list(TRUE)}}},

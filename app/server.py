@@ -29,7 +29,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from electra_detect.app.api_errors import ApiError, error_response, internal_error, json_error
+from electra_detect.app.api_errors import (
+    INPUT_ERRORS,
+    ApiError,
+    error_response,
+    input_error,
+    internal_error,
+    json_error,
+)
 from electra_detect.app.guard import ERROR_ID_KEY, Guard, http_protocol
 from electra_detect.app.routes import ged, health, languagetool, rerank, score
 from electra_detect.app.schemas import LIMITS_DOC, declare_limits
@@ -90,6 +97,12 @@ def add_error_handlers(app: FastAPI) -> None:
         response.headers.update(exc.headers)
         return response
 
+    async def _input(_, exc: Exception) -> JSONResponse:
+        return error_response(*input_error(exc))
+
+    for error in INPUT_ERRORS:  # the core's input errors on every route, however deep they were raised
+        app.add_exception_handler(error, _input)
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(_, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
@@ -137,7 +150,8 @@ def serve(detector: Detector, settings: ServerSettings, host: str = "127.0.0.1",
                             timeout_graceful_shutdown=int(settings.timeout_s) + 5, access_log=False,
                             timeout_keep_alive=settings.keep_alive_s,
                             h11_max_incomplete_event_size=settings.max_head_bytes,
-                            http=http_protocol(settings.read_timeout_s, settings.max_head_bytes))
+                            http=http_protocol(settings.read_timeout_s, settings.max_head_bytes),
+                            loop="asyncio")  # the loop its figures were measured with, not uvloop (Ray installs it)
     server = DrainingServer(config)
     try:
         server.run()

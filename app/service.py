@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from electra_detect.app.api_errors import ApiError
 from electra_detect.app.batcher import ANONYMOUS, MicroBatcher
-from electra_detect.app.clients import Refused, Shares
+from electra_detect.app.clients import Refused, Shares, small
 from electra_detect.app.metrics import Metrics
 from electra_detect.app.settings import ServerSettings
 from electra_detect.detector import Detector, ScoringJob, TextScores
@@ -46,12 +46,14 @@ class Cancel(Protocol):
 @dataclass
 class Checked:
     """What :meth:`Service.check` found: each text's scores and flagged words, the options it applied (the
-    request's with the server's defaults) and the threshold it flagged at."""
+    request's with the server's defaults) and the threshold it flagged at. With markup, the texts checked are the
+    documents' prose blocks: ``blocks`` holds (document index, ``ProseBlock``) for each, in the same order."""
 
     scores: list[TextScores]
     flagged: list[list[FlaggedWord]]
     options: GedOptions
     threshold: float
+    blocks: list[tuple[int, Any]] | None = None
 
 
 class Service:
@@ -97,42 +99,52 @@ class Service:
     # ------------------------------------------------------------------------------------------- the fronts' calls
 
     async def check(self, texts: list[str], options: GedOptions, client: str = ANONYMOUS,
-                    cancel: Cancel | None = None) -> Checked:
+                    cancel: Cancel | None = None, markup: str = "text") -> Checked:
         """``texts`` checked by the GED task with ``options`` (from ``build_ged_options``; the server's
         ``--ged-threshold`` fills a threshold the request left out) for ``client`` (the fairness unit: an API key's
-        name, an address, or a front's own name such as ``"lsp"``), stopped when ``cancel`` (a ``threading.Event``
-        or ``asyncio.Event``) is set: the one request path of every front that checks.
+        name, an address, or a front's own name such as ``"lsp"``), stopped when ``cancel`` (a ``threading.Event`` or
+        ``asyncio.Event``) is set: the one request path of every front that checks. With ``markup`` (markdown,
+        latex) each text is a document, read by the markup layer after admission (off the event loop, within the
+        deadline) and its prose blocks checked (``Checked.blocks``); a document it cannot read is a ``MarkupError``.
 
-        Admission, before any work: one of the client's ``client_requests`` (and the server's ``max_requests``);
-        the texts' words, then their model tokens, within ``check_budget``; their tokens within the client's
-        ``client_tokens`` share (a short check, one scheduling step or less, is never refused for tokens: the share
-        bounds long work); a long check refused 503 when it could not finish before its deadline at the model's
-        measured rate. Then scored, and the candidates of the flagged words that need them (suggestions, or a type
-        named by its edit) scored as they really cost: cut, earliest first, to what the rest of the budget and of
-        the deadline allow (a word left out keeps the type head's type and gets no suggestions). Texts are checked
-        as given (a front checks its own limits: ``schemas.check_texts``). Raises ``ApiError`` (413 over_budget or
-        too_many_tokens, 429 too_many_requests with a Retry-After header, 503 overloaded, 504 timeout, 499 when
-        cancelled); must run on the event loop the service started on (``ServiceThread`` from another thread)."""
+        Admission, before any work (the markup reader's included): one of the client's ``client_requests`` (a small
+        check, a sentence or a paragraph, one of a share of its own: ``clients.small``) and the server's
+        ``max_requests``; the texts' words (a document's, markup and all), then their model tokens, within
+        ``check_budget``; their tokens within the client's ``client_tokens`` share (a short check, one scheduling
+        step or less, is never refused for tokens: the share bounds long work); a long check refused 503 when it
+        could not finish before its deadline at the model's measured rate. Then scored, and the candidates of the
+        flagged words that need them (suggestions, or a type named by its edit) scored as they really cost: cut,
+        earliest first, to what the rest of the budget and of the deadline allow (a word left out keeps the type
+        head's type and gets no suggestions). Texts are checked as given (a front checks its own limits:
+        ``schemas.check_texts``). Raises ``ApiError`` (413 over_budget or too_many_tokens, 429 too_many_requests with
+        a Retry-After header, 503 overloaded, 504 timeout, 499 when cancelled); must run on the event loop the service
+        started on (``ServiceThread`` from another thread)."""
         options = self.options(options)
         deadline = self.deadline()
-        with self.admitted(client):
-            # Every word is at least one model token, so its words (+ [CLS]/[SEP]) bound its cost from below: texts
-            # over budget by that count are refused on the event loop, before they queue for the tokenizer's thread.
-            least = sum(len(text.split()) + 2 for text in texts)
+        # Every word is at least one model token, so its words (+ [CLS]/[SEP]) bound its cost from below: texts
+        # over budget by that count are refused on the event loop, before they queue for the tokenizer's thread.
+        least = words_bound(texts)
+        with self.admitted(client, least):
             self.admit_budget(least, f"checking this text costs at least {least} model tokens (one a word)")
+            blocks = None
+            if markup != "text":
+                blocks = await self.in_thread(lambda: read_documents(texts, markup), deadline)
+                texts = [block.text for _, block in blocks]
+                if not texts:  # no prose at all (a code block, front matter): nothing to check
+                    return Checked([], [], options, self.checker.threshold(options), blocks)
             job = await self.prepare(texts, deadline, options.calibrated)
             self.admit_budget(job.cost, f"checking this text costs {job.cost} model tokens")
             scored = await self.score_job(job, client, cancel, deadline)
             flagged = await self.flagged(scored, options, client, cancel, deadline,
                                          self.settings.check_budget - job.cost)
-        return Checked(scored, flagged, options, self.checker.threshold(options))
+        return Checked(scored, flagged, options, self.checker.threshold(options), blocks)
 
     async def scored(self, texts: list[str], client: str = ANONYMOUS, cancel: Cancel | None = None,
                      calibrated: bool = True) -> list[TextScores]:
         """Scores of ``texts`` for ``client`` within the deadline, admitted as :meth:`check` admits (without the
         check budget: a request is bounded by ``max_tokens``)."""
         deadline = self.deadline()
-        with self.admitted(client):
+        with self.admitted(client, words_bound(texts)):
             job = await self.prepare(texts, deadline, calibrated)
             return await self.score_job(job, client, cancel, deadline)
 
@@ -149,17 +161,19 @@ class Service:
     # ------------------------------------------------------------------------------------------------- admission
 
     @contextmanager
-    def admitted(self, client: str) -> Iterator[None]:
+    def admitted(self, client: str, tokens: int) -> Iterator[None]:
         """Holds one of ``client``'s requests in flight while the block runs; 429 with Retry-After past its
-        ``client_requests`` or the server's ``max_requests``."""
+        ``client_requests`` (its small ones, of about ``tokens`` model tokens or fewer: ``clients.small``, past the
+        client's small share) or the server's ``max_requests``."""
+        little = small(tokens, self.settings)
         try:
-            self.shares.enter(client)
+            self.shares.enter(client, little)
         except Refused as refused:
             raise self._refused(refused) from None
         try:
             yield
         finally:
-            self.shares.leave(client)
+            self.shares.leave(client, little)
 
     def admit_budget(self, cost: int, costs: str) -> None:
         """A 413 ``over_budget`` (counted) for a check whose ``cost`` model tokens pass this server's budget per
@@ -285,6 +299,19 @@ class Service:
             raise self._timeout()
         batch_job, start = future.result()
         return await asyncio.to_thread(batch_job.results, start, start + len(job.texts))
+
+
+def words_bound(texts: list[str]) -> int:
+    """A lower bound of ``texts``' model tokens, known before tokenising: a word at least one, and [CLS]/[SEP]."""
+    return sum(len(text.split()) + 2 for text in texts)
+
+
+def read_documents(documents: list[str], markup: str) -> list[tuple[int, Any]]:
+    """(document index, ``ProseBlock``) of every prose block of ``documents`` read as ``markup`` (the markup layer;
+    a document it cannot read raises its ``MarkupError``)."""
+    from electra_detect.markup import prose_blocks
+
+    return [(number, block) for number, document in enumerate(documents) for block in prose_blocks(document, markup)]
 
 
 async def cancelled(cancel: Cancel | None) -> None:

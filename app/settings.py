@@ -58,8 +58,9 @@ class ServerSettings:
     # `serve --api-keys-file`. ``api_key`` joins it as "default". Empty and no api_key: no key needed.
     api_keys: dict[str, str] = field(default_factory=dict)
     client_requests: int = field(default=64, metadata=_flag(
-        "--client-requests", "requests one client (an API key, else an address) may have in flight; past it 429 "
-                             "with Retry-After"))
+        "--client-requests", "requests one client (an API key, else an address) may have in flight, and as many "
+                             "small ones (a quarter of --step-tokens or less: a sentence) besides; past it 429 with "
+                             "Retry-After"))
     client_tokens: int = field(default=32_768, metadata=_flag(
         "--client-tokens", "model tokens one client may have queued or in progress; past it 429 with Retry-After (a "
                            "client with nothing in flight is always let in, and so is a short request: --step-tokens "

@@ -475,3 +475,43 @@ def test_sigterm_leaves_no_temp_directory(micro_run: Path, tmp_path: Path) -> No
             proc.kill()
             proc.wait()
     assert not list(tmp_path.glob("electra-detect-demo-*"))
+
+
+def test_a_stopped_demo_leaves_nothing_in_the_temp_dir_nor_onnxruntimes_telemetry(micro_run: Path,
+                                                                                 tmp_path: Path) -> None:
+    """After SIGTERM the demo's temp dir holds nothing of it (issue 68; before: onnxruntime's telemetry session file
+    ``.ses`` and gradio's ``gradio/vibe_edit_history`` folder stayed, and onnxruntime wrote a device id under
+    ``~/.cache/Microsoft``)."""
+    import os
+    import signal
+    import time
+
+    import httpx
+
+    temp, home = tmp_path / "tmp", tmp_path / "home"
+    temp.mkdir()
+    home.mkdir()
+    port = _free_port()
+    env = {**os.environ, "TMPDIR": str(temp), "HOME": str(home), "ELECTRA_DETECT_DICTIONARY": str(tmp_path / "none")}
+    env.pop("ORT_DISABLE_TELEMETRY", None)  # the demo's own choice, not the test's
+    proc = subprocess.Popen([sys.executable, "-m", "electra_detect.cli", "demo", "--model", str(micro_run),
+                             "--engine", "onnx", "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # torchinductor_<user> is torch's compile cache, shared by every torch process of the user: torch's, not the demo's
+    assert [p.name for p in temp.iterdir() if not p.name.startswith("torchinductor_")] == []
+    assert not (home / ".cache" / "Microsoft").exists()

@@ -237,3 +237,124 @@ def test_a_check_over_its_budget_is_refused_before_any_scoring_or_planning(
         assert counting.calls == 0 and not planned
         small = client.post("/v2/check", data={"text": "x " * 20, "language": "en-US"})
         assert small.status_code == 200 and counting.calls > 0 and planned  # under budget: scored, then planned
+
+
+# ------------------------------------------------------------- a sentence beside a flood at its address (issue 68)
+
+def test_a_clients_small_requests_hold_a_share_of_their_own() -> None:
+    """The address's share of requests is full of a batch job's paragraphs; an editor's sentence at the same address
+    is let in (it is small: a share of its own), until the address holds its share of small ones too; the server's
+    limit bounds both."""
+    from electra_detect.app.clients import small
+
+    settings = ServerSettings(client_requests=2, max_requests=5)
+    assert small(settings.step_tokens // 4, settings) and not small(settings.step_tokens // 4 + 1, settings)
+    shares = Shares(settings, lambda: 100.0)
+    shares.enter("ip:a")
+    shares.enter("ip:a")
+    with pytest.raises(Refused, match="2 requests") as refused:
+        shares.enter("ip:a")
+    assert refused.value.reason == "client_requests"
+    shares.enter("ip:a", small=True)  # the editor's sentence: let in past the full share of paragraphs
+    shares.enter("ip:a", small=True)
+    with pytest.raises(Refused, match="2 small requests"):
+        shares.enter("ip:a", small=True)
+    shares.enter("ip:b", small=True)
+    with pytest.raises(Refused, match="server"):  # the server's limit bounds small ones too
+        shares.enter("ip:c", small=True)
+    shares.leave("ip:a", small=True)
+    shares.leave("ip:a")
+    assert shares.clients["ip:a"].requests == 2 and shares.clients["ip:a"].small == 1
+
+
+def test_a_sentence_goes_ahead_of_its_addresss_bigger_requests(detector: Detector,
+                                                               counting: CountingEngine) -> None:
+    """One address, no keys: 24 paragraphs of a batch job queued, a connection each, then an editor's sentence: the
+    sentence is answered after at most the few already under way (before: an address's requests were served first
+    come, first served, the sentence after all 24)."""
+    from electra_detect.app.server import create_app
+
+    counting.delay = 0.05
+    settings = ServerSettings(batching=False, suggest=False, step_tokens=64)
+    app = create_app(detector, settings)
+    paragraph = LONG[:120]
+    assert settings.step_tokens // 4 < detector.job([paragraph]).cost <= settings.step_tokens  # short, not small
+
+    async def run() -> list[str]:
+        answered: list[str] = []
+
+        async def post(port: int, text: str) -> None:
+            transport = httpx.ASGITransport(app=app, client=("10.0.0.7", port))
+            async with httpx.AsyncClient(transport=transport, base_url="http://t", timeout=60) as client:
+                assert (await client.post("/v1/score", json={"texts": [text], "tokens": False})).status_code == 200
+            answered.append("editor" if port == 50_000 else "pool")
+
+        async with app.router.lifespan_context(app):
+            batcher = app.state.batcher
+            flood = [asyncio.ensure_future(post(40_000 + n, f"{paragraph} {n}")) for n in range(24)]
+            while batcher.backlog < 20 * detector.job([paragraph]).cost:  # the pool's requests queued (a few may run)
+                await asyncio.sleep(0.005)
+            await asyncio.gather(post(50_000, "Hi."), *flood)
+        return answered
+
+    answered = asyncio.run(run())
+    assert answered.index("editor") <= 4, answered
+
+
+def test_a_sentence_is_never_merged_into_a_step_of_bigger_requests(detector: Detector,
+                                                                  counting: CountingEngine) -> None:
+    """With batching on, thirty short requests of nearly a step each and another client's sentence, queued together:
+    the sentence runs after at most one of them, alone (before: it was merged into one job with the thirty, 30 steps
+    of work, and waited for all of it)."""
+    from electra_detect.app.batcher import MicroBatcher
+    from electra_detect.app.metrics import Metrics
+
+    counting.delay = 0.01
+    settings = ServerSettings(step_tokens=64, model_batch=4, batching=True, max_batch=32)
+    big, small = detector.job([LONG[:120]]), detector.job(["Hi."])
+    assert settings.step_tokens // 4 < big.cost <= settings.step_tokens and small.cost <= 16
+
+    async def run() -> int:
+        batcher = MicroBatcher(detector, settings, Metrics())
+        await batcher.start()
+        flood = [batcher.submit(detector.job([LONG[:120]], settings.model_batch), "flooder") for _ in range(30)]
+        await batcher.submit(detector.job(["Hi."], settings.model_batch), "light")
+        ran = counting.calls
+        await asyncio.gather(*flood)
+        await batcher.stop()
+        return ran
+
+    assert asyncio.run(run()) <= 3  # one of the flood's (its rows a call at a time), then its own
+
+
+def test_a_sentence_behind_a_flooding_address_keeps_its_checks(detector: Detector,
+                                                              counting: CountingEngine) -> None:
+    """One address, no keys: six connections of a batch job's paragraphs hold the address's share of four requests
+    (two of them 429); an editor's sentence at the same address is a 200 (before: 429, the address's share was full),
+    and the batch job's next paragraph is still a 429."""
+    from electra_detect.app.server import create_app
+
+    counting.delay = 0.3
+    settings = ServerSettings(client_requests=4, batching=False, suggest=False, step_tokens=64)
+    app = create_app(detector, settings)
+    shares = app.state.service.shares
+    paragraph = LONG[:200]
+    assert len(paragraph.split()) + 2 > settings.step_tokens // 4  # not small by its words
+
+    async def run() -> tuple[list[httpx.Response], httpx.Response, httpx.Response]:
+        async def post(port: int, text: str) -> httpx.Response:
+            transport = httpx.ASGITransport(app=app, client=("10.0.0.7", port))
+            async with httpx.AsyncClient(transport=transport, base_url="http://t", timeout=60) as client:
+                return await client.post("/v1/ged", json={"texts": [text]})
+
+        async with app.router.lifespan_context(app):
+            flood = [asyncio.ensure_future(post(40_000 + n, paragraph)) for n in range(6)]
+            while shares.clients.get("ip:10.0.0.7") is None or shares.clients["ip:10.0.0.7"].requests < 4:
+                await asyncio.sleep(0.01)
+            light, heavy = await asyncio.gather(post(50_000, SENTENCE), post(40_000, paragraph))
+            return list(await asyncio.gather(*flood)), light, heavy
+
+    flood, light, heavy = asyncio.run(run())
+    assert sorted(r.status_code for r in flood) == [200, 200, 200, 200, 429, 429]
+    assert light.status_code == 200, light.text
+    assert heavy.status_code == 429

@@ -242,7 +242,7 @@ def test_an_api_key_in_the_form_or_the_query_is_taken_and_counted_under_it(micro
     from electra_detect.app.settings import ServerSettings
 
     entered, enter = [], Shares.enter
-    monkeypatch.setattr(Shares, "enter", lambda self, client: entered.append(client) or enter(self, client))
+    monkeypatch.setattr(Shares, "enter", lambda self, client, *a: entered.append(client) or enter(self, client, *a))
     keys = {"alice-key-0123456789": "alice", "bob-key-0123456789": "bob"}
     settings = ServerSettings(api_keys=keys, ged_threshold=0.0, dictionary=str(tmp_path / "none.txt"))
     with TestClient(create_app(Detector.load(micro_run / "discriminator", engine="torch"), settings)) as c:
@@ -355,6 +355,31 @@ def test_languages_and_openapi(client) -> None:
     assert client.delete("/v2/languages").headers["allow"] == "GET"
     ged = spec["components"]["schemas"]["GedRequest"]  # enabled_only needs an enabled id, declared as the server checks
     assert ged["if"]["properties"]["enabled_only"] == {"const": True} and len(ged["then"]["anyOf"]) == 2
+
+
+def test_the_schema_refuses_a_nul_in_every_field_as_the_server_does(client) -> None:
+    """Schemathesis sent a schema-valid apiKey holding NUL and got the form reader's 400 (issue 67): every field of the
+    form, named or not, and every query parameter now declares what the server takes (no NUL), and the server
+    refuses what the schema refuses."""
+    def refuses(schema: dict, value: str) -> bool:  # a JSON Schema validator's word on a string, for the keys used
+        return value not in schema["enum"] if "enum" in schema else bool(
+            "pattern" in schema and not re.search(schema["pattern"], value))
+
+    spec = client.get("/openapi.json").json()
+    form = spec["components"]["schemas"]["CheckForm"]
+    query = {p["name"]: p["schema"] for p in spec["paths"]["/v2/check"]["get"]["parameters"]}
+    nul = "in\x00valid"
+    for name, field in [*form["properties"].items(), ("anyOtherField", form.get("additionalProperties", {}))]:
+        assert refuses(field, nul), name
+        answer = client.post("/v2/check", data={"text": "She go home.", "language": "en-US", name: nul})
+        assert (answer.status_code, answer.json()["error"]["type"]) == (400, "bad_request"), name
+    assert refuses(form.get("propertyNames", {}), nul)
+    assert client.post("/v2/check", data={"text": "She go home.", nul: "1"}).status_code == 400
+    for name, schema in query.items():
+        assert refuses(schema, nul), name
+        assert client.get("/v2/check", params={"text": "She go home.", "language": "en", name: nul}).status_code == 400
+    for schema in [form["properties"]["text"], form["properties"]["apiKey"], form["propertyNames"], query["words"]]:
+        assert not refuses(schema, "a line\nand another\x01 with a control character")  # only NUL is refused
 
 
 def head_in_pieces(port: int, start: bytes) -> bytes:

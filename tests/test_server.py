@@ -193,9 +193,9 @@ def test_ged_with_suggestions_is_admitted_by_its_cost_like_a_check(micro_run: Pa
     cost, rest = detector.job(texts).cost, 2000
     jobs, score_job = [], Service.score_job
 
-    async def recording(self, job, client, cancel, deadline, refuse=True):  # noqa: ANN001, ANN202
+    async def recording(self, job, client, cancel, deadline, refuse=True, **rest):  # noqa: ANN001, ANN003, ANN202
         jobs.append((job.cost, refuse))
-        return await score_job(self, job, client, cancel, deadline, refuse)
+        return await score_job(self, job, client, cancel, deadline, refuse, **rest)
 
     monkeypatch.setattr(Service, "score_job", recording)
     # admission, not speed: typing every word's flag by its edit takes a while on a loaded CI host

@@ -10,8 +10,14 @@ over its budget (4,000 one-letter words: over the server's ``--check-budget``,
 no API keys, so the flooder and the light client are one client, their address (an editor plugin beside a batch
 job, or behind a proxy not named by ``--trusted-proxy``).
 
+``--short-flood`` (issue 68): one address, no keys, and a flood of *short* requests (two texts of ``--words`` one-token
+words each, one scheduling step or less) from the light client's own address, side by side in one run under 16 and
+then 96 connections (``--connections``), each ``--duration`` long. Goals: under each, the light client's p95 within 3x
+its idle p95, and none of its requests refused.
+
     python -m benchmarks.robustness.fairness --model models/electra-minilm          # 60 s, about 2 minutes
     python -m benchmarks.robustness.fairness --shared-address --out-dir benchmarks/results/fairness_shared
+    python -m benchmarks.robustness.fairness --short-flood     # 16, then 96 connections, 60 s each: fairness_short
 
 Writes benchmarks/results/fairness/{result.json,table.md,plot.png}; exits 1 when a goal is missed.
 """
@@ -37,6 +43,7 @@ from benchmarks.common.servers import free_port, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = ROOT / "benchmarks" / "results" / "fairness"
+SHORT_OUT_DIR = ROOT / "benchmarks" / "results" / "fairness_short"
 FLOOD_KEY, LIGHT_KEY = "flooder-key-0123456789", "light-key-0123456789"
 SENTENCE = "The farmer saw a red house yesterday and went home."
 OVER_BUDGET = "x " * 4000  # 4,000 one-character words: at least 4,002 model tokens by its words alone
@@ -59,6 +66,29 @@ def flood_texts(words: int) -> list[str]:
 
         pool = synthetic_text(40).split()
     return [" ".join(pool[:words]), " ".join(pool[words:2 * words])]
+
+
+def short_texts(model: str, words: int) -> list[str]:
+    """Two texts of ``words`` simple words, each one model token, without a sentence break (a request the server's
+    Detector reads as two sentences: with 450 words, 904 model tokens, one step of 1,024 or less)."""
+    from tokenizers import Tokenizer
+
+    from benchmarks.common.text import ENDINGS, OBJECTS, SUBJECTS, VERBS
+
+    root = Path(model)
+    path = next(p for p in (root / "ged" / "tokenizer.json", root / "tokenizer.json",
+                            root / "discriminator" / "tokenizer.json") if p.is_file())
+    tokenizer = Tokenizer.from_file(str(path))
+    pool = [w for w in dict.fromkeys(" ".join(SUBJECTS + VERBS + OBJECTS + ENDINGS).split())
+            if len(tokenizer.encode(w, add_special_tokens=False).ids) == 1]
+    return [" ".join(pool[(i + shift) % len(pool)] for i in range(words)) for shift in (0, 7)]
+
+
+def request_cost(model: str, texts: list[str]) -> int:
+    """What the server's Detector counts a request of ``texts`` as: its windows' model tokens."""
+    from electra_detect.detector import Detector
+
+    return Detector.load(model, task="ged").job(texts).cost
 
 
 # ------------------------------------------------------------------------------------------- the flooder
@@ -189,6 +219,121 @@ def render_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+SHORT_GOAL = 3.0  # the light client's p95 under a short flood from its own address, in multiples of its idle p95
+
+
+def short_goals(result: dict[str, Any]) -> dict[str, bool]:
+    idle = result["light_idle"]["p95_s"]
+    out = {}
+    for phase in result["phases"]:
+        light, n = phase["light"], phase["connections"]
+        out[f"{n} connections: light client p95 within {SHORT_GOAL:g}x its idle p95"] = \
+            light["p95_s"] <= SHORT_GOAL * idle
+        out[f"{n} connections: none of the light client's requests refused (all 200)"] = \
+            set(light["statuses"]) == {"200"}
+    return out
+
+
+def render_short(result: dict[str, Any]) -> str:
+    idle = result["light_idle"]
+    lines = [f"# A light client beside a flood of short requests from its own address ({result['date']}, "
+             f"{result['host']})", "",
+             f"{result['label']}Model `{result['model']}`; server flags `{result['server_args'] or '(defaults)'}`, no "
+             f"API keys (one address). Flood: each request two texts of {result['words']} one-token words "
+             f"({result['flood_cost']} model tokens: one step or less), to /v1/ged, waiting a 429's Retry-After. "
+             f"Command: `{result['command']}`.", "",
+             "| goal | met |", "|---|---|"]
+    lines += [f"| {name} | {'yes' if ok else '**no**'} |" for name, ok in result["goals"].items()]
+    lines += ["", "| flood connections | light client (one sentence a second) | its p95 / idle p95 | flood answers "
+                  "(per second) |", "|---:|---|---:|---|",
+              f"| none (idle, {IDLE_SECONDS:g} s) | {idle['requests']} requests: p50 {idle['p50_s']} s, p95 "
+              f"{idle['p95_s']} s; statuses {idle['statuses']} | 1.0 | |"]
+    for phase in result["phases"]:
+        light, flood = phase["light"], phase["flood"]["statuses"]
+        rate = sum(flood.values()) / result["seconds"]
+        lines.append(f"| {phase['connections']} | {light['requests']} requests: p50 {light['p50_s']} s, p95 "
+                     f"{light['p95_s']} s, max {light['max_s']} s; statuses {light['statuses']} | "
+                     f"{light['p95_s'] / idle['p95_s']:.1f} | {flood} ({rate:.1f}/s) |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_short(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    phases = result["phases"]
+    fig, axes = plt.subplots(1, len(phases), figsize=(5 * len(phases), 4), sharey=True, squeeze=False)
+    limit = SHORT_GOAL * result["light_idle"]["p95_s"]
+    for axis, phase in zip(axes[0], phases, strict=True):
+        rows = phase["light_rows"]
+        axis.plot([r["t"] for r in rows], [r["seconds"] for r in rows], ".-", label="light client latency")
+        refused = [r for r in rows if r["status"] != "200"]
+        if refused:
+            axis.plot([r["t"] for r in refused], [r["seconds"] for r in refused], "rx", label="refused or failed")
+        axis.axhline(limit, color="orange", linestyle=":", label=f"{SHORT_GOAL:g}x idle p95")
+        axis.set_title(f"{phase['connections']} connections of short requests")
+        axis.set_xlabel("seconds into the phase")
+        axis.set_yscale("log")
+    axes[0][0].set_ylabel("seconds")
+    axes[0][0].legend()
+    fig.suptitle("One address: a light client beside a flood of short requests")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def run_short(args: argparse.Namespace) -> int:
+    """The short-flood case: the light client idle, then beside each flood in turn, one server, one address."""
+    texts = short_texts(args.model, args.words)
+    cost = request_cost(args.model, texts)
+    work = Path(tempfile.mkdtemp(prefix="fairness-short-"))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = start_server(args.model, port, ["--check-budget", str(CHECK_BUDGET), *args.server_args.split()],
+                        work / "server.log")
+    result: dict[str, Any] = {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+                              "host": f"{platform.machine()}, {os.cpu_count()} cores", "model": args.model,
+                              "server_args": args.server_args, "seconds": args.duration, "words": args.words,
+                              "flood_cost": cost, "label": f"{args.label} " if args.label else "",
+                              "command": command_line(), "phases": []}
+    settle = min(5.0, args.duration / 4)
+    try:
+        asyncio.run(light(url, 2.0, 30.0, True))  # warm the routes
+        idle_rows = asyncio.run(light(url, IDLE_SECONDS, 30.0, True))
+        for connections in args.connections:
+            flooder = subprocess.Popen(
+                [sys.executable, "-m", "benchmarks.robustness.fairness", "--flood-only", url, "--flood",
+                 str(connections), "--duration", str(args.duration), "--words", str(args.words), "--short-flood",
+                 "--model", args.model, "--shared-address"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+
+            async def beside_the_flood() -> list[dict[str, Any]]:
+                await asyncio.sleep(settle)  # the flood under way
+                return await light(url, args.duration - settle, 30.0, True)
+
+            rows = asyncio.run(beside_the_flood())
+            out, _ = flooder.communicate(timeout=args.duration + 120)
+            result["phases"].append({"connections": connections, "light_rows": rows, "light": summary(rows),
+                                     "flood": json.loads(out.strip().splitlines()[-1])})
+            time.sleep(settle)  # the flood's last requests answered before the next phase
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+    result["light_idle_rows"], result["light_idle"] = idle_rows, summary(idle_rows)
+    result["server_log_tracebacks"] = (work / "server.log").read_text().count("Traceback")
+    result["goals"] = short_goals(result)
+    result["goals"]["server log: no tracebacks"] = result["server_log_tracebacks"] == 0
+    out_dir = args.out_dir if args.out_dir != OUT_DIR else SHORT_OUT_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "result.json").write_text(json.dumps(result, indent=1) + "\n")
+    (out_dir / "table.md").write_text(render_short(result))
+    plot_short(result, out_dir / "plot.png")
+    print(json.dumps({"idle": result["light_idle"], "phases": [{"connections": p["connections"], "light": p["light"],
+                                                               "flood": p["flood"]["statuses"]}
+                                                              for p in result["phases"]], "goals": result["goals"]}))
+    return 0 if all(result["goals"].values()) else 1
+
+
 def plot(result: dict[str, Any], path: Path) -> None:
     import matplotlib
 
@@ -230,9 +375,16 @@ def main() -> int:
     parser.add_argument("--server-args", default="", help="extra `serve` flags")
     parser.add_argument("--label", default="", help="a note at the head of the table (e.g. 'Trial run, busy CPU.')")
     parser.add_argument("--out-dir", type=Path, default=OUT_DIR)
+    parser.add_argument("--short-flood", action="store_true",
+                        help="one address, a flood of short requests (two texts of --words one-token words) from it, "
+                             "under each --connections in turn; writes results/fairness_short")
+    parser.add_argument("--connections", type=int, nargs="+", default=[16, 96],
+                        help="with --short-flood: the flood's connections, one phase each")
     parser.add_argument("--flood-only", help=argparse.SUPPRESS)  # internal: run the flooder against this URL
     args = parser.parse_args()
-    texts = flood_texts(args.words)
+    if args.short_flood and not args.flood_only:
+        return run_short(args)
+    texts = short_texts(args.model, args.words) if args.short_flood else flood_texts(args.words)
     if args.flood_only:
         out = asyncio.run(flood(args.flood_only, args.flood, args.duration, texts, 45.0, not args.ignore_retry_after,
                                 args.shared_address))

@@ -8,3 +8,9 @@
 - ``engine``: the onnxruntime session over one variant (CUDA first, loud CPU fallback).
 - ``triton``: a Triton Inference Server model repository from an export.
 """
+
+import os as _os
+
+# onnxruntime (1.32) writes a telemetry session file (.ses) into the temp dir and a device id under ~/.cache/Microsoft
+# when it is imported, unless this is set first; every import of it here goes through this package.
+_os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
