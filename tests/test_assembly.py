@@ -99,8 +99,18 @@ def oracle_scores(detector: Detector, texts: list[str], batch_size: int = 32) ->
     probs = [np.full(len(e.ids), np.nan) for e in encodings]
     margin = [np.full(len(e.ids), -1) for e in encodings]
     types = [np.zeros((len(e.ids), 3)) for e in encodings] if detector.channels else None
-    for first in range(0, len(chunks), batch_size):
-        batch = chunks[first:first + batch_size]
+    from electra_detect.scoring_job import ROW_TOKENS
+
+    starts, first = [], 0
+    while first < len(chunks):  # as the job batches: up to batch_size rows and batch_size * ROW_TOKENS tokens
+        rows = 1
+        while (rows < batch_size and first + rows < len(chunks)
+               and (rows + 1) * (len(chunks[first + rows][2]) + 2) <= batch_size * ROW_TOKENS):
+            rows += 1
+        starts.append((first, first + rows))
+        first += rows
+    for first, stop in starts:
+        batch = chunks[first:stop]
         p, typed = oracle_probabilities(detector, *detector.pad_batch([c for _, _, c in batch]))
         for row, (index, start, chunk) in enumerate(batch):
             n = len(chunk)

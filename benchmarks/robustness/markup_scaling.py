@@ -8,7 +8,7 @@ English prose for comparison.
 
     python -m benchmarks.robustness.markup_scaling                        # layer and CLI, every size (about an hour)
     python -m benchmarks.robustness.markup_scaling --layer-only           # prose_blocks alone (minutes)
-    python -m benchmarks.robustness.markup_scaling --baseline 3002a22     # and the layer of a revision, for "before"
+    python -m benchmarks.robustness.markup_scaling --baseline 6760684     # and the layer of a revision, for "before"
 
 Goals: the layer's time and memory within 2x of linear from the 10 KB figure (1 MB at most 200x the 10 KB time,
 and its memory above the process's base at most 200x that of 10 KB, each 10 KB figure floored at 10 ms and 1 MB),
@@ -45,7 +45,7 @@ PATTERNS = (
     ("[a](", "markdown", "[a]("), ("<a ", "markdown", "<a "), ("$", "markdown", "$"), ("*a", "markdown", "*a"),
     ("_a", "markdown", "_a"), ("`a", "markdown", "`a"), ("[", "markdown", "["), ("&a", "markdown", "&a"),
     ("a:// (bare URL)", "markdown", "a:// "), ("\\(", "markdown", "\\("), ("> (nested quotes)", "markdown", "> "),
-    ("- (nested lists)", "markdown", "- "), ("\\begin{equation} lines", "markdown", "\\begin{equation}\n"),
+    ("- (- - -: a rule)", "markdown", "- "), ("\\begin{equation} lines", "markdown", "\\begin{equation}\n"),
     ("$$a and a heading", "markdown", "$$a\n# h\n"), ("English", "markdown", ENGLISH),
     ("{", "latex", "{"), ("\\begin{a}", "latex", "\\begin{a}"), ("%", "latex", "%"), ("$", "latex", "$"),
     ("\\href{ (unclosed)", "latex", "\\href{"), ("\\end{a}", "latex", "\\end{a}"), ("~", "latex", "~"),
@@ -154,7 +154,13 @@ def cell(case: dict[str, Any] | None) -> str:
     seconds = "—" if case.get("seconds") is None else f"{case['seconds']:.2f} s"
     note = case.get("outcome", "")
     shown = f"{seconds}, {case['peak_rss_mb']:.0f} MB"
-    return shown if not note or note == "ok" or "blocks" in note else f"{shown} ({note[:60]})"
+    if note.startswith(("MarkupError", "error:")):
+        note = "its one-line error"
+    return shown if not note or note == "ok" or "blocks" in note else f"{shown} ({note[:40]})"
+
+
+def code(name: str) -> str:
+    return f"`` {name} ``" if "`" in name else f"`{name}`"
 
 
 def table(result: dict[str, Any]) -> str:
@@ -162,7 +168,8 @@ def table(result: dict[str, Any]) -> str:
     names = " | ".join(f"{s / 1e6:g} MB" if s >= 1e6 else f"{s / 1000:g} KB" for s in sizes)
     head = (f"# The markup layer on hostile documents ({result['host']}; {result['date']})\n\n"
             f"Each case a process of its own: time of `prose_blocks` alone (after its parsers are built) or of "
-            f"`electra-detect ged --markup` from process start ({result['engine_line'] or 'the default model'}), and "
+            f"`electra-detect ged --markup` from process start (the shipped model; "
+            f"{result['engine_line'].split(' from ')[0] or 'its default engine'}), and "
             f"the process's peak resident memory. ×linear: the 1 MB figure over 100× the 10 KB one (time floored at "
             f"10 ms, memory above the process's base floored at 1 MB); goal ≤ 2. CLI goal: 1 MB under 60 s and "
             f"1 GB.\n\n")
@@ -170,7 +177,7 @@ def table(result: dict[str, Any]) -> str:
            "|---|---|" + "---|" * len(sizes) + "---:|---:|" + "---|" * len(sizes)]
     for row in rows:
         layer, cli = row["layer"], row.get("cli", {})
-        out.append(f"| `{row['name']}` | {row['markup']} | " + " | ".join(cell(layer.get(str(s))) for s in sizes)
+        out.append(f"| {code(row['name'])} | {row['markup']} | " + " | ".join(cell(layer.get(str(s))) for s in sizes)
                    + f" | {row['layer_time_x'] if row['layer_time_x'] is not None else ''} | "
                    + f"{row['layer_memory_x'] if row['layer_memory_x'] is not None else ''} | "
                    + " | ".join(cell(cli.get(str(s))) for s in sizes) + " |")
@@ -179,7 +186,7 @@ def table(result: dict[str, Any]) -> str:
                     f"{result['layer_timeout_s']:.0f} s and {MEMORY_CAP >> 30} GB of address space).", "",
                 f"| pattern | markup | {names} |", "|---|---|" + "---|" * len(sizes)]
         for row in rows:
-            out.append(f"| `{row['name']}` | {row['markup']} | "
+            out.append(f"| {code(row['name'])} | {row['markup']} | "
                        + " | ".join(cell(row["baseline"].get(str(s))) for s in sizes) + " |")
     goals = result["goals"]
     out += ["", f"Layer within 2× of linear (time and memory): **{goals['layer_linear']}**"
@@ -201,7 +208,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(16, 5))
     sizes = result["sizes"]
     for row in result["patterns"]:
-        label = f"{row['markup'][:2]} {row['name']}"
+        label = f"{row['markup'][:2]} {row['name']}".replace("$", r"\$")  # not matplotlib's math
         for ax, part, field in ((axes[0], "layer", "seconds"), (axes[1], "layer", "peak_rss_mb"),
                                 (axes[2], "cli", "seconds")):
             points = [(s, row.get(part, {}).get(str(s), {}).get(field)) for s in sizes]
@@ -264,10 +271,10 @@ def main() -> int:
         row["layer_time_x"] = linearity(row["layer"], "seconds", 0.01)
         row["layer_memory_x"] = linearity(row["layer"], "peak_rss_mb", 1.0, base="base_rss_mb")
         rows.append(row)
-    layer_misses = [f"{r['markup']} `{r['name']}`" for r in rows
+    layer_misses = [f"{r['markup']} {code(r['name'])}" for r in rows
                     if (r["layer_time_x"] or 0) > 2 or (r["layer_memory_x"] or 0) > 2
                     or r["layer"][str(sizes[-1])].get("seconds") is None]
-    cli_misses = [f"{r['markup']} `{r['name']}`" for r in rows if "cli" in r
+    cli_misses = [f"{r['markup']} {code(r['name'])}" for r in rows if "cli" in r
                   and ((c := r["cli"][str(sizes[-1])])["seconds"] is None or c["seconds"] > 60
                        or c["peak_rss_mb"] > 1024)]
     result = {"benchmark": "markup_scaling", "command": command_line(),
