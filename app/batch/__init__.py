@@ -16,7 +16,7 @@ def add_batch(sub: argparse._SubParsersAction) -> None:
     from electra_detect.cli.engine import add_engine_args, add_model_arg
     from electra_detect.cli.options import add_ged_option_args
 
-    batch = verb(sub, "batch", _no_verb, help="check or score a corpus on Ray Data (a local Ray, or a cluster)",
+    batch = verb(sub, "batch", run_batch, help="check or score a corpus on Ray Data (a local Ray, or a cluster)",
                  description="A corpus checked (ged) or scored (score) by a pool of Ray actors, each holding one "
                              "model; output as shards under --output, exactly once, resumable (docs/scale_out.md).")
     verbs = batch.add_subparsers(dest="batch_verb", required=True)
@@ -56,10 +56,6 @@ def add_batch(sub: argparse._SubParsersAction) -> None:
                                                           "tuned ged.json threshold at --level, else 0.5)")
             p.add_argument("--suggest", action="store_true", help="give each flagged word its suggestions")
             add_ged_option_args(p)
-
-
-def _no_verb(args: argparse.Namespace) -> int:  # argparse's required subcommand answers first
-    return 2
 
 
 def run_batch(args: argparse.Namespace) -> int:

@@ -13,8 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from electra_detect.app.batch.inputs import Row, Shard, read_shard
 from electra_detect.app.batch.manifest import shard_file
 from electra_detect.app.batch.rows import write_shard
@@ -47,7 +45,7 @@ class ShardWorker:
             self.threshold = self.checker.threshold(self.options)
             self.served = {"model": self.detector.name, "variant": self.detector.variant}
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, list]:
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
         """Each shard of the batch checked and written; one summary row a shard."""
         summary: dict[str, list] = {"shard": [], "texts": [], "flagged": [], "errors": []}
         for i in range(len(batch["index"])):  # a shard's description arrives as one row of plain columns
