@@ -87,6 +87,16 @@ class ProseBlock:
         text_start, _text_end, doc_start, doc_end, own = self._segment(end - 1)
         return first, doc_start + (end - text_start) if own else doc_end
 
+    def place(self, word: dict) -> dict | None:
+        """A flagged word's JSON object with its offsets (and its suggestions') moved from ``text`` into the document;
+        None when it lies on a stand-in (code, math, a URL: not the writer's prose). Every front places flags so."""
+        if not self.is_prose(word["start"], word["end"]):
+            return None
+        word["start"], word["end"] = self.span(word["start"], word["end"])
+        for suggestion in word.get("suggestions") or ():
+            suggestion["start"], suggestion["end"] = self.span(suggestion["start"], suggestion["end"])
+        return word
+
     def is_prose(self, start: int, end: int) -> bool:
         """False when ``text[start:end]`` overlaps a stand-in (code, math, a URL, a line break read as a space):
         a flag there is the markup's, not the writer's. An empty span is prose unless it lies inside a stand-in."""

@@ -38,11 +38,9 @@ async def ged_documents(body: GedRequest, service: ServiceDep, checked: Checked)
     """Each text read as a ``body.markup`` document (by ``Service.check``, under the check's admission): each flagged
     word of its prose blocks (and its suggestions) placed back in the document, flags on a stand-in (code, math, a
     URL) dropped."""
-    from electra_detect.cli.ged import in_document  # ged --markup's placing of a flag, shared
-
     found: list[list[dict[str, Any]]] = [[] for _ in body.texts]
     for (number, block), words in zip(checked.blocks or [], checked.flagged, strict=True):
-        found[number] += [w for w in (in_document(word, block) for word in flagged_dicts(words)) if w is not None]
+        found[number] += [w for w in (block.place(word) for word in flagged_dicts(words)) if w is not None]
     return await reply(lambda: {
         "threshold": checked.threshold, "level": checked.options.level, "calibration": service.detector.calibration,
         "results": [{"text": text, "flagged": words} for text, words in zip(body.texts, found, strict=True)]})

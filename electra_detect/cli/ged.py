@@ -115,7 +115,7 @@ def run_ged(args: argparse.Namespace) -> int:
     def write(threshold: float, served: dict, _texts: list[str], flagged: list[list[dict]]) -> None:
         for unit, words in zip(waiting.popleft(), flagged, strict=True):
             if unit.block is not None:  # offsets into the document, flags on stand-ins and switched-off regions out
-                words = drop_ignored([w for w in (in_document(word, unit.block) for word in words) if w is not None],
+                words = drop_ignored([w for w in (unit.block.place(word) for word in words) if w is not None],
                                      unit.source.ignored)
             writer.add(unit, threshold, served, words)
         writer.flush()
@@ -197,17 +197,6 @@ def check_batch(texts: list[str]) -> tuple[str, float, dict, list[str], list[lis
         raise _PROCESS["error"]
     checking = _PROCESS["checking"]
     return checking.detector.describe(), *checking.checked(checking.detector.score(list(texts)))
-
-
-def in_document(word: dict, block: object) -> dict | None:
-    """A flagged word's JSON object with its offsets (and its suggestions') moved from the block's text into the
-    document; None when it lies on a stand-in (code, math, a URL: not the writer's prose)."""
-    if not block.is_prose(word["start"], word["end"]):
-        return None
-    word["start"], word["end"] = block.span(word["start"], word["end"])
-    for suggestion in word.get("suggestions") or ():
-        suggestion["start"], suggestion["end"] = block.span(suggestion["start"], suggestion["end"])
-    return word
 
 
 def run_eval(args: argparse.Namespace) -> int:
