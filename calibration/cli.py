@@ -9,7 +9,7 @@ from pathlib import Path
 
 from electra_detect.calibration import CalibrationError
 from electra_detect.cli import DEFAULT_MODEL, verb
-from electra_detect.cli.options import add_labelled_data_args
+from electra_detect.cli.options import add_labelled_data_args, add_threshold_arg
 
 
 def add_calibrate(sub: argparse._SubParsersAction) -> None:
@@ -59,7 +59,7 @@ def add_pos_bias(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ged", help="labelled GED data (formats as in `ged eval`)")
     add_labelled_data_args(p)
     p.add_argument("--out-dir", default="pos-bias", help="where pos_bias.{json,md,png} go")
-    p.add_argument("--threshold", type=float, help="flag threshold (default: the model's ged.json, else 0.5)")
+    add_threshold_arg(p, "report")
     p.add_argument("--raw", action="store_true", help="raw scores only (ignore the model's calibration.json)")
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from electra_detect.edit_tags import TAG_PREFIX
 from electra_detect.scores import TextScores, WordArrays
 from electra_detect.windows import TextEncoding
 
@@ -94,11 +95,11 @@ def assemble(texts: Sequence[str], encodings: Sequence[TextEncoding], probs: np.
         operation = edit_tags.operations[index].tolist()
         error_type = edit_tags.mains[index].tolist()
         type_score = np.where(index >= 0, types[firsts, 2], 0.0)
-        if types.shape[1] > 3:  # the next best tags (scoring_job.decode_tags), -1 where none was decoded
+        if types.shape[1] > 3:  # the next best tags (edit_tags.decoding.decode_tags), -1 where none was decoded
             others = types[firsts, 3:].reshape(len(firsts), -1, 2)
             alternatives = [[(edit_tags.names[int(i)], float(q)) for i, q in row if i >= 0]
                             for row in others.tolist()]
-    elif types is not None and channels and len(firsts) and not channels[0].startswith("tag:"):
+    elif types is not None and channels and len(firsts) and not channels[0].startswith(TAG_PREFIX):
         is_best = (probs[tokens] == maxima[span]) | np.isnan(maxima[span])  # a NaN word: its first token types it
         word_of, token = span[is_best], tokens[is_best]
         first_best = np.r_[True, word_of[1:] != word_of[:-1]]  # tokens ascend within a word: the first best wins

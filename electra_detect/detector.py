@@ -8,7 +8,6 @@ was tuned in) and whether scores are calibrated (a per-call option); fronts only
 
 from __future__ import annotations
 
-import functools
 import re
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -22,7 +21,7 @@ from electra_detect.edit_tags import TAG_PREFIX, EditTags
 from electra_detect.engines import ENGINES, Engine
 from electra_detect.engines.torch_engine import TorchEngine
 from electra_detect.errors import CorruptExport, DetectorError
-from electra_detect.model_dir import resolve_model_dir, task_model_path, tuned_threshold
+from electra_detect.model_dir import GedSettings, ModelFiles, resolve_model_dir, task_model_path
 from electra_detect.scores import TextScores, TokenScore, WordScore
 from electra_detect.scoring_job import ScoringJob
 from electra_detect.windows import TextEncoding, encode_texts, encode_windows, text_windows
@@ -39,17 +38,16 @@ class Detector:
     its probability from the window in which it sits farthest from an edge.
     """
 
-    def __init__(self, model_dir: Path, engine: Engine, tokenizer: Any, max_length: int,
-                 calibrator: Any = None, note: str = "") -> None:
-        self.model_dir = model_dir
+    def __init__(self, files: ModelFiles, engine: Engine, tokenizer: Any, max_length: int, note: str = "") -> None:
+        self.files = files  # the model directory, read once at load: nothing after reads it again
         self.engine = engine
         self.tokenizer = tokenizer
         self.max_length = max_length
-        self.calibrator = calibrator  # maps logits to probabilities; None = raw sigmoid
         self.note = note  # why the engine is not the one asked for (``engine="auto"`` fell back to torch)
         # each engine batch is padded to a multiple of this width: 1 pads to the longest window only; 8 gives a
         # GPU fewer shapes and fp16 tensor cores aligned sizes (benchmarks.speed.gpu_check measures both)
         self.width_multiple = 1
+        self._thresholds: dict[tuple[bool, str], float] = {}  # (calibrated, level) -> threshold, carried once
 
     @property
     def calibration(self) -> str:
@@ -60,7 +58,20 @@ class Detector:
         """The flag threshold for ``score(..., calibrated=calibrated)``: the one ``ged train`` tuned for these
         weights (``ged.json``; ``level="picky"``: its lower one, when it has one), carried into the space the
         scores are in, else 0.5."""
-        return tuned_threshold(self.model_dir, self.calibrator, calibrated, level)
+        key = (calibrated, level)
+        if key not in self._thresholds:
+            self._thresholds[key] = self.files.ged.threshold_for(self.calibrator, calibrated, level)
+        return self._thresholds[key]
+
+    @property
+    def model_dir(self) -> Path:
+        """The directory the weights (or, for an export without them, the export) are in."""
+        return self.files.path
+
+    @property
+    def calibrator(self) -> Any:
+        """Maps logits to probabilities (the model dir's calibration.json); None: the raw sigmoid."""
+        return self.files.calibrator
 
     @classmethod
     def load(cls, path: str | Path, device: str | None = None, max_length: int | None = None,
@@ -92,18 +103,19 @@ class Detector:
             return cls._load_torch(path, **options)
         from electra_detect.onnx.locate import locate
 
-        resolve_model_dir(path)  # a bad path fails here, before onnxruntime (or torch) is imported
+        model_dir = resolve_model_dir(path)  # a bad path fails here, before onnxruntime (or torch) is imported
         try:
-            source = locate(path, make=export)
+            source = locate(path, make=export, model_dir=model_dir)
             try:
                 return cls._load_onnx(source, variant=variant, **options)
             except CorruptExport as exc:  # a file changed since it was exported: never serve it
-                if not export or not any(resolve_model_dir(path).glob("*.safetensors")):
+                if not export or not any(model_dir.glob("*.safetensors")):
                     raise CorruptExport(f"refusing a corrupt ONNX export: {exc}; no weights to export it again "
                                         f"from (restore the export, or give the model's weights)") from None
                 warnings.warn(f"{exc}; exporting it again from the weights", RuntimeWarning, stacklevel=2)
                 # a corrupt shipped export stays where it is: the cache's export of the weights serves, made once
-                again = locate(path, make=True, skip_shipped=True, rebuild=source.origin != "shipped")
+                again = locate(path, make=True, skip_shipped=True, rebuild=source.origin != "shipped",
+                               model_dir=model_dir)
                 return cls._load_onnx(again, variant=variant, **options)
         except CorruptExport:
             raise
@@ -138,7 +150,7 @@ class Detector:
                     raise DetectorError(str(exc)) from exc
         runner = OnnxEngine(export_dir, variant=variant, device=device, require_gpu=require_gpu, threads=threads)
         tokenizer = load_tokenizer(export_dir)  # without transformers (and so torch) when it can
-        return cls._finish(source.weights_dir or export_dir, runner, tokenizer, max_length, calibrator)
+        return cls._finish(source.weights_dir or export_dir, runner, tokenizer, max_length, calibrator, source)
 
     @classmethod
     def _load_torch(cls, path: Path, device: str | None, max_length: int | None, calibrated: bool,
@@ -164,12 +176,16 @@ class Detector:
 
     @classmethod
     def _finish(cls, model_dir: Path, runner: Engine, tokenizer: Any, max_length: int | None,
-                calibrator: Any) -> Detector:
+                calibrator: Any, export: Any = None) -> Detector:
+        """The Detector over ``runner``, with the model directory's record (:class:`ModelFiles`) read here, once."""
         tokenizer.model_max_length = 1 << 30  # long texts are windowed by score(), not truncated
         if not tokenizer.is_fast:
             raise DetectorError(f"{model_dir}: a fast tokenizer is needed for character offsets")
         limit = min(runner.max_positions, max_length or runner.max_positions)
-        return cls(model_dir, runner, tokenizer, limit, calibrator)
+        channels = list(getattr(runner, "channels", []))
+        tags = EditTags.load(model_dir, channels) if channels and channels[0].startswith(TAG_PREFIX) else None
+        files = ModelFiles(model_dir, GedSettings.read(model_dir), calibrator, export, tags)
+        return cls(files, runner, tokenizer, limit)
 
     @property
     def home_dir(self) -> Path:
@@ -260,11 +276,8 @@ class Detector:
         """A typed GED model's channels after ``error`` (``op:M``, ..., ``type:DET``, ...); [] otherwise."""
         return list(getattr(self.engine, "channels", []))
 
-    @functools.cached_property
+    @property
     def edit_tags(self) -> EditTags | None:
         """A tag model's vocabulary and inflection table (its ``edit_tags.json`` and ``inflections.json``, beside the
-        weights); None for other models."""
-        channels = self.channels
-        if not channels or not channels[0].startswith(TAG_PREFIX):
-            return None
-        return EditTags.load(self.model_dir, channels)
+        weights, read at load); None for other models."""
+        return self.files.tags

@@ -5,8 +5,10 @@ Below the ``Detector`` and the exporter, which both read model directories this 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,33 +60,61 @@ def check_threshold(value: float, name: str = "threshold") -> float:
     return float(value)
 
 
-def tuned_threshold(model_dir: str | Path, calibrator: Any = None, calibrated: bool = True,
-                    level: str = "default") -> float:
-    """The flag threshold for scores of ``model_dir`` (its ``ged.json``, written by ``ged train``, else 0.5),
-    at ``level``: ``picky`` takes ged.json's ``"levels": {"picky": t}`` (tuned to flag more), the default
-    threshold where the file names none;
-    in the probability space the scores are in: calibrated when ``calibrated`` and there is a ``calibrator``,
-    else raw. ``ged.json`` says which space its threshold was tuned in (``"space"``; files without it: raw);
-    the threshold is carried across by the calibrator's monotone map, so a word is flagged alike in both."""
-    if level not in LEVELS:
-        raise DetectorError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
-    path = Path(model_dir) / GED_FILE
-    if not path.exists():
-        return 0.5
-    try:
-        spec = json.loads(path.read_text())
-        threshold, space = float(spec["threshold"]), spec.get("space", "raw")
-        if level != "default":
-            threshold = float((spec.get("levels") or {}).get(level, threshold))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise DetectorError(f"{path} is unreadable: {exc}") from exc
-    if space not in SPACES:
-        raise DetectorError(f"{path}: unknown probability space {space!r}; expected raw or calibrated")
-    wanted = "calibrated" if calibrated and calibrator is not None else "raw"
-    if space == wanted or calibrator is None:
-        return threshold
+@dataclass(frozen=True)
+class GedSettings:
+    """What a model's ``ged.json`` (written by ``ged train``) says the check flags at: the threshold per level and
+    the probability space it was tuned in, and the tuned harper-py setting (``rules``: weight, threshold) when there
+    is one. A model without the file flags at 0.5, raw."""
+
+    threshold: float = 0.5
+    space: str = "raw"
+    levels: tuple[tuple[str, float], ...] = ()  # ("picky", t): a level's own threshold (tuned to flag more)
+    rules: tuple[float, float] | None = None
+    found: bool = False  # whether the model directory holds a ged.json
+
+    @classmethod
+    def read(cls, model_dir: str | Path) -> GedSettings:
+        """The settings of ``model_dir``'s ``ged.json`` (the defaults when there is none); a file that cannot be read
+        is a :class:`DetectorError` naming it."""
+        path = Path(model_dir) / GED_FILE
+        if not path.exists():
+            return cls()
+        try:
+            spec = json.loads(path.read_text())
+            threshold, space = float(spec["threshold"]), spec.get("space", "raw")
+            levels = tuple((name, float(value)) for name, value in (spec.get("levels") or {}).items()
+                           if name in LEVELS)
+            rules = spec.get("rules")
+            rules = (float(rules["weight"]), float(rules["threshold"])) if isinstance(rules, dict) else None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise DetectorError(f"{path} is unreadable: {exc}") from exc
+        if space not in SPACES:
+            raise DetectorError(f"{path}: unknown probability space {space!r}; expected raw or calibrated")
+        return cls(threshold, space, levels, rules, True)
+
+    def at(self, level: str = "default") -> float:
+        """The threshold tuned for ``level``, in the space it was tuned in (``picky``: its own when the file names
+        one, else the default's)."""
+        if level not in LEVELS:
+            raise DetectorError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
+        return dict(self.levels).get(level, self.threshold) if level != "default" else self.threshold
+
+    def threshold_for(self, calibrator: Any = None, calibrated: bool = True, level: str = "default") -> float:
+        """The flag threshold at ``level`` in the space scores are in: calibrated when ``calibrated`` and there is a
+        ``calibrator``, else raw; carried across spaces by the calibrator's monotone map, so a word is flagged alike
+        in both."""
+        threshold = self.at(level)
+        wanted = "calibrated" if calibrated and calibrator is not None else "raw"
+        if self.space == wanted or calibrator is None:
+            return threshold
+        return carried(threshold, calibrator, to_calibrated=wanted == "calibrated")
+
+
+def carried(threshold: float, calibrator: Any, to_calibrated: bool) -> float:
+    """``threshold`` carried between the raw and the calibrated probability space by ``calibrator``'s monotone
+    map of logits."""
     p = min(max(threshold, 1e-12), 1 - 1e-12)
-    if wanted == "calibrated":  # raw p -> its logit -> the calibrated probability of that logit
+    if to_calibrated:  # raw p -> its logit -> the calibrated probability of that logit
         return float(np.asarray(calibrator.transform(np.array([math.log(p / (1 - p))])))[0])
     low, high = -60.0, 60.0  # calibrated -> raw: the smallest logit whose calibrated probability reaches p
     for _ in range(80):
@@ -94,3 +124,33 @@ def tuned_threshold(model_dir: str | Path, calibrator: Any = None, calibrated: b
         else:
             low = middle
     return float(1 / (1 + math.exp(-high)))
+
+
+@dataclass
+class ModelFiles:
+    """A model directory as a Detector runs it, read once when the Detector loads; everything after reads this
+    record, never the directory again: where the weights (or the export) are, the calibrator bound to them, the ONNX
+    export the engine runs (``onnx.locate.ExportSource``; None on torch), ``ged.json`` and, for a tag model, its tag
+    vocabulary (``edit_tags.EditTags``)."""
+
+    path: Path
+    ged: GedSettings = field(default_factory=GedSettings)
+    calibrator: Any = None
+    export: Any = None
+    tags: Any = None
+
+    @functools.cached_property
+    def weights_sha256(self) -> str:
+        """The weights' hash (what calibration.json and exports are bound to), computed on first use only."""
+        if self.export is not None and self.export.weights_dir is not None:
+            return self.export.weights_sha256
+        from electra_detect.calibrators import weights_sha256
+
+        return weights_sha256(self.path) if any(self.path.glob("*.safetensors")) else ""
+
+
+def tuned_threshold(model_dir: str | Path, calibrator: Any = None, calibrated: bool = True,
+                    level: str = "default") -> float:
+    """The flag threshold of ``model_dir``'s ``ged.json`` (:class:`GedSettings`) for scores in the space
+    ``calibrated`` and ``calibrator`` give; for the exporter, which reads a directory without a Detector."""
+    return GedSettings.read(model_dir).threshold_for(calibrator, calibrated, level)

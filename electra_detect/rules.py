@@ -8,7 +8,6 @@ readability and enhancement lints are not errors and are left out.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -16,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from electra_detect.detector import TextScores
-from electra_detect.errors import RulesUnavailable
+from electra_detect.errors import DetectorError, RulesUnavailable
+from electra_detect.model_dir import GED_FILE, GedSettings
 from electra_detect.tasks.ged.alignment import flags_to_span_labels
 from electra_detect.tasks.ged.metrics import token_metrics, tune_threshold
 
@@ -77,15 +77,18 @@ def tune_rules(labels: np.ndarray, scores: np.ndarray, flags: np.ndarray,
     return best[1]
 
 
-def rule_setting(model_dir: str | Path) -> RuleSetting:
-    """The weight and threshold tuned for this GED model (``ged.json`` ``"rules"``, benchmarks/quality/ged_rules.py)."""
-    path = Path(model_dir) / "ged.json"
+def rule_setting(model_dir: str | Path, ged: GedSettings | None = None) -> RuleSetting:
+    """The weight and threshold tuned for this GED model (``ged.json`` ``"rules"``, benchmarks/quality/ged_rules.py):
+    from ``ged``, the model directory's settings a Detector read at load, else read from ``model_dir`` now."""
     try:
-        spec = json.loads(path.read_text())["rules"]
-        return RuleSetting(float(spec["weight"]), float(spec["threshold"]))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise RulesUnavailable(f"{path} has no tuned rules setting (python -m benchmarks.quality.ged_rules "
-                               f"--model {model_dir} --write-setting): {exc}") from None
+        ged = ged or GedSettings.read(model_dir)
+    except DetectorError as exc:
+        ged, reason = None, str(exc)
+    if ged is not None and ged.rules is not None:
+        return RuleSetting(*ged.rules)
+    reason = "no \"rules\" entry" if ged is not None else reason
+    raise RulesUnavailable(f"{Path(model_dir) / GED_FILE} has no tuned rules setting (python -m "
+                           f"benchmarks.quality.ged_rules --model {model_dir} --write-setting): {reason}")
 
 
 def with_rules(scored: Sequence[TextScores], flag: Callable[[Sequence[str]], list[list[Span]]],

@@ -36,7 +36,7 @@ class WordScore:
     operation: str | None = None
     error_type: str | None = None
     type_score: float | None = None
-    tag: str | None = None  # a tag model's edit tag (electra_detect/edit_tags.py), None for others
+    tag: str | None = None  # a tag model's edit tag (electra_detect/edit_tags/), None for others
     alternatives: list[tuple[str, float]] | None = None  # a tag model's next best tags and their probabilities
 
     def typed(self, digits: int | None = None) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Closed word classes of English and the confusions learners make with them: language data, no code paths.
 
 Two users: the realistic synthetic errors (``training/synthetic/realistic_errors.py``) draw a word's confusion from
-these tables to corrupt clean text, and the suggester (``tasks/ged/suggestions.py``) reads them backwards to propose
+these tables to corrupt clean text, and the suggester (``tasks/ged/word_candidates.py``) reads them backwards to propose
 the word a learner meant. They live in the core so that both can import them without the core importing training.
 """
 

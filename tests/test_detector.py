@@ -196,13 +196,16 @@ def test_ged_threshold_is_applied_in_the_probability_space_it_was_tuned_in(tmp_p
     flagged_cal = [w["word"] for w in detector.score(text)[0].flagged(detector.threshold())]
     assert flagged_raw and flagged_raw == flagged_cal
     # A threshold tuned on calibrated probabilities is used as it is there, and carried back for raw scores.
+    # ged.json is read once, when the Detector loads: a file changed afterwards takes effect at the next load.
     (model / "ged.json").write_text(json.dumps({"threshold": 0.4, "space": "calibrated"}))
+    assert detector.threshold(calibrated=False) == threshold
+    detector = Detector.load(model)
     assert detector.threshold() == 0.4
     back = detector.threshold(calibrated=False)
     assert 1 / (1 + np.exp(-np.log(back / (1 - back)) / 4.0)) == pytest.approx(0.4, abs=1e-6)
     (model / "ged.json").write_text(json.dumps({"threshold": 0.4, "space": "logit"}))
     with pytest.raises(DetectorError, match="probability space"):
-        detector.threshold()
+        Detector.load(model)
 
 
 def test_calibrated_or_raw_is_a_per_call_option(tmp_path: Path, micro_run: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from electra_detect.edit_tags import FALLBACK_TAG, KEEP, EditTags, Inflections, operation
-from electra_detect.scoring_job import decode_tags, near_errors
+from electra_detect.edit_tags.decoding import decode_tags, near_errors
 from electra_detect.tasks.ged.readers import GedEdit, GedSentence
 from electra_detect.tasks.ged.tag_edits import over_word, told
 from electra_detect.training.finetune.edit_tag_data import (

@@ -300,7 +300,7 @@ def _flag(text: str, word: str, tag: str, p: float, operation: str = "R") -> Fla
 
 
 def test_names_are_capitals_inside_a_sentence_or_inner_capitals() -> None:
-    from electra_detect.tasks.ged.check import name_like
+    from electra_detect.tasks.ged.quiet import name_like
 
     text = 'Yesterday I met Tilney at the iPhone shop. "Where" said NASA. The end'
     spans = {w: (text.index(w), text.index(w) + len(w)) for w in ("Yesterday", "I", "Tilney", "iPhone", "Where",
@@ -309,7 +309,7 @@ def test_names_are_capitals_inside_a_sentence_or_inner_capitals() -> None:
 
 
 def test_the_quiet_rule_leaves_out_native_prose_false_alarms_by_family() -> None:
-    from electra_detect.tasks.ged.check import QuietRule
+    from electra_detect.tasks.ged.quiet import QuietRule
 
     text = "We saw the malpractice of Tilney in London, and we left."
     rule = QuietRule(known_spelling=0.9, name=0.8, comma=0.7, article_before_name=0.6)
@@ -333,7 +333,8 @@ def test_the_quiet_rule_leaves_out_native_prose_false_alarms_by_family() -> None
 def test_a_tag_model_check_drops_what_the_quiet_rule_leaves_out_at_its_level() -> None:
     from types import SimpleNamespace
 
-    from electra_detect.tasks.ged.check import GedChecker, QuietRule
+    from electra_detect.tasks.ged.check import GedChecker
+    from electra_detect.tasks.ged.quiet import QuietRule
 
     checker = GedChecker(SimpleNamespace(edit_tags=object()), quiet=QuietRule(known_spelling=1.01))
     text = "The prospectus was recieved."

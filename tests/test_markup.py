@@ -10,15 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from electra_detect.errors import MarkupError
 from electra_detect.markup import (
     MARKUPS,
-    STAND_IN,
-    MarkupError,
     ProseBlock,
     markup_for_language_id,
     markup_for_path,
     prose_blocks,
 )
+from electra_detect.markup.writer import STAND_IN
 
 PROPERTY = settings(max_examples=300, deadline=None, database=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])

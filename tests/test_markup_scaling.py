@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from electra_detect import markup
-from electra_detect.markup import MarkupError, prose_blocks
+from electra_detect.errors import MarkupError
+from electra_detect.markup import closing_search, latex, markdown, prose_blocks
 
 PROPERTY = settings(max_examples=200, deadline=None, database=None, derandomize=True)
 
@@ -116,7 +116,7 @@ def test_markdown_nested_past_the_limit_is_a_clear_error(document: str) -> None:
 
 def test_a_line_markdown_changed_is_placed_character_by_character_in_linear_work() -> None:
     """A character markdown-it made (U+FFFD for NUL) is in no line, and was looked for to the line's end each time."""
-    finder = markup._CharFinder("ab\x00ba\tc", 0, 8)
+    finder = markdown._CharFinder("ab\x00ba\tc", 0, 8)
     line = "ab\x00ba\tc"
     for char in "ab\x00\tcz\ufffd":
         for start in range(9):
@@ -198,7 +198,7 @@ def test_latex_nested_deeply_is_read_to_the_limit_then_a_clear_error() -> None:
 
     for nest in ("{", "\\emph{", "\\footnote{", "\\begin{quote}"):
         closing = "\\end{quote}" if nest.startswith("\\begin") else "}"
-        document = nest * markup.MAX_LATEX_DEPTH + "He go home." + closing * markup.MAX_LATEX_DEPTH
+        document = nest * latex.MAX_LATEX_DEPTH + "He go home." + closing * latex.MAX_LATEX_DEPTH
         assert [b.text for b in from_deep_stack(200, lambda d=document: prose_blocks(d, "latex"))] == ["He go home."]
     for document in ("{" * 500 + "Some prose." + "}" * 500, "\\section[" * 2000, "\\(" * 5000, "{" * 1_000_000):
         with pytest.raises(MarkupError, match=r"nests braces, environments or arguments more than 100 levels deep "
@@ -234,7 +234,7 @@ def test_closings_are_searched_for_once_between_openers() -> None:
     memory: dict[str, tuple[int, int]] = {}
     at = 0
     for _ in range(10_000):
-        found = markup._find_closing(memory, text, "\\)", at + 3)
+        found = closing_search.find_closing(memory, text, "\\)", at + 3)
         assert found == str.find(text, "\\)", at + 3)
         at += 2
     assert scanned <= 2 * len(text)
@@ -251,7 +251,7 @@ VERBATIM_PIECES = ["\\begin{verbatim}", "\\end{verbatim}", "\\begin{minted*}", "
 def test_verbatim_bodies_are_blanked_as_the_regex_read_them(document: str) -> None:
     """The regex this replaces, kept here as the reading's definition; it read to the end from every opener."""
     expected = VERBATIM_REGEX.sub(lambda m: m.group(1) + re.sub(r"[^\r\n]", " ", m.group(3)) + m.group(4), document)
-    assert markup._verbatim_blanked(document) == expected
+    assert latex._verbatim_blanked(document) == expected
 
 
 MATH_PIECES = ["\\(", "\\)", "\\[", "\\]", "$$", "$", " (1)", "(", ")", "a", " ", "\n", "\n\n", "> ", "- ",
@@ -266,7 +266,7 @@ def _plugin_parser() -> object:
     from mdit_py_plugins.dollarmath import dollarmath_plugin
     from mdit_py_plugins.texmath import texmath_plugin
 
-    md = MarkdownIt("commonmark", {"linkify": True, "maxNesting": markup.MAX_MARKDOWN_NESTING})
+    md = MarkdownIt("commonmark", {"linkify": True, "maxNesting": markdown.MAX_MARKDOWN_NESTING})
     md.enable(["table", "strikethrough", "linkify"]).use(dollarmath_plugin, double_inline=True).use(amsmath_plugin)
     return md.use(texmath_plugin, delimiters="brackets")
 
@@ -280,7 +280,7 @@ def _tokens(md: object, document: str) -> list[tuple[object, ...]]:
 @PROPERTY
 @given(st.lists(st.sampled_from(MATH_PIECES), max_size=40).map("".join))
 def test_the_linear_rules_read_what_the_plugins_read(document: str) -> None:
-    ours = markup._markdown_parser()
+    ours = markdown._markdown_parser()
     ours.core.ruler.enable("inline")  # compared with inline tokens as markdown-it makes them
     assert _tokens(ours, document) == _tokens(_plugin_parser(), document)
 

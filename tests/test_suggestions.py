@@ -11,22 +11,17 @@ from pathlib import Path
 import pytest
 
 from electra_detect.detector import Detector, TextScores, WordScore
+from electra_detect.tasks.ged.suggestion_ranking import RankSetting, choose, distance, local_score, unnecessary
 from electra_detect.tasks.ged.suggestions import (
-    RankSetting,
     Suggester,
     SuggestionPlan,
     TargetPlan,
-    choose,
-    confusions,
     context_span,
-    distance,
-    inflections,
-    local_score,
     match_case,
     replace_span,
     target_span,
-    unnecessary,
 )
+from electra_detect.tasks.ged.word_candidates import confusions, inflections
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "models" / "electra-minilm"
@@ -193,7 +188,7 @@ def test_ged_suggest_writes_suggestions_in_its_json() -> None:
 
 
 def test_the_demo_shows_suggestions_in_the_ged_table(shipped: Detector) -> None:
-    from electra_detect.app.demo import DemoApp
+    from electra_detect.app.demo.page import DemoApp
 
     app = DemoApp(shipped, threshold=shipped.threshold())
     rows, message = app.ged("She go to school every day.", shipped.threshold(), "raw")

@@ -14,7 +14,7 @@ import argparse
 def add_batch(sub: argparse._SubParsersAction) -> None:
     from electra_detect.cli import verb
     from electra_detect.cli.engine import add_engine_args, add_model_arg
-    from electra_detect.cli.options import add_ged_option_args
+    from electra_detect.cli.options import add_ged_option_args, add_threshold_arg
 
     batch = verb(sub, "batch", run_batch, help="check or score a corpus on Ray Data (a local Ray, or a cluster)",
                  description="A corpus checked (ged) or scored (score) by a pool of Ray actors, each holding one "
@@ -52,8 +52,7 @@ def add_batch(sub: argparse._SubParsersAction) -> None:
         add_model_arg(p)
         add_engine_args(p, workers=False)
         if name == "ged":
-            p.add_argument("--threshold", type=float, help="flag words with score >= this (default: the model's "
-                                                          "tuned ged.json threshold at --level, else 0.5)")
+            add_threshold_arg(p)
             p.add_argument("--suggest", action="store_true", help="give each flagged word its suggestions")
             add_ged_option_args(p)
 

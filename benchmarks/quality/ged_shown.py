@@ -1,5 +1,5 @@
 """What ``ged`` shows, scored: native web prose (CWEB) and learner text (FCE dev, JFLEG dev) through the one path
-``ged`` runs, so that a filter that quiets native prose is charged for what it costs learners (issue 67).
+``ged`` runs, so that a filter that quiets native prose is charged for what it costs learners.
 
     nice -n 10 python -m benchmarks.quality.ged_shown --model models/electra-minilm --cweb runs/data/m2 \\
         --tags runs/tags --jfleg ../shared/data/jfleg/dev
@@ -88,7 +88,7 @@ def quieted(rule: Any, sentences: list[GedSentence], flagged: list[list[Any]], k
 def family(text: str, word: Any, known: Any) -> str:
     """A shown word's family, for the false alarms' breakdown."""
     from electra_detect.edit_tags import DELETE, SPELL, words_of
-    from electra_detect.tasks.ged.check import ARTICLES, OPTIONAL_PUNCTUATION, name_like
+    from electra_detect.tasks.ged.quiet import ARTICLES, OPTIONAL_PUNCTUATION, name_like
 
     tag = word.tag or ""
     name = name_like(text, word.start, word.end)
@@ -228,7 +228,8 @@ def main() -> int:
     args = parser.parse_args()
 
     from electra_detect.detector import Detector
-    from electra_detect.tasks.ged.check import GedChecker, QuietRule
+    from electra_detect.tasks.ged.check import GedChecker
+    from electra_detect.tasks.ged.quiet import QuietRule
     from electra_detect.tasks.ged.dictionary import Vocabulary
     from electra_detect.tasks.ged.evaluation import shown_metrics
     from electra_detect.tasks.ged.options import build_ged_options

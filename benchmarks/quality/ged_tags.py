@@ -1,5 +1,5 @@
 """What the writer is told, measured: detection, types, operations and suggestions of GED models side by side on the
-report halves (issue 59's goals), with ERRANT's types on FCE dev.
+report halves, with ERRANT's types on FCE dev.
 
     python -m benchmarks.quality.ged_tags --data runs/tags --jfleg ../shared/data/jfleg/dev \\
         --model today=models/electra-minilm/ged --model tagged=runs/tagged/ged

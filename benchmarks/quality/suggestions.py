@@ -41,11 +41,14 @@ from electra_detect import sentences as sentence_module
 from electra_detect.calibrators import weights_sha256
 from electra_detect.detector import Detector, TextScores
 from electra_detect.fileio import atomic_write_json, atomic_write_text
+from electra_detect.tasks.ged import suggestion_ranking as ranking_module
 from electra_detect.tasks.ged import suggestions as suggester_module
+from electra_detect.tasks.ged import word_candidates as word_candidates_module
 from electra_detect.tasks.ged.alignment import to_token_scores, token_spans
 from electra_detect.tasks.ged.edit_types import split_type
 from electra_detect.tasks.ged.readers import GedSentence, read_bea_json, split_sentences
-from electra_detect.tasks.ged.suggestions import SOURCES, RankSetting, Suggester, choose, local_score, unnecessary
+from electra_detect.tasks.ged.suggestion_ranking import SOURCES, RankSetting, choose, local_score, unnecessary
+from electra_detect.tasks.ged.suggestions import Suggester
 
 FEATURES = [(reduce, window) for reduce in ("max", "sum") for window in (0, 1, 2, 3, 64)]  # 64: the whole sentence
 ABLATIONS = [("all sources", SOURCES)] + [(f"without {s}", tuple(x for x in SOURCES if x != s)) for s in SOURCES]
@@ -350,7 +353,8 @@ def main() -> int:
     wide = Suggester(WIDE)
     # the cache's key: a new model, or a change to how candidates and their sentences are made, is scored anew
     weights = weights_sha256(detector.model_dir)[:12]
-    sources = b"".join(Path(module.__file__).read_bytes() for module in (suggester_module, sentence_module))
+    modules = (suggester_module, word_candidates_module, ranking_module, sentence_module)  # records hold local scores
+    sources = b"".join(Path(module.__file__).read_bytes() for module in modules)
     planner = hashlib.sha256(sources).hexdigest()[:8]
 
     def records(half: str, sentences: list[GedSentence], engine: str, scoring: str, scorer: Detector) -> list:

@@ -1,4 +1,4 @@
-"""Issue 60's device figures: the teachers and students a device call scored, as a table and a plot.
+"""The edit-tag teacher's device figures: the teachers and students a device call scored, as a table and a plot.
 
     python -m benchmarks.quality.teacher_device --teachers FILES_AT/teachers.json --students FILES_AT/students.json
 

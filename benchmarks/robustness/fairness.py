@@ -1,16 +1,16 @@
-"""Fairness between two clients under two API keys (issue 53), against one real server started here.
+"""Fairness between two clients under two API keys, against one real server started here.
 
 A flooder (its own process, so its client work does not slow the measured one) keeps ``--flood`` requests in flight
 (96: each two texts of ``--words`` (450) words, to /v1/ged), waiting a 429's or 503's ``Retry-After`` before its
 next try (``--ignore-retry-after``: not even that). Beside it a light client sends one sentence a second, timed
-first for ``IDLE_SECONDS`` on the idle server. Goals: the light client's p95 latency <= 1 s, within 2x its idle p95
-(issue 61), and 0 errors over ``--duration`` (60 s); the flooder gets 429s, not timeouts. Also timed: a /v2/check
+first for ``IDLE_SECONDS`` on the idle server. Goals: the light client's p95 latency <= 1 s, within 2x its idle p95,
+and 0 errors over ``--duration`` (60 s); the flooder gets 429s, not timeouts. Also timed: a /v2/check
 over its budget (4,000 one-letter words: over the server's ``--check-budget``,
 4,096 here, by its word count alone), idle and during the flood (goal: refused in <= 0.1 s). ``--shared-address``:
 no API keys, so the flooder and the light client are one client, their address (an editor plugin beside a batch
 job, or behind a proxy not named by ``--trusted-proxy``).
 
-``--short-flood`` (issue 68): one address, no keys, and a flood of *short* requests (two texts of ``--words`` one-token
+``--short-flood``: one address, no keys, and a flood of *short* requests (two texts of ``--words`` one-token
 words each, one scheduling step or less) from the light client's own address, side by side in one run under 16 and
 then 96 connections (``--connections``), each ``--duration`` long. Goals: under each, the light client's p95 within 3x
 its idle p95, and none of its requests refused.

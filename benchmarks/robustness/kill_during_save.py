@@ -1,4 +1,4 @@
-"""`kill -9` during checkpoint saves (issue 16): no temp folder survives the next start, and resume is exact.
+"""`kill -9` during checkpoint saves: no temp folder survives the next start, and resume is exact.
 
 A micro pre-training run saves a checkpoint every step; each save is slowed by a short sleep after its
 optimizer file (a hook in this script's driver, not in the trainer), so a `kill -9` sent at a random

@@ -1,4 +1,4 @@
-"""Hostile documents through the markup layer (issue 68): the time and peak memory of 10 KB, 100 KB and 1 MB of a
+"""Hostile documents through the markup layer: the time and peak memory of 10 KB, 100 KB and 1 MB of a
 repeated pattern, read by ``prose_blocks`` alone and checked by ``electra-detect ged --markup``, each case in a process
 of its own (its peak resident memory is the process's own).
 

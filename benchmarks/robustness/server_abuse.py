@@ -1,4 +1,4 @@
-"""Hostile-but-fair probe of ``electra-detect serve`` (issue 16), kept so its findings stay fixed.
+"""Hostile-but-fair probe of ``electra-detect serve``, kept so its findings stay fixed.
 
 Four parts, each against one real server process started here with the default limits:
 

@@ -1,4 +1,4 @@
-"""The built pre-training corpus in numbers (issue 13): words, sentences and duplicate rate per source,
+"""The built pre-training corpus in numbers: words, sentences and duplicate rate per source,
 build wall time, and what tokenizing it costs.
 
 Reads ``manifest.json`` of a folder written by ``electra-detect corpus build`` and writes

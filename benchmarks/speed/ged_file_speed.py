@@ -138,7 +138,7 @@ def session_options(batches: list[Any], rounds: int = 3) -> list[dict[str, Any]]
              "passes": seconds} for (level, threads), (_session, _feeds, seconds) in runs.items()]
 
 
-FLAGGED, CLEAN = "He go to the store.", "He goes to the store."  # issue 59: the first flag once cost 4.5 s, clean 0.9
+FLAGGED, CLEAN = "He go to the store.", "He goes to the store."  # the first flag once cost 4.5 s, clean 0.9
 
 
 def one_sentence(rounds: int) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""GPU check for the ONNX engine (issue 6): which onnxruntime providers exist and which one a session
+"""GPU check for the ONNX engine: which onnxruntime providers exist and which one a session
 actually uses, fp32/fp16 throughput on CUDA, and torch CUDA fp32/fp16/bf16 as the comparison.
 
 Run in the repository root on a machine whose Python has torch (CUDA build), onnx, onnxruntime
@@ -267,7 +267,7 @@ def check(model: str, out: Path, onnx_dir: Path, sentences: int = 20000, lines: 
         device = "cuda" if cuda_listed() else "cpu"
         step(f"ged_file_{device}" + (f"_p{workers}" if workers > 1 else ""),
              lambda device=device, workers=workers: ged_file(device, workers))
-    # issue 51: why fp16 lost end to end (its batches' shapes?); after the goals' rows, which a timeout must not lose
+    # why fp16 lost end to end (its batches' shapes?); after the goals' rows, which a timeout must not lose
     for variant in ("fp16", "optimized") if cuda_listed() else ():
         step(f"end_to_end_{variant}_cuda_w8", lambda variant=variant: end_to_end(variant, "cuda", 8))
     for dtype_name in ("fp32", "fp16", "bf16"):

@@ -1,6 +1,6 @@
 """What `ged --file` costs per sentence outside the engine: the ceiling a GPU run meets, measured on a CPU.
 
-On a GPU the engine is nearly free (issue 51: 4.78M tokens/s for the MiniLM on an H200) and a run goes as fast as
+On a GPU the engine is nearly free (4.78M tokens/s for the MiniLM on an H200, gpu_serving) and a run goes as fast as
 the Python around it, which holds the GIL: one process cannot score more sentences a second than 1e6 / (its
 host microseconds a sentence). This benchmark replays the engine's recorded outputs, so only the host work is
 timed, stage by stage, on ``--sentences`` embedded-corpus sentences (public domain; the sentences the end-to-end

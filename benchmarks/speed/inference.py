@@ -11,7 +11,7 @@ shows max |Δlogit| against torch next to the speed.
 
 Writes ``result.json``, ``table.md`` and ``plot.png`` to ``--out-dir`` (default ``benchmarks/results/inference/``).
 
-Goals (issue 6): ORT int8 >= 2x torch eager; ORT fp32 optimised >= 1.3x.
+Goals: ORT int8 >= 2x torch eager; ORT fp32 optimised >= 1.3x.
 """
 
 from __future__ import annotations

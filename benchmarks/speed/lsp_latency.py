@@ -1,4 +1,4 @@
-"""Latency in the editor (issue 61): `electra-detect lsp` against `ged --markup markdown` on the same Markdown text.
+"""Latency in the editor: `electra-detect lsp` against `ged --markup markdown` on the same Markdown text.
 
 Two goals, each timed in one run on an idle machine:
 

@@ -5,8 +5,8 @@ default recipe's step against the paper's.
   step and under a textbook step (below).
 * ``default`` vs ``ours``: the default recipe (ModernBERT pair, half-depth same-width generator,
   GDES, per-module clipping; ``training/pretraining/config.py``) against the paper's model, both under the
-  trainer's step: what the recipe that learns costs per update (issue 12: at most 10% slower, or
-  the README says why the trade pays).
+  trainer's step: what the recipe that learns costs per update (the goal: at most 10% slower,
+  or the README says why the trade pays).
 
 ``ours`` and ``naive`` train the same ``ElectraPretrainingModel`` (same preset, same seed, so the same
 initial parameters, shared embeddings included) on the same synthetic batch with the same

@@ -1,4 +1,4 @@
-"""The quickstart recipe on the embedded corpus vs a built corpus, same number of updates (issue 13).
+"""The quickstart recipe on the embedded corpus vs a built corpus, same number of updates.
 
     python -m benchmarks.studies.corpus_compare --corpus runs/corpus --steps 1000
 

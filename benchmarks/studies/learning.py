@@ -1,4 +1,4 @@
-"""Which levers make ELECTRA pre-training leave the masked-LM plateau on a 2-core CPU (issue 12).
+"""Which levers make ELECTRA pre-training leave the masked-LM plateau on a 2-core CPU.
 
     python -m benchmarks.studies.learning --steps 300 --seeds 0 --jfleg ../shared/data/jfleg/dev/dev.ref0
     python -m benchmarks.studies.learning --steps 300 --seeds 1 2 --arms default paper seq_32 --jfleg ...  # adds seeds

@@ -16,6 +16,7 @@ from electra_detect.cli.options import (
     add_ged_option_args,
     add_labelled_data_args,
     add_output_format_arg,
+    add_threshold_arg,
     ged_options,
     personal_dictionary,
     project_settings,
@@ -46,8 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_output_format_arg(p)
     p.add_argument("--exit-code", action="store_true",
                    help="exit 1 when any word is flagged, 0 when none is (without it: 0 either way; bad input: 2)")
-    p.add_argument("--threshold", type=float, help="flag words with score >= this (default: the model's "
-                                                  "tuned ged.json threshold at --level, else 0.5)")
+    add_threshold_arg(p)
     p.add_argument("--suggest", action="store_true",
                    help="give each flagged word its suggestions: a tag model's from its edit tag (docs/edit_tags.md), "
                         "another model's candidates ranked by the model (each candidate's sentence scored: about 8 "
@@ -72,8 +72,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="evaluate the pre-trained discriminator even when the model dir holds a fine-tuned ged/")
     e.add_argument("--data", required=True, help="labelled data file")
     add_labelled_data_args(e, format_required=True)
-    e.add_argument("--threshold", type=float, help="fixed threshold (default: tuned, else the model's ged.json, "
-                                                  "else 0.5)")
+    add_threshold_arg(e, "eval")
     e.add_argument("--tune-on", help="tune the threshold for max F0.5 on this file (m2/tsv/bea; same format)")
     e.add_argument("--split", action="store_true", help="tune on half of --data, report on the other half")
     e.add_argument("--seed", type=int, default=13, help="seed of the --split")

@@ -1,7 +1,7 @@
 """Options several verbs share, each defined once: labelled GED data (``--format``, ``--refs``, ``--combine``,
 ``--annotator``), the personal dictionary (``--dictionary``), the writer's GED controls (``--level``,
 ``--disable``, ...: ``ged`` and ``batch ged``; ``--settings``), an n-best list's ``--format`` and the output's
-``--output-format`` (``ged``, ``score``). The model and engine options
+``--output-format`` (``ged``, ``score``) and the flag ``--threshold``. The model and engine options
 (``--threads`` too) are in :mod:`electra_detect.cli.engine`. Other layers' verbs (``ged train``, ``calibrate``,
 ``pos-bias``, ``serve``, ``demo``, ``lsp``, ``rerank train``, ``batch``) add them the same way, so a flag reads
 alike on every verb.
@@ -21,6 +21,23 @@ OUTPUT_FORMATS = ("text", "json", "github")  # electra_detect.cli.output's write
 DICTIONARY_HELP = ("personal dictionary, one word a line, never flagged nor suggested, read again when it changes "
                    "(default: $ELECTRA_DETECT_DICTIONARY, else $XDG_CONFIG_HOME/electra-detect/dictionary.txt when it "
                    "exists; docs/writers.md)")
+
+
+# The flag threshold's one definition; its help says what the verb does with it. Options that mean something else
+# keep their own names or say so in their help (export's parity gate, distill's teacher labels).
+THRESHOLD_USES = {
+    "flag": "flag words with score >= this (default: the model's tuned ged.json threshold at --level, else 0.5)",
+    "highlight": "highlight words with score >= this (default: the model's tuned ged.json threshold, else 0.5)",
+    "eval": "flag at this fixed threshold (default: tuned on --tune-on/--split, else the model's ged.json, else 0.5)",
+    "report": "flag threshold (default: the model's ged.json, else 0.5)",
+    "slider": "the slider's starting value (default: the model's ged.json threshold, else 0.5)",
+}
+
+
+def add_threshold_arg(p: Any, use: str = "flag") -> None:
+    """``--threshold``: the flag threshold, a probability in [0, 1] (range-checked by ``model_dir.check_threshold``,
+    through ``build_ged_options`` or ``cli.texts.check_unit_interval``)."""
+    p.add_argument("--threshold", type=float, default=None, help=THRESHOLD_USES[use])
 
 
 def add_labelled_data_args(p: Any, *, format_required: bool = False, annotator: bool = True,

@@ -6,7 +6,7 @@ import argparse
 
 from electra_detect.cli import DEFAULT_MODEL, verb
 from electra_detect.cli.engine import add_engine_args, add_model_arg, load_detector
-from electra_detect.cli.options import add_output_format_arg
+from electra_detect.cli.options import add_output_format_arg, add_threshold_arg
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -19,8 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_output_format_arg(p, ("text", "json"))
     p.add_argument("--json", action="store_const", const="json", dest="output_format",
                    help="one JSON object per text (--output-format json)")
-    p.add_argument("--threshold", type=float, help="highlight words with score >= this (default: the model's "
-                                                  "tuned ged.json threshold, else 0.5)")
+    add_threshold_arg(p, "highlight")
     add_engine_args(p, device=True)
 
 

@@ -46,11 +46,12 @@ class ExportSource:
 
 
 def locate(path: Path, make: bool = True, log: Callable[[str], None] | None = None,
-           rebuild: bool = False, skip_shipped: bool = False) -> ExportSource:
+           rebuild: bool = False, skip_shipped: bool = False, model_dir: Path | None = None) -> ExportSource:
     """The export for model ``path``: shipped (``path`` is one, or holds ``onnx/``), else the cached one for its
     weights, else (``make``) one exported into the cache now. ``skip_shipped``: the cached or a new one even where one
     is shipped (the shipped one failed its check); ``rebuild``: export again from the weights into the cache, whatever
-    is shipped or cached (the cached one failed its check). ``DetectorError`` when there is none to be had."""
+    is shipped or cached (the cached one failed its check). ``DetectorError`` when there is none to be had.
+    ``model_dir``: ``resolve_model_dir(path)``, when the caller holds it."""
     from electra_detect.model_dir import resolve_model_dir
 
     if not (rebuild or skip_shipped):
@@ -58,7 +59,7 @@ def locate(path: Path, make: bool = True, log: Callable[[str], None] | None = No
             return ExportSource(find_export_dir(path), "shipped")
         except DetectorError:
             pass
-    model_dir = resolve_model_dir(path)
+    model_dir = model_dir or resolve_model_dir(path)  # the Detector has resolved it already
     if not any(model_dir.glob("*.safetensors")):
         what = "its shipped export failed its check" if rebuild or skip_shipped else "no ONNX export"
         raise DetectorError(f"{what} and there are no safetensors weights in {model_dir} to export from")

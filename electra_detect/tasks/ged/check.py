@@ -29,6 +29,7 @@ from electra_detect.tasks.ged.dictionary import PersonalDictionary, Vocabulary
 from electra_detect.tasks.ged.edit_typing import Edit, EditTyper
 from electra_detect.tasks.ged.flags import FlaggedWord
 from electra_detect.tasks.ged.options import GedOptions
+from electra_detect.tasks.ged.quiet import QuietRule
 from electra_detect.tasks.ged.suggestions import (
     Suggester,
     Suggestion,
@@ -72,73 +73,6 @@ class TypingRule:
 SUGGESTIONS = 3  # suggestions shown a word at most, best first
 ALTERNATIVE_FLOOR = 0.02  # a next best tag's probability below this makes no suggestion (docs/suggestions.md)
 
-# Punctuation a writer may leave out or put in (commas): quieted at the default level (docs/fluent_text.md).
-OPTIONAL_PUNCTUATION = frozenset({","})
-ARTICLES = frozenset({"the", "a", "an"})
-SENTENCE_ENDS = ".!?:;\"'“‘(["  # a capital after these (or at the text's start) may start a sentence
-
-
-def name_like(text: str, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` reads as a name: inner capitals (*iPhone*, *McDonald*, *NASA*), or a capital
-    inside a sentence (not the text's first word, not after a sentence end, an opening quote or bracket)."""
-    word = text[start:end]
-    letters = [c for c in word if c.isalpha()]
-    if len(letters) < 2:
-        return False  # "I", "A": a letter alone is no name
-    if any(c.isupper() for c in letters[1:]):
-        return True
-    if not letters[0].isupper():
-        return False
-    before = text[:start].rstrip()
-    return bool(before) and before[-1] not in SENTENCE_ENDS
-
-
-@dataclass(frozen=True)
-class QuietRule:
-    """Which of a tag model's flags are left out as false alarms on native prose (``docs/fluent_text.md``): each
-    family of flag is kept only when its tag's probability reaches that family's cut (0.0 keeps every flag of the
-    family, above 1.0 none). The cuts were chosen on the tuning sets, read through what ``ged`` shows
-    (``benchmarks/quality/ged_shown.py``): the quietest on CWEB-G dev that keeps the F0.5 of each learner tuning half
-    (MultiGED FCE dev, JFLEG dev) within 0.005 of the check without the rule.
-
-    - ``known_spelling``: a ``$SPELL`` flag on a word pyspellchecker's English list or the dictionary knows (a rare
-      real word: *malpractice*, *prospectus*; but learners' real-word slips, *felling* for *feeling*, are flagged so
-      too), at every level;
-    - ``name``: a flag on a name-like word (:func:`name_like`), at every level; case tags (*the Summer*) excepted;
-    - ``comma``: a comma asked for or struck out, at the default level (picky shows them all);
-    - ``article_before_name``: an article asked for before a name-like word, at the default level."""
-
-    # chosen on the tuning sets (ged_shown, 2026-12): a known word's $SPELL costs FCE's tuning half 0.017 even when
-    # only the unsure are left out (learners' real-word slips: felling, planing), so it stays off
-    known_spelling: float = 0.0
-    name: float = 0.9
-    comma: float = 0.8
-    article_before_name: float = 0.0  # the names' cut covers an article asked for before a name already
-
-    @classmethod
-    def off(cls) -> QuietRule:
-        """Every flag the threshold lets through (the check before issue 67)."""
-        return cls(0.0, 0.0, 0.0, 0.0)
-
-    def quiet(self, text: str, word: FlaggedWord, known: Callable[[str], bool], level: str) -> bool:
-        """Whether ``word`` (told: its tag decoded) is left out at ``level``; ``known``: the word list's test."""
-        tag, p = word.tag or "", word.type_score or 0.0
-        if p >= max(self.known_spelling, self.name, self.comma, self.article_before_name):
-            return False  # sure enough for every cut: the common case, no test run
-        if tag == SPELL and p < self.known_spelling and known(word.word):
-            return True
-        name = (p < self.name or p < self.article_before_name) and name_like(text, word.start, word.end)
-        if name and p < self.name and not tag.startswith("$CASE_"):
-            return True
-        if level == "picky":
-            return False
-        if p < self.comma and (words_of(tag) in OPTIONAL_PUNCTUATION and word.operation == "M"
-                               or tag == DELETE and word.word in OPTIONAL_PUNCTUATION):
-            return True
-        return bool(name and p < self.article_before_name and word.operation == "M"
-                    and words_of(tag).lower() in ARTICLES)
-
-
 @dataclass
 class CheckPlan:
     """One call's flagged words per text, and the suggestion plans of the words that need candidates."""
@@ -173,8 +107,9 @@ class GedChecker:
 
     def __init__(self, detector: Detector, suggester: Suggester | None = None, typer: EditTyper | None = None,
                  dictionary: PersonalDictionary | None = None, typing: TypingRule | None = None,
-                 quiet: QuietRule | None = None) -> None:
+                 quiet: QuietRule | None = None, fixed_threshold: float | None = None) -> None:
         self.detector = detector
+        self.fixed_threshold = fixed_threshold  # a front's own default (the server's --ged-threshold), range-checked
         self.suggester = suggester or Suggester()
         self.typer = typer or EditTyper()
         self.dictionary = dictionary or PersonalDictionary()
@@ -209,10 +144,16 @@ class GedChecker:
         return thread
 
     def threshold(self, options: GedOptions) -> float:
-        """The flag threshold: the options' own, else the rules' tuned one (``with_rules``), else the model's at the
-        options' level."""
+        """The flag threshold, decided here for every front: the options' own, else the front's fixed one (at the
+        picky level the model's picky one when lower), else the rules' tuned one (``with_rules``), else the model's
+        at the options' level (the Detector's record of ged.json: no file is read)."""
         if options.threshold is not None:
             return options.threshold
+        if self.fixed_threshold is not None:
+            if options.level == "default":
+                return self.fixed_threshold
+            return min(self.fixed_threshold, self.detector.threshold(calibrated=options.calibrated,
+                                                                     level=options.level))
         if options.with_rules:
             return self.rules[0].threshold
         return self.detector.threshold(calibrated=options.calibrated, level=options.level)
@@ -222,7 +163,7 @@ class GedChecker:
         """(the model's tuned rule setting, harper-py's flagger): ``with_rules``' pieces, loaded once."""
         from electra_detect.rules import harper_flagger, rule_setting
 
-        return rule_setting(self.detector.model_dir), harper_flagger()
+        return rule_setting(self.detector.model_dir, self.detector.files.ged), harper_flagger()
 
     def score(self, texts: list[str], options: GedOptions) -> list[TextScores]:
         return self.detector.score(texts, calibrated=options.calibrated)

@@ -1,13 +1,13 @@
-"""Replacements for flagged words: generate candidates from word lists, rank them with the GED model itself.
+"""The suggester: replacements for flagged words, their candidates gathered and ranked with the GED model itself.
 
 No generator ships (its own embeddings alone would overrun the model's weight budget), so the suggester needs no
 new weights: for a flagged word it proposes
 
 - ``confusion``: the other members of its closed-class confusion sets (``electra_detect.word_classes``, read both
   ways: determiners, prepositions, pronouns, conjunctions, auxiliaries and modals, its/it's, homophones such as
-  to/too and then/than, punctuation marks);
+  to/too and then/than, punctuation marks; ``word_candidates.py``);
 - ``inflection``: every form of each lemma the word can have (lemminflect: tense, number, verb form, comparatives;
-  an unknown form such as *buyed* by the regular rules' lemma) and its adjective/adverb twin;
+  an unknown form such as *buyed* by the regular rules' lemma) and its adjective/adverb twin (``word_candidates.py``);
 - ``spelling``: a spellchecker's corrections (pyspellchecker) for a word not in its dictionary;
 - ``real_word``: the commonest known words one edit away from a known word (then/than, form/from);
 - ``case``: the word lower-cased or capitalised;
@@ -15,8 +15,10 @@ new weights: for a flagged word it proposes
 
 puts each candidate into the word's sentence and scores the edited sentences through the ``Detector`` (one batch
 for all), keeps the candidates that lower the model's error score around the edit and offers at most ``k`` of them,
-best first (:class:`RankSetting`, its defaults chosen on FCE dev's tuning half by
-``benchmarks/quality/suggestions.py``).
+best first (the rule and its setting, ``RankSetting``, in ``suggestion_ranking.py``; the setting's defaults chosen on
+FCE dev's tuning half by ``benchmarks/quality/suggestions.py``).
+
+This module holds the spellchecker's candidates, a text's plan of sentences to score and the ranking of their scores.
 
 A suggestion replaces its flagged word's *target*: the written word the flagged piece belongs to (the Detector
 splits *don't* into don / ' / t; the target is *don't*), so that contractions get whole-word replacements.
@@ -33,53 +35,11 @@ from typing import Any
 
 from electra_detect.detector import TextScores
 from electra_detect.sentences import sentence_around, sentence_spans
-from electra_detect.word_classes import (
-    AGREEMENT,
-    CONJUNCTIONS,
-    CONTRACTIONS,
-    DETERMINERS,
-    HOMOPHONES,
-    MODALS_TENSE,
-    POSSESSIVES,
-    PREPOSITION_CONFUSIONS,
-    PRONOUNS,
-    PUNCTUATION,
-)
+from electra_detect.tasks.ged.suggestion_ranking import SOURCES, RankSetting, choose, local_score, unnecessary
+from electra_detect.tasks.ged.word_candidates import confusions, inflections, learner_distance
 
-SOURCES = ("confusion", "inflection", "spelling", "real_word", "case", "delete")
 TARGET = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")  # a written word, apostrophes inside it, or one mark
 ScoreTexts = Callable[[list[str]], list[TextScores]]
-
-
-@dataclass(frozen=True)
-class RankSetting:
-    """How candidates are ranked. ``reduce``: the error score of the words around an edit, ``max`` (their highest
-    replaced probability) or ``sum`` (their summed -log(1 - p)); ``window``: words on each side of the edit that
-    count; ``closeness``: added to a candidate's score per unit of its normalised edit distance from the word (a
-    near form beats a far one the model likes as much: tent over tenting); ``delete``: offer the deletion
-    ``always`` or only for a word the model calls ``unnecessary`` (or a repeated word); ``k``: suggestions kept;
-    ``sources``: the candidate sources used; ``context_words``: words of the sentence kept on each side of the
-    target when scoring."""
-
-    reduce: str = "sum"  # the defaults: the best top-1 on FCE dev's tuning half (docs/suggestions.md)
-    window: int = 1
-    closeness: float = 0.0
-    delete: str = "unnecessary"
-    k: int = 3
-    sources: tuple[str, ...] = SOURCES
-    max_candidates: int = 40
-    context_words: int = 24
-
-    def __post_init__(self) -> None:
-        if self.reduce not in ("max", "sum"):
-            raise ValueError(f"reduce must be max or sum, got {self.reduce!r}")
-        if self.delete not in ("always", "unnecessary"):
-            raise ValueError(f"delete must be always or unnecessary, got {self.delete!r}")
-        unknown = set(self.sources) - set(SOURCES)
-        if unknown:
-            raise ValueError(f"unknown suggestion sources {sorted(unknown)}; known: {', '.join(SOURCES)}")
-        if self.k < 1 or self.window < 0 or self.max_candidates < 1 or self.context_words < 1:
-            raise ValueError("k, max_candidates and context_words must be >= 1 and window >= 0")
 
 
 @dataclass
@@ -109,92 +69,6 @@ def match_case(template: str, word: str) -> str:
         return word[:1].upper() + word[1:]
     return word
 
-
-def learner_distance(word: str, candidate: str) -> float:
-    """Optimal string alignment distance weighted as learners misspell: a doubled letter written single or a single
-    one doubled (*writen*, *choosen*) costs 0.5, a swap 0.75, any other edit 1, and a changed first letter 0.5 more
-    (*shoping* is *shopping* before *hoping*). Hand-written: rapidfuzz's OSA has no per-edit weights."""
-    n, m = len(word), len(candidate)
-    d = [[0.0] * (m + 1) for _ in range(n + 1)]
-    for i in range(n + 1):
-        d[i][0] = float(i)
-    for j in range(m + 1):
-        d[0][j] = float(j)
-    for i in range(1, n + 1):
-        for j in range(1, m + 1):
-            a, b = word[i - 1], candidate[j - 1]
-            drop = 0.5 if (i > 1 and word[i - 2] == a) or (i < n and word[i] == a) else 1.0  # undoubling
-            add = 0.5 if (j > 1 and candidate[j - 2] == b) or (j < m and candidate[j] == b) else 1.0  # doubling
-            d[i][j] = min(d[i - 1][j] + drop, d[i][j - 1] + add, d[i - 1][j - 1] + (a != b))
-            if i > 1 and j > 1 and a == candidate[j - 2] and word[i - 2] == b and a != b:
-                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 0.75)
-    moved = word[:1] != candidate[:1] and word[:1] != candidate[1:2]  # a first letter dropped is not a change
-    return d[n][m] + (0.5 if moved else 0.0)
-
-
-@functools.cache
-def confusion_sets() -> dict[str, tuple[str, ...]]:
-    """Word -> the words it is confused with, from every table of ``word_classes``, read both ways."""
-    found: dict[str, list[str]] = {}
-
-    def add(word: str, other: str) -> None:
-        if other != word and other not in found.setdefault(word, []):
-            found[word].append(other)
-
-    tables = [DETERMINERS, PREPOSITION_CONFUSIONS, PRONOUNS, POSSESSIVES, CONJUNCTIONS, MODALS_TENSE, AGREEMENT,
-              CONTRACTIONS, HOMOPHONES, {mark: PUNCTUATION for mark in PUNCTUATION}]
-    for table in tables:
-        for word, others in table.items():
-            for other in [others] if isinstance(others, str) else others:
-                add(word, other)
-                add(other, word)
-    return {word: tuple(others) for word, others in found.items()}
-
-
-def confusions(word: str) -> list[str]:
-    """The closed-class words and homophones ``word`` is confused with (the/a, in/on, is/are, its/it's, to/too, ./,)."""
-    return list(confusion_sets().get(word.lower(), ()))
-
-
-def inflections(word: str) -> list[str]:
-    """Every inflection of each lemma ``word`` can have (lemminflect), and its adjective/adverb twin. An unknown
-    form (*buyed*, *childs*) takes the lemma the regular rules give when that lemma is a word."""
-    from electra_detect.tasks.ged.nlp import import_lemminflect
-
-    lemminflect = import_lemminflect()
-
-    lower = word.lower()
-    lemmas = {(upos, lemma) for upos, found in lemminflect.getAllLemmas(lower).items() for lemma in found}
-    if not lemmas and lower.isalpha():
-        for upos in ("VERB", "NOUN"):
-            lemmas |= {(upos, lemma) for lemma in lemminflect.getAllLemmasOOV(lower, upos).get(upos, ())
-                       if lemma != lower and lemminflect.getAllLemmas(lemma)}
-    forms: list[str] = []
-    for upos, lemma in sorted(lemmas):
-        for tagged in lemminflect.getAllInflections(lemma, upos=upos).values():
-            forms += tagged
-        forms.append(lemma)
-    forms += adverb_twins(lower)
-    return [form for form in dict.fromkeys(forms) if form != lower]
-
-
-def adverb_twins(word: str) -> list[str]:
-    """The adverb of an adjective or the adjective of an adverb, by spelling (quick/quickly, easy/easily,
-    simple/simply, basic/basically); only words lemminflect knows."""
-    from electra_detect.tasks.ged.nlp import import_lemminflect
-
-    lemminflect = import_lemminflect()
-
-    if not word.isalpha() or len(word) < 3:
-        return []
-    if word.endswith("ly"):
-        stem = word[:-2]
-        guesses = [stem, stem[:-1] + "y" if stem.endswith("i") else "", stem + "le", stem[:-2] if
-                   word.endswith("ically") else ""]
-    else:
-        guesses = [word + "ly", word[:-1] + "ily" if word.endswith("y") else "",
-                   word[:-2] + "ly" if word.endswith("le") else "", word + "ally" if word.endswith("ic") else ""]
-    return [g for g in guesses if g and g != word and lemminflect.getAllLemmas(g)]
 
 
 EDIT_WEIGHT = 2.0  # a misspelling's correction: an edit (learner_distance 1) outweighs 100x a word's frequency
@@ -463,58 +337,3 @@ def replace_span(text: str, start: int, end: int, value: str) -> tuple[str, tupl
     edited = text[:start] + value + text[end:]
     return edited, (start, start + len(value))
 
-
-NOISE = 1e-4  # scores of one sentence batched differently (padding, engine) differ by ~1e-6: not an improvement
-
-
-def choose(word: str, before: float, scored: Sequence[tuple[str, str, float]], may_delete: bool,
-           setting: RankSetting) -> list[tuple[str, str, float]]:
-    """The ranking rule: of the (value, source, error score after the edit) candidates for ``word``, those that
-    score below ``before`` by more than ``NOISE`` (a case change an uncased model cannot see ties; the deletion
-    only when ``may_delete``), ordered by their score plus ``closeness`` times their distance from the word; at
-    most ``k``, as (value, source, that sum)."""
-    kept = [(value, source, after + setting.closeness * distance(word, value)) for value, source, after in scored
-            if after < before - NOISE and (value or may_delete)]
-    return sorted(kept, key=lambda c: c[2])[:setting.k]
-
-
-def unnecessary(scores: TextScores, sentence: str, span: tuple[int, int]) -> bool:
-    """Whether the word at ``span`` may go: the typed model names operation U (unnecessary) for its most suspicious
-    piece, or it repeats the word before it (*the the*)."""
-    inside = [w for w in scores.words if w.start < span[1] and span[0] < w.end]
-    if inside and max(inside, key=lambda w: w.score).operation == "U":
-        return True
-    before = re.findall(r"\S+", sentence[:span[0]])
-    return bool(before) and before[-1].lower() == sentence[span[0]:span[1]].lower()
-
-
-def distance(word: str, other: str) -> float:
-    """Levenshtein distance of the lower-cased words over the longer one's length: 0 same letters, 1 nothing
-    shared (a deletion is 1)."""
-    a, b = word.lower(), other.lower()
-    if not a or not b:
-        return 1.0
-    row = list(range(len(b) + 1))
-    for i, char in enumerate(a, 1):
-        previous, row[0] = row[0], i
-        for j, other_char in enumerate(b, 1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (char != other_char))
-    return row[-1] / max(len(a), len(b))
-
-
-def local_score(scores: TextScores, span: tuple[int, int], reduce: str, window: int) -> float:
-    """The error score of the words of ``scores`` that overlap ``span`` (both words beside it when it is empty)
-    and ``window`` words on each side: their highest replaced probability (``max``) or their summed
-    -log(1 - p) (``sum``); lower = more fluent."""
-    words = scores.words
-    if not words:
-        return 0.0
-    start, end = span
-    inside = [i for i, w in enumerate(words) if w.start < end and start < w.end]
-    if not inside:  # an empty span: the words on either side of the gap
-        after = next((i for i, w in enumerate(words) if w.start >= start), len(words))
-        inside = [i for i in (after - 1, after) if 0 <= i < len(words)]
-    chosen = [w.score for w in words[max(0, inside[0] - window):inside[-1] + window + 1]]
-    if reduce == "max":
-        return max(chosen)
-    return -sum(math.log1p(-min(p, 1 - 1e-12)) for p in chosen)
