@@ -229,10 +229,10 @@ def main() -> int:
 
     from electra_detect.detector import Detector
     from electra_detect.tasks.ged.check import GedChecker
-    from electra_detect.tasks.ged.quiet import QuietRule
     from electra_detect.tasks.ged.dictionary import Vocabulary
     from electra_detect.tasks.ged.evaluation import shown_metrics
     from electra_detect.tasks.ged.options import build_ged_options
+    from electra_detect.tasks.ged.quiet import QuietRule
 
     sets = load_sets(args.cweb, args.tags, args.jfleg)
     detector = Detector.load(args.model, engine="auto", task="ged")
