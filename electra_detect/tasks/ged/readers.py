@@ -34,7 +34,7 @@ class GedSentence:
     labels: list[int]  # 1 = the token is part of an error
     types: list[list[str]] = field(default_factory=list)  # error types touching each token
     edits: list[GedEdit] = field(default_factory=list)  # the corrections, where the format gives them (M2, BEA)
-    tags: list[str | None] = field(default_factory=list)  # each token's edit tag (electra_detect.edit_tags); None: unknown
+    tags: list[str | None] = field(default_factory=list)  # each token's edit tag (edit_tags); None: unknown
 
     @property
     def text(self) -> str:
