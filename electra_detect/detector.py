@@ -95,15 +95,15 @@ class Detector:
         if engine not in ENGINES:
             raise DetectorError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
         path = task_model_path(path, task)
+        model_dir = resolve_model_dir(path)  # once; a bad path fails here, before onnxruntime (or torch) is imported
         options = dict(device=device, max_length=max_length, calibrated=calibrated, require_gpu=require_gpu,
                        threads=threads)
         if engine == "torch":
             if variant is not None:
                 raise DetectorError("--variant picks an ONNX export variant; it applies to engine 'onnx' only")
-            return cls._load_torch(path, **options)
+            return cls._load_torch(model_dir, **options)
         from electra_detect.onnx.locate import locate
 
-        model_dir = resolve_model_dir(path)  # a bad path fails here, before onnxruntime (or torch) is imported
         try:
             source = locate(path, make=export, model_dir=model_dir)
             try:
@@ -122,7 +122,7 @@ class Detector:
         except (DetectorError, ImportError, RuntimeError, ValueError) as exc:
             if engine == "onnx" or variant is not None:
                 raise DetectorError(f"the ONNX engine failed: {exc}") from exc
-            detector = cls._load_torch(path, **options)
+            detector = cls._load_torch(model_dir, **options)
             detector.note = f"⚠️ the ONNX engine cannot serve this model ({exc}); running on the torch engine."
             return detector
 
@@ -132,11 +132,12 @@ class Detector:
         """A Detector over an ``inference.ExportSource``; a cached export takes calibration.json and ged.json from
         the weights it was made from (``calibrate`` after the export writes there), checked by their hash."""
         from electra_detect.onnx.engine import OnnxEngine
-        from electra_detect.onnx.manifest import load_export_calibration, load_tokenizer
+        from electra_detect.onnx.manifest import load_export_calibration, load_tokenizer, read_manifest
 
         export_dir = source.export_dir
+        manifest = read_manifest(export_dir)  # once: the engine, the calibration and the tokenizer read this copy
         if source.weights_dir is None:
-            calibrator = load_export_calibration(export_dir) if calibrated else None
+            calibrator = load_export_calibration(export_dir, manifest) if calibrated else None
         else:
             from electra_detect.calibrators import CALIBRATION_FILE, read_calibration
 
@@ -148,18 +149,19 @@ class Detector:
                                                   "refit it with `electra-detect calibrate`")
                 except ValueError as exc:
                     raise DetectorError(str(exc)) from exc
-        runner = OnnxEngine(export_dir, variant=variant, device=device, require_gpu=require_gpu, threads=threads)
-        tokenizer = load_tokenizer(export_dir)  # without transformers (and so torch) when it can
+        runner = OnnxEngine(export_dir, variant=variant, device=device, require_gpu=require_gpu, threads=threads,
+                            manifest=manifest)
+        tokenizer = load_tokenizer(export_dir, manifest)  # without transformers (and so torch) when it can
         return cls._finish(source.weights_dir or export_dir, runner, tokenizer, max_length, calibrator, source)
 
     @classmethod
-    def _load_torch(cls, path: Path, device: str | None, max_length: int | None, calibrated: bool,
+    def _load_torch(cls, model_dir: Path, device: str | None, max_length: int | None, calibrated: bool,
                     require_gpu: bool = False, threads: int | None = None) -> Detector:
+        """``model_dir``: resolved (``resolve_model_dir``)."""
         from transformers import AutoTokenizer
 
         from electra_detect.calibrators import load_calibration
 
-        model_dir = resolve_model_dir(path)
         if not any(model_dir.glob("*.safetensors")):
             raise DetectorError(f"{model_dir} holds an ONNX export only (no safetensors weights); "
                                 f"load it with engine='onnx' (CLI: --engine onnx)")

@@ -1,14 +1,15 @@
 """``electra-detect <verb>``: one app, one module per verb.
 
-The core's verbs (score, ged, rerank, export) live in this package; each layer registers its own
-(pretrain, corpus and ``ged train`` in ``electra_detect.training.cli``; calibrate and pos-bias in
-``electra_detect.calibration.cli``; serve and demo in ``electra_detect.app.cli``) through the
-``electra_detect.verbs`` entry-point group, so the core never names a module above it.
+The core's verbs (score, ged, rerank, export) live in this package; each layer registers its own (pretrain, corpus
+and ``ged train`` in ``electra_detect.training.cli``; calibrate and pos-bias in ``electra_detect.calibration.cli``;
+serve and demo in ``electra_detect.app.cli``) through the ``electra_detect.verbs`` entry-point group, so the core
+never names a module above it.
 
-A verb is a function ``add_parser(sub)`` that adds its sub-parser with ``verb(...)`` and the plain function
-that runs it. Whatever the verb, a failure the user can fix (``electra_detect.errors.UserError``, or a file that
-cannot be found or opened) is one ``error:`` line on stderr (exit 2); anything else is a bug and keeps its
-traceback. Verb modules import only argparse at the top: ``electra-detect score`` never loads the trainer.
+A verb is a function ``add_parser(sub)`` that adds its sub-parser with ``verb(...)`` (a sub-verb such as ``ged
+train`` with ``subverb(...)``) and the plain function that runs it. Whatever the verb, a failure the user can fix
+(``electra_detect.errors.UserError``, or a file that cannot be found or opened) is one ``error:`` line on stderr
+(exit 2); anything else is a bug and keeps its traceback. Verb modules import only argparse at the top:
+``electra-detect score`` never loads the trainer.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sys
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 from electra_detect.errors import UserError
 
@@ -34,11 +36,36 @@ CORE_VERBS = ("electra_detect.cli.score", "electra_detect.cli.ged", "electra_det
 USER_ERRORS: tuple[type[BaseException], ...] = (UserError, FileNotFoundError, PermissionError)
 
 
+class VerbParser(argparse.ArgumentParser):
+    """A verb's parser that may hold sub-verbs beside its own free arguments: ``ged train`` and ``ged eval`` beside
+    ``ged "some text"``, ``rerank train`` beside ``rerank LIST``. argparse's sub-parsers would read every text as a
+    sub-verb's name, so the verb's first word chooses: a sub-verb's name, else the verb itself."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.subverbs: dict[str, argparse.ArgumentParser] = {}
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        args = list(sys.argv[1:] if args is None else args)
+        if args and args[0] in self.subverbs:
+            return self.subverbs[args[0]].parse_known_args(args[1:], namespace)
+        return super().parse_known_args(args, namespace)
+
+
 def verb(sub: argparse._SubParsersAction, name: str, run: Callable[[argparse.Namespace], int],
          **kwargs) -> argparse.ArgumentParser:
     """Add verb ``name``: ``run(args)`` does the work."""
     parser = sub.add_parser(name, **kwargs)
     parser.set_defaults(func=run)
+    return parser
+
+
+def subverb(sub: argparse._SubParsersAction, parent: str, name: str, run: Callable[[argparse.Namespace], int],
+            **kwargs) -> argparse.ArgumentParser:
+    """Add ``parent name`` (``ged train``): one parser, spelled ``electra-detect ged train`` and, as a verb of its
+    own, ``electra-detect ged-train``; ``parent`` must have been added already (the core's verbs come first)."""
+    parser = verb(sub, f"{parent}-{name}", run, prog=f"electra-detect {parent} {name}", **kwargs)
+    sub.choices[parent].subverbs[name] = parser
     return parser
 
 
@@ -60,7 +87,7 @@ def _layer_verbs() -> list[Callable[[argparse._SubParsersAction], None]]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="electra-detect",
                                      description="ELECTRA replaced-token detection as a disfluency signal.")
-    sub = parser.add_subparsers(dest="verb", required=True)
+    sub = parser.add_subparsers(dest="verb", required=True, parser_class=VerbParser)
     for name in CORE_VERBS:
         importlib.import_module(name).add_parser(sub)
     for add_parser in _layer_verbs():
@@ -71,12 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from electra_detect.cli.texts import fail
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["ged"] and argv[1:2] in (["eval"], ["train"]):  # `ged eval`; `ged "text"` stays free
-        argv = [f"ged-{argv[1]}", *argv[2:]]
-    if argv[:2] == ["rerank", "train"]:  # `rerank train`; a list file named train is ./train
-        argv = ["rerank-train", *argv[2:]]
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
         return args.func(args)
     except USER_ERRORS as exc:

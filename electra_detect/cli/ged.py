@@ -10,7 +10,7 @@ import argparse
 import json
 from collections.abc import Callable, Iterable
 
-from electra_detect.cli import verb
+from electra_detect.cli import subverb, verb
 from electra_detect.cli.engine import add_engine_args, add_model_arg, load_detector
 from electra_detect.cli.options import (
     add_ged_option_args,
@@ -62,11 +62,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_ged_option_args(p, project_settings=True)
     add_engine_args(p, device=True, processes=True)
 
-    e = verb(sub, "ged-eval", run_eval,
-             help="evaluate GED on labelled data (also spelled `ged eval`)",
-             description="Token-level precision, recall, F0.5 and average precision on M2 or token-TSV "
-                         "data. The threshold is given, tuned on --tune-on, or tuned on a fixed-seed half "
-                         "of --data with --split (then reported on the other half).")
+    e = subverb(sub, "ged", "eval", run_eval,
+                help="evaluate GED on labelled data (also spelled `ged eval`)",
+                description="Token-level precision, recall, F0.5 and average precision on M2 or token-TSV "
+                            "data. The threshold is given, tuned on --tune-on, or tuned on a fixed-seed half "
+                            "of --data with --split (then reported on the other half).")
     add_model_arg(e, "run or model dir (its fine-tuned ged/ when it has one) or a discriminator dir")
     e.add_argument("--zero-shot", action="store_true",
                    help="evaluate the pre-trained discriminator even when the model dir holds a fine-tuned ged/")

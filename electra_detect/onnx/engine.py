@@ -52,11 +52,11 @@ class OnnxEngine:
     name = "onnx"
 
     def __init__(self, export_dir: str | Path, variant: str | None = None, device: str | None = None,
-                 require_gpu: bool = False, threads: int | None = None) -> None:
+                 require_gpu: bool = False, threads: int | None = None, manifest: dict[str, Any] | None = None) -> None:
         import onnxruntime as ort
 
         self.export_dir = Path(export_dir)
-        manifest = read_manifest(self.export_dir)
+        manifest = self.manifest = manifest if manifest is not None else read_manifest(self.export_dir)
         exported = [v for v in manifest.get("variants", {}) if (self.export_dir / VARIANT_FILES.get(v, "-")).exists()]
         if not exported:
             raise DetectorError(f"{self.export_dir}: the export holds no model files")
@@ -93,7 +93,7 @@ class OnnxEngine:
         _warn_once(message.split(";")[0], message)
 
     def _session(self, ort: Any, variant: str, cuda: bool, device_id: int, threads: int | None) -> Any:
-        return open_session(ort, verified_path(self.export_dir, variant), cuda, device_id, threads)
+        return open_session(ort, verified_path(self.export_dir, variant, self.manifest), cuda, device_id, threads)
 
     @classmethod
     def from_file(cls, path: str | Path, max_positions: int = 0) -> OnnxEngine:

@@ -33,15 +33,16 @@ def read_manifest(export_dir: Path) -> dict[str, Any]:
         raise DetectorError(f"{export_dir}/{MANIFEST} is unreadable: {exc}") from exc
 
 
-def verified_path(export_dir: Path, variant: str) -> Path:
+def verified_path(export_dir: Path, variant: str, manifest: dict[str, Any] | None = None) -> Path:
     """The variant's file, once its bytes (and those of the small files the export copied: config, tokenizer)
     match the SHA-256 the manifest recorded; ``CorruptExport`` naming the file otherwise. Hashes are remembered
-    per file stamp (``cache.file_sha256``), so a process re-reads only what changed since it was last checked."""
+    per file stamp (``cache.file_sha256``), so a process re-reads only what changed since it was last checked.
+    ``manifest``: the export's, when the caller has read it."""
     from electra_detect.errors import CorruptExport
     from electra_detect.onnx.cache import file_sha256
 
     export_dir = Path(export_dir)
-    manifest = read_manifest(export_dir)
+    manifest = manifest if manifest is not None else read_manifest(export_dir)
     name = VARIANT_FILES[variant]
     expected = {name: (manifest.get("variants", {}).get(variant) or {}).get("sha256"), **manifest.get("files", {})}
     for file, sha in expected.items():
@@ -57,7 +58,7 @@ def verified_path(export_dir: Path, variant: str) -> Path:
     return export_dir / name
 
 
-def load_export_calibration(export_dir: Path):
+def load_export_calibration(export_dir: Path, manifest: dict[str, Any] | None = None):
     """The calibration for the exported weights, checked against the source-weights hash the manifest
     recorded (there are no safetensors here).
 
@@ -66,7 +67,7 @@ def load_export_calibration(export_dir: Path):
     engines must then still agree. Otherwise the copy that travelled with the export is used."""
     from electra_detect.calibrators import CALIBRATION_FILE, read_calibration
 
-    expected = read_manifest(export_dir).get("source_weights_sha256", "")
+    expected = (manifest if manifest is not None else read_manifest(export_dir)).get("source_weights_sha256", "")
     path = Path(export_dir) / CALIBRATION_FILE
     beside_weights = Path(export_dir).parent / CALIBRATION_FILE
     if beside_weights.exists():
@@ -83,8 +84,9 @@ def load_export_calibration(export_dir: Path):
         raise DetectorError(str(exc)) from exc
 
 
-def load_tokenizer(export_dir: Path) -> Any:
-    """The export's tokenizer, without transformers when the export carries its backend."""
+def load_tokenizer(export_dir: Path, manifest: dict[str, Any] | None = None) -> Any:
+    """The export's tokenizer, without transformers when the export carries its backend (``manifest``: the export's,
+    when the caller has read it)."""
     from electra_detect.tokenizer import load_tokenizer as load
 
-    return load(export_dir, read_manifest(export_dir).get("tokenizer"))
+    return load(export_dir, (manifest if manifest is not None else read_manifest(export_dir)).get("tokenizer"))
