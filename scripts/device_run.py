@@ -1,4 +1,4 @@
-"""Continued pre-training on a lent GPU in one device call (issue 35), sized to the device tool's limits.
+"""Continued pre-training on a lent GPU in one device call, sized to the device tool's limits.
 
 The device tool sends the checkout's files (64 MiB at most, this `.devcarry/` folder included) and brings back at
 most 8 files of 16 MiB under ``$OUT``; its machine has torch with CUDA but no package index. Three verbs:

@@ -390,7 +390,7 @@ def test_pretrain_flags_are_the_config_fields() -> None:
     import dataclasses
 
     from electra_detect.cli import build_parser
-    from electra_detect.training.cli import OWN_FLAGS, config_flags
+    from electra_detect.training.cli.pretrain import OWN_FLAGS, config_flags
     from electra_detect.training.pretraining import config
 
     flags = config_flags()

@@ -14,16 +14,9 @@ import pytest
 from electra_detect.detector import Detector
 from electra_detect.tasks.ged.alignment import score_tokens
 from electra_detect.tasks.ged.readers import GedSentence, read_m2, read_token_tsv
-from electra_detect.training.finetune.distill import (
-    DistillConfig,
-    build_text_sets,
-    corrupt_in_chunks,
-    distill,
-    label_text_set,
-    load_labelled_set,
-    parse_data_spec,
-    read_set,
-)
+from electra_detect.training.finetune.distill import DistillConfig, distill
+from electra_detect.training.finetune.distill_labels import label_text_set, load_labelled_set
+from electra_detect.training.finetune.distill_text import build_text_sets, corrupt_in_chunks, parse_data_spec, read_set
 from electra_detect.training.finetune.ged_finetune import FinetuneConfig, finetune
 from tests.conftest import synthetic_text
 
@@ -184,6 +177,28 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert parse_data_spec("A.train.gold.bea19.m2") == (Path("A.train.gold.bea19.m2"), "m2")
 
 
+@pytest.mark.parametrize("value", ["5", "-0.1", "nan"])
+def test_distill_tagged_refuses_a_threshold_outside_0_1(tmp_path: Path, value: str,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from electra_detect.cli import main
+    from electra_detect.errors import DetectorError
+    from electra_detect.training.cli.distill import add_distill
+
+    argv = ["distill", "tagged", str(tmp_path / "set.jsonl.gz"), "--labels", str(tmp_path / "labels"), "--out",
+            str(tmp_path / "tagged.jsonl"), "--threshold", value]
+    parser = argparse.ArgumentParser()
+    add_distill(parser.add_subparsers(dest="verb", required=True))
+    args = parser.parse_args(argv)
+    with pytest.raises(DetectorError, match=r"^--threshold must be a number in \[0, 1\]"):
+        args.func(args)  # checked before the labels are read
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: --threshold must be a number in [0, 1]"), err
+    assert not (tmp_path / "tagged.jsonl").exists()
+
+
 def _rows(path: Path) -> list[dict]:
     return list(read_set(path))
 
@@ -217,7 +232,7 @@ def test_tags_are_the_full_pipelines(corpus_file: Path) -> None:
     from spacy.tokens import Doc
 
     from electra_detect.tasks.ged.nlp import load_tagger
-    from electra_detect.training.synthetic.realistic_errors import clean_sentences, tag_tokens
+    from electra_detect.training.synthetic.realistic_corpus import clean_sentences, tag_tokens
 
     sentences = clean_sentences([str(corpus_file)], 40, 1)
     nlp = load_tagger()
@@ -263,7 +278,7 @@ TAGS = {"house": "$REPLACE_houses", "red": "$DELETE"}
 @pytest.fixture(scope="module")
 def tag_teacher(tmp_path_factory: pytest.TempPathFactory, micro_run: Path) -> Path:
     """A stand-in edit-tag teacher: "house" wants $REPLACE_houses, "red" $DELETE (docs/edit_tags.md)."""
-    from electra_detect.training.finetune.edit_tag_data import write_tag_files
+    from electra_detect.training.finetune.tag_vocabulary import write_tag_files
 
     vocabulary = ("$KEEP", "$DELETE", "$SPELL", "$REPLACE_houses")
     train = [GedSentence(t, [int(w in TAGS) for w in t], [[] for _ in t], [], [TAGS.get(w, "$KEEP") for w in t])
@@ -278,7 +293,7 @@ def tag_teacher(tmp_path_factory: pytest.TempPathFactory, micro_run: Path) -> Pa
 
 
 def test_a_tag_teachers_labels_keep_its_tags_and_become_tagged_data(tmp_path: Path, tag_teacher: Path) -> None:
-    from electra_detect.training.finetune.distill import TAG_FLOOR, teacher_tagged
+    from electra_detect.training.finetune.distill_labels import TAG_FLOOR, teacher_tagged
     from electra_detect.training.finetune.edit_tag_data import TaggedSentence
 
     build_text_sets(tmp_path / "text", _learner_files(tmp_path), seed=3)

@@ -15,19 +15,19 @@ from electra_detect.tasks.ged.tag_edits import over_word, told
 from electra_detect.training.finetune.edit_tag_data import (
     TaggedSentence,
     align_tsv_to_bea,
-    build_vocabulary,
-    case_tag,
     corrected_sentence,
     essay_halves,
-    form_tag,
-    inflection_table,
     read_tagged,
-    read_vocabulary,
-    tags_of,
-    write_tag_files,
     write_tagged,
 )
 from electra_detect.training.finetune.ged_finetune import encode, tag_targets, unpack_tags
+from electra_detect.training.finetune.tag_vocabulary import (
+    build_vocabulary,
+    inflection_table,
+    read_vocabulary,
+    write_tag_files,
+)
+from electra_detect.training.finetune.tags_from_edits import case_tag, form_tag, tags_of
 
 # ------------------------------------------------------------------------------------------- corrections -> tags
 

@@ -152,7 +152,7 @@ def test_tag_finetune_names_the_edit_in_every_engine(tmp_path: Path, micro_run: 
     writer the tag's edit (message, suggestion, type) without ERRANT, and the ONNX export agrees on the tags."""
     from electra_detect.tasks.ged.check import GedChecker
     from electra_detect.tasks.ged.options import build_ged_options
-    from electra_detect.training.finetune.edit_tag_data import write_tag_files
+    from electra_detect.training.finetune.tag_vocabulary import write_tag_files
 
     sentences = [s.split() for s in synthetic_text(160, seed=5).replace(".", " .").split(" .") if s.strip()]
     tags = {"house": "$FORM_NNS", "red": "$DELETE"}

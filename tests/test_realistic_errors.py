@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from electra_detect.training.synthetic import word_errors
+from electra_detect.training.synthetic.realistic_corpus import tag_tokens
 from electra_detect.training.synthetic.realistic_errors import (
     EDITS_PER_SENTENCE,
     FAMILY_SHARES,
     Draft,
     RealisticErrorMaker,
-    tag_tokens,
 )
 from electra_detect.training.synthetic.word_errors import EmbeddingNeighbours
 

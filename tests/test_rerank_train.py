@@ -110,7 +110,7 @@ def test_rerank_train_writes_a_reranker_that_rerank_and_the_server_use(micro_run
 
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
 
     with TestClient(create_app(detector)) as client:
         response = client.post("/v1/rerank", json={"lists": [[{"text": t, "score": -10.0} for t in texts]]})

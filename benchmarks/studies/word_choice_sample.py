@@ -23,13 +23,8 @@ import numpy as np
 
 from benchmarks.common.run import command_line
 from electra_detect.fileio import atomic_write_json, atomic_write_text
-from electra_detect.training.synthetic.realistic_errors import (
-    Draft,
-    RealisticErrorMaker,
-    clean_sentences,
-    discriminator_judge,
-    tag_tokens,
-)
+from electra_detect.training.synthetic.realistic_corpus import clean_sentences, discriminator_judge, tag_tokens
+from electra_detect.training.synthetic.realistic_errors import Draft, RealisticErrorMaker
 from electra_detect.training.synthetic.word_errors import EmbeddingNeighbours
 
 PROSE = ["text/brown.txt", "corpus/spam-assassin", "corpus/cfi-en", "corpus/gutenberg", "corpus/janeaustenr",

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 KEEP, DELETE, SPELL = "$KEEP", "$DELETE", "$SPELL"
+# the prefixes of the tags that carry a word or a form: nobody else spells them
+INSERT, APPEND, REPLACE, CASE, FORM = "$INSERT_", "$APPEND_", "$REPLACE_", "$CASE_", "$FORM_"
 TAG_PREFIX = "tag:"  # a tag channel's name in a model config: ``tag:$REPLACE_the``
 TAGS_FILE, INFLECTIONS_FILE = "edit_tags.json", "inflections.json"
 INFLECTION_TYPES = {"VBD": "R:VERB:INFL", "NNS": "R:NOUN:INFL"}  # an over-regular form's type, by its fix's form
@@ -32,14 +34,14 @@ def operation(tag: str) -> str:
     """ERRANT's operation of a tag: M (missing), U (unnecessary), R (replace); "" for ``$KEEP``."""
     if tag == KEEP:
         return ""
-    if tag.startswith(("$INSERT_", "$APPEND_")):
+    if tag.startswith((INSERT, APPEND)):
         return "M"
     return "U" if tag == DELETE else "R"
 
 
 def words_of(tag: str) -> str:
     """The words an ``$INSERT_``, ``$APPEND_`` or ``$REPLACE_`` tag names, space-separated ("" for others)."""
-    for prefix in ("$INSERT_", "$APPEND_", "$REPLACE_"):
+    for prefix in (INSERT, APPEND, REPLACE):
         if tag.startswith(prefix):
             return tag[len(prefix):].replace("_", " ")
     return ""
@@ -176,19 +178,19 @@ class EditTags:
             replacement = ""
         elif op == "M":
             replacement = words_of(tag)
-        elif tag.startswith("$REPLACE_"):
+        elif tag.startswith(REPLACE):
             replacement = words_of(tag)
             if word[:1].isupper() and replacement[:1].islower():  # the sentence's first word keeps its capital
                 replacement = replacement[:1].upper() + replacement[1:]
-        elif tag.startswith("$CASE_"):
-            replacement = change_case(word, tag[len("$CASE_"):])
+        elif tag.startswith(CASE):
+            replacement = change_case(word, tag[len(CASE):])
         elif tag == SPELL:  # an over-regular form (*buyed*) is the table's; other misspellings the spellchecker's
             found = self.inflections.irregular_form(word)
             if found is not None:  # ERRANT 3.0 types buyed -> bought R:VERB:INFL, childs -> children R:NOUN:INFL
                 replacement, form = found
                 full = INFLECTION_TYPES[form]
-        elif tag.startswith("$FORM_"):
+        elif tag.startswith(FORM):
             base, clitic = split_negation(word)  # don't -> do + n't: the verb's form, the clitic kept
-            form = self.inflections.form(base, tag[len("$FORM_"):])
+            form = self.inflections.form(base, tag[len(FORM):])
             replacement = None if form is None else form + clitic
-        return TagEdit(tag, op, full, replacement, before=not tag.startswith("$APPEND_"))
+        return TagEdit(tag, op, full, replacement, before=not tag.startswith(APPEND))

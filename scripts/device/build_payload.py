@@ -1,4 +1,4 @@
-"""Build here the payload of the teacher's device calls (issues 50 and 60), in parts the device tool can carry.
+"""Build here the payload of the teacher's device calls (distill_device.py), in parts the device tool can carry.
 
     .venv/bin/python scripts/device/build_payload.py            # -> runs/distill/parts/p00..p06 + t00 (48 MB each)
     .venv/bin/python scripts/device/build_payload.py --only text   # only the text part(s) t00.. again
@@ -100,7 +100,7 @@ def head_blocks(source: Path, dest: Path, count: int) -> None:
 def copy_text_sets(source: Path, tags: Path, dest: Path, limit: int = 0) -> dict[str, int]:
     """The distillation text: the learner set from the tagged data (:func:`learner_text`) and ``distill text``'s
     corpus sets (corrupted, clean); the dry run keeps the first ``limit`` rows of each. Returns the sets' sizes."""
-    from electra_detect.training.finetune.distill import read_set, write_set
+    from electra_detect.training.finetune.distill_text import read_set, write_set
 
     if not (source / "manifest.json").is_file():
         raise SystemExit(f"error: no text sets in {source}: run `electra-detect distill text` (docs/distillation.md)")
@@ -168,7 +168,7 @@ def learner_text(tags: Path, dest: Path, seed: int = HALF_SEED, limit: int = 0) 
     as tagged files (``learner/half0.jsonl``, ``half1.jsonl``) for the half teachers. Returns the sentence count."""
     import random
 
-    from electra_detect.training.finetune.distill import write_set
+    from electra_detect.training.finetune.distill_text import write_set
 
     rng, halves, rows = random.Random(seed), {}, []
     lines = {0: [], 1: []}

@@ -1,4 +1,4 @@
-"""The device side of issue 60: the edit-tag teacher, its labels and the students, in two calls (docs/teacher.md).
+"""The edit-tag teacher on a lent GPU: the teacher, its labels and the students, in two device calls (docs/teacher.md).
 
     python3 scripts/device/distill_device.py call1 [--profile h200|h100]   # teachers, students beside, labels
     python3 scripts/device/distill_device.py call2 [--profile h200|h100]   # the distilled students, the best packed
@@ -381,7 +381,7 @@ def call2(args: argparse.Namespace) -> None:
     chosen = json.loads((work / "teacher.json").read_text())
     status = label(payload, work, chosen["teacher"], chosen["half_teachers"], profile, args, log,
                    deadline - args.student_seconds)  # labels call 1 left unfinished resume first
-    from electra_detect.training.finetune.distill import teacher_tagged
+    from electra_detect.training.finetune.distill_labels import teacher_tagged
     from electra_detect.training.finetune.edit_tag_data import write_tagged
 
     corpus = {}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every step before the teacher's device calls (issues 50 and 60), in order, from a fresh checkout (docs/distillation.md):
+# Every step before the teacher's device calls (distill_device.py), in order, from a fresh checkout (docs/distillation.md):
 #   bash scripts/device/prepare_distill.sh             # both cores; WORKERS=1 to leave one free
 # Resumable: a step whose output is whole is skipped, a stopped `corpus build` or corrupted set goes on where it
 # stopped. Everything is logged to runs/distill/prepare.log with each step's seconds. Exit 3: learner data missing

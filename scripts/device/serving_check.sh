@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The serving check on a lent GPU (issue 51), after the parts of scripts/device/serving_payload.py were copied to
+# The serving check on a lent GPU, after the parts of scripts/device/serving_payload.py were copied to
 # /tmp/w one call each (docs/inference.md, "On a GPU"). Run from the checkout's root on the device:
 #   bash scripts/device/serving_check.sh            # $OUT: serving_check.tgz and the log, ~7 minutes
 # Steps: unpack; install the wheels and this checkout into /tmp/site; put the image's CUDA libraries on the loader

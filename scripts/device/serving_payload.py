@@ -1,4 +1,4 @@
-"""Build here the payload of the serving check on a lent GPU (issue 51), in parts the device tool can carry.
+"""Build here the payload of the serving check on a lent GPU, in parts the device tool can carry.
 
     .venv/bin/python scripts/device/serving_payload.py          # -> runs/serving/parts/s00, s01, ... (48 MB each)
 

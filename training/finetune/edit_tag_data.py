@@ -10,25 +10,22 @@ sentences' corrections, as ERRANT edits on the source tokens:
   sentence, and ERRANT aligns the TSV's tokens to it (the edits, and their types, as the field's scorer sees them).
   A sentence that is not found, or an edit that crosses a sentence, leaves its tokens out of the tag loss.
 
-An edit without a correction, or two edits on one token, leave their tokens out of the tag loss (not ``$KEEP``).
-:func:`build_vocabulary` keeps the tags seen often enough, each with the majority ERRANT type of its edits, and
-writes the inflection table (lemminflect's forms) that checking reads instead of lemminflect.
+An edit without a correction, or two edits on one token, leave their tokens out of the tag loss (not ``$KEEP``):
+tags_from_edits.py makes the tags. The vocabulary of tags a model learns: tag_vocabulary.py.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from electra_detect.edit_tags import DELETE, FORMS, KEEP, SPELL
 from electra_detect.tasks.ged.readers import GedEdit, GedSentence, read_m2, read_token_tsv
-
-IGNORE = None  # a token whose tag is unknown: out of the tag loss
+from electra_detect.training.finetune.tags_from_edits import IGNORE, tags_of
 
 
 @dataclass
@@ -37,7 +34,7 @@ class TaggedSentence:
     edits behind the tags, and the essay it came from (-1: unknown)."""
 
     tokens: list[str]
-    labels: list[int | float]  # 0/1, or a teacher's p (distill.teacher_tagged's soft targets)
+    labels: list[int | float]  # 0/1, or a teacher's p (distill_labels.teacher_tagged's soft targets)
     tags: list[str | None]
     edits: list[GedEdit] = field(default_factory=list)
     essay: int = -1
@@ -168,162 +165,6 @@ def wi_tagged(m2_path: str | Path) -> list[TaggedSentence]:
     return out
 
 
-# ------------------------------------------------------------------------------------------------- edits to tags
-
-def case_tag(source: str, target: str) -> str | None:
-    """``$CASE_*`` when ``target`` is ``source`` in another case, else None."""
-    if source == target or source.lower() != target.lower():
-        return None
-    if target == target.lower():
-        return "$CASE_LOWER"
-    if target == target.upper() and len(target) > 1:
-        return "$CASE_UPPER"
-    return "$CASE_CAPITAL" if target == target[:1].upper() + target[1:].lower() else None
-
-
-def form_tag(source: str, target: str) -> str | None:
-    """``$FORM_<PTB tag>`` when ``target`` is a form of a lemma of ``source`` (lemminflect), else None."""
-    import lemminflect
-
-    lower, goal = source.lower(), target.lower()
-    if lower == goal or not goal.isalpha():
-        return None
-    for upos, lemmas in lemminflect.getAllLemmas(lower).items():
-        for lemma in lemmas:
-            for tag, forms in lemminflect.getAllInflections(lemma, upos=upos).items():
-                if tag in FORMS and forms and choose_form(lower, forms) == goal:
-                    return f"$FORM_{tag}"
-    return None
-
-
-def choose_form(word: str, forms: Sequence[str]) -> str:
-    """The form a ``$FORM_`` tag gives when a lemma has several for one tag (be: VBD was/were, VBP am/are): the
-    plural-agreeing one for a plural-looking word, else the first."""
-    if len(forms) > 1 and word in ("are", "were", "'re") and "were" in forms:
-        return "were"
-    if len(forms) > 1 and "are" in forms:
-        return "are"
-    return forms[0]
-
-
-def word_tag(source: str, target: str, edit_type: str) -> str:
-    """The tag that turns one source word into one target text."""
-    if " " not in target:
-        tag = case_tag(source, target) or form_tag(source, target)
-        if tag:
-            return tag
-        if edit_type.endswith(":SPELL"):
-            return SPELL
-    return "$REPLACE_" + target.replace(" ", "_")
-
-
-def tags_of(source: Sequence[str], edits: Sequence[GedEdit], unknown: set[int] = frozenset()) -> list[str | None]:
-    """One tag per source token from its edits (their ``correction``: the target text); a token two edits claim,
-    or one in ``unknown``, gets None (out of the tag loss)."""
-    tags: list[str | None] = [KEEP] * len(source)
-    claimed = Counter()
-    for edit in edits:
-        target = (edit.correction or "").split()
-        lo, hi = edit.start, edit.end
-        # an edit may still share words at its ends (a merge, FCE's "because" -> "because of"): strip them
-        while lo < hi and target and source[lo] == target[0]:
-            lo, target = lo + 1, target[1:]
-        while hi > lo and target and source[hi - 1] == target[-1]:
-            hi, target = hi - 1, target[:-1]
-        if lo == hi:  # an insertion before token lo: on that token, or after the last where the gap ends it
-            if not target:
-                continue
-            new = {lo: "$INSERT_" + "_".join(target)} if lo < len(source) else \
-                {len(source) - 1: "$APPEND_" + "_".join(target)}
-        elif not target:
-            new = dict.fromkeys(range(lo, hi), DELETE)
-        else:
-            new = {}
-            pairs = min(hi - lo, len(target))
-            for k in range(pairs):
-                text = " ".join(target[k:]) if k == pairs - 1 else target[k]  # the last pair takes the rest
-                new[lo + k] = word_tag(source[lo + k], text, edit.type)
-            for i in range(lo + pairs, hi):
-                new[i] = DELETE
-        for i, tag in new.items():
-            claimed[i] += 1
-            tags[i] = tag
-    for i, n in claimed.items():
-        if n > 1:
-            tags[i] = IGNORE
-    for i in unknown:
-        if 0 <= i < len(tags):
-            tags[i] = IGNORE
-    return tags
-
-
-# --------------------------------------------------------------------------------------------------- the vocabulary
-
-def tag_types(sentences: Iterable[TaggedSentence]) -> tuple[dict[str, Counter], dict[str, Counter]]:
-    """Each tag's ERRANT types over its training edits, and ``$DELETE``'s by the word deleted (of the edits that
-    delete: a deletion's type is the deleted word's class, ``U:DET`` for *the*, ``U:PREP`` for *of*)."""
-    out: dict[str, Counter] = defaultdict(Counter)
-    deleted: dict[str, Counter] = defaultdict(Counter)
-    for sentence in sentences:
-        for edit in sentence.edits:
-            span = range(edit.start, edit.end) if edit.end > edit.start else \
-                [edit.start if edit.start < len(sentence.tokens) else len(sentence.tokens) - 1]
-            for i in span:
-                tag = sentence.tags[i]
-                if not tag or tag == KEEP:
-                    continue
-                if tag == DELETE:  # only real deletions type it: a merge's second word is a replacement's part
-                    if edit.type.startswith("U:"):
-                        out[tag][edit.type] += 1
-                        deleted[sentence.tokens[i].lower()][edit.type] += 1
-                    continue
-                out[tag][edit.type] += 1
-    return out, deleted
-
-
-MIN_WORD_TYPE = 3  # a deleted word seen fewer times takes $DELETE's own type
-
-
-def build_vocabulary(sentences: Sequence[TaggedSentence], max_tags: int = 3000, min_count: int = 3
-                     ) -> tuple[list[str], dict[str, str], dict[str, int], dict[str, str]]:
-    """(tags in channel order, tag -> majority ERRANT type, counts, deleted word -> its deletions' majority type):
-    ``$KEEP``, ``$DELETE``, ``$SPELL`` and the g-transformations first, then the commonest other tags seen at least
-    ``min_count`` times, ``max_tags`` in all."""
-    counts = Counter(t for s in sentences for t in s.tags if t)
-    types, deleted = tag_types(sentences)
-    fixed = [KEEP, DELETE, SPELL] + sorted(t for t in counts if t.startswith(("$CASE_", "$FORM_")))
-    rest = [t for t, n in counts.most_common() if n >= min_count and t not in fixed]
-    tags = fixed + rest[:max(0, max_tags - len(fixed))]
-    majority = {t: types[t].most_common(1)[0][0] for t in tags if types.get(t)}
-    majority.setdefault(SPELL, "R:SPELL")
-    majority.setdefault(DELETE, "U:OTHER")
-    words = {w: c.most_common(1)[0][0] for w, c in deleted.items() if sum(c.values()) >= MIN_WORD_TYPE}
-    return tags, majority, dict(counts), words
-
-
-def inflection_table(words: Iterable[str]) -> dict[str, Any]:
-    """lemminflect's lemmas of ``words`` and every form of those lemmas that a ``$FORM_`` tag may name."""
-    import lemminflect
-
-    lemmas: dict[str, list[str]] = {}
-    forms: dict[str, dict[str, str]] = {}
-    for word in sorted({w.lower() for w in words if w.isalpha()}):
-        found = []
-        for upos, names in lemminflect.getAllLemmas(word).items():
-            if upos not in ("VERB", "AUX", "NOUN", "ADJ"):
-                continue
-            for lemma in names:
-                if lemma not in found:
-                    found.append(lemma)
-                table = forms.setdefault(lemma, {})
-                for tag, options in lemminflect.getAllInflections(lemma, upos=upos).items():
-                    if tag in FORMS and options and tag not in table:
-                        table[tag] = options[0]  # be's VBD/VBP: chosen by the word at check time
-        if found:
-            lemmas[word] = found
-    return {"lemmas": lemmas, "forms": forms}
-
-
 # --------------------------------------------------------------------------------------------- synthetic errors
 
 def diff_edits(source: Sequence[str], target: Sequence[str], types: Sequence[Sequence[str]] = ()) -> list[GedEdit]:
@@ -375,7 +216,7 @@ def write_tagged(path: str | Path, sentences: Iterable[TaggedSentence]) -> None:
 
 
 def detection_target(value: Any) -> int | float:
-    """A tagged file's label: 0 or 1, or a teacher's p in between (``distill.teacher_tagged``'s soft targets)."""
+    """A tagged file's label: 0 or 1, or a teacher's p in between (``distill_labels.teacher_tagged``'s soft targets)."""
     number = float(value)
     if not 0.0 <= number <= 1.0:
         raise ValueError(f"a label must lie in [0, 1], not {value!r}")
@@ -404,30 +245,6 @@ def read_tagged(path: str | Path) -> list[TaggedSentence]:
             raise GedDataError(f"{path}:{number}: tokens, labels and tags differ in length")
         out.append(sentence)
     return out
-
-
-def read_vocabulary(model_dir: str | Path) -> tuple[list[str], dict[str, str], dict[str, int], dict[str, str]]:
-    """A tag model's vocabulary as :func:`build_vocabulary` gives it (its ``edit_tags.json``)."""
-    from electra_detect.edit_tags import TAGS_FILE
-    from electra_detect.errors import GedDataError
-
-    try:
-        data = json.loads((Path(model_dir) / TAGS_FILE).read_text(encoding="utf-8"))
-        return list(data["tags"]), dict(data["types"]), dict(data["counts"]), dict(data.get("deleted_types", {}))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise GedDataError(f"{model_dir} has no readable tag vocabulary ({TAGS_FILE}): {exc}") from None
-
-
-def write_tag_files(model_dir: str | Path, tags: Sequence[str], types: dict[str, str], counts: dict[str, int],
-                    deleted: dict[str, str], words: Iterable[str], source: str) -> None:
-    """The vocabulary (``edit_tags.json``: tags, each one's ERRANT type and training count, a deleted word's type,
-    where they came from) and the inflection table (``inflections.json``) a tag model's checks read."""
-    from electra_detect.edit_tags import INFLECTIONS_FILE, TAGS_FILE
-    from electra_detect.fileio import atomic_write_json
-
-    atomic_write_json(Path(model_dir) / TAGS_FILE, {"tags": list(tags), "types": types, "deleted_types": deleted,
-                                                    "counts": {t: counts.get(t, 0) for t in tags}, "source": source})
-    atomic_write_json(Path(model_dir) / INFLECTIONS_FILE, inflection_table(words))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -64,7 +64,7 @@ class FinetuneConfig:
     checkpoint_every: int = 0  # steps between resumable checkpoints in OUT.partial/ (0: none); a re-run resumes
     label_subwords: str = "all"  # "all": every subword takes its word's label; "first": the first, the rest ignored
     bf16: bool | None = None  # autocast the forward to bf16, fp32 weights; None: on CUDA only (docs/teacher.md)
-    tags: tuple[str, ...] = ()  # an edit-tag vocabulary (edit_tag_data.build_vocabulary): a ``tag:`` channel each
+    tags: tuple[str, ...] = ()  # an edit-tag vocabulary (tag_vocabulary.build_vocabulary): a ``tag:`` channel each
     tag_weight: float = 1.0  # of the tag loss beside detection
     head_lr_scale: float = 1.0  # the fresh classifier's learning rate over ``lr`` (a tag head starts from nothing)
     max_minutes: float = 0.0  # stop after this long (0: none); what was trained is saved
@@ -128,7 +128,7 @@ def synthetic_examples(corpus: Sequence[str], count: int, seed: int = 0, config:
     mix (training/synthetic/realistic_errors.py) draws its sentences at random from the whole corpus, its word-choice
     errors from the input embeddings of the model in ``neighbours_from``."""
     if config is not None and config.mix == "realistic":
-        from electra_detect.training.synthetic.realistic_errors import realistic_examples
+        from electra_detect.training.synthetic.realistic_corpus import realistic_examples
 
         return realistic_examples(list(corpus), count, seed, str(neighbours_from) if neighbours_from else None,
                                   config.judge_threshold)

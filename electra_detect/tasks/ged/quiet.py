@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from electra_detect.edit_tags import DELETE, SPELL, words_of
+from electra_detect.edit_tags import CASE, DELETE, SPELL, words_of
 from electra_detect.tasks.ged.flags import FlaggedWord
 
 # Punctuation a writer may leave out or put in (commas): quieted at the default level (docs/fluent_text.md).
@@ -65,7 +65,7 @@ class QuietRule:
         if tag == SPELL and p < self.known_spelling and known(word.word):
             return True
         name = (p < self.name or p < self.article_before_name) and name_like(text, word.start, word.end)
-        if name and p < self.name and not tag.startswith("$CASE_"):
+        if name and p < self.name and not tag.startswith(CASE):
             return True
         if level == "picky":
             return False

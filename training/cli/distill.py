@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from electra_detect.cli import verb
-from electra_detect.training.cli import no_subverb, positive_int
+from electra_detect.training.cli.options import add_no_progress_arg, no_subverb, positive_int
 
 
 def _count(text: str) -> int:
@@ -64,7 +64,7 @@ def add_distill(sub: argparse._SubParsersAction) -> None:
     lab.add_argument("--limit", type=_count, default=0, help="label only the first N sentences (0: all)")
     lab.add_argument("--part", default="0/1", metavar="I/N",
                      help="label only shards I, I+N, I+2N, ...: N processes share a set (and a GPU)")
-    lab.add_argument("--no-progress", action="store_true")
+    add_no_progress_arg(lab)
     lab.set_defaults(func=run_label)
 
     tr = verbs.add_parser("train", help="train a student on teacher labels (+ gold); writes a typed model dir")
@@ -90,7 +90,7 @@ def add_distill(sub: argparse._SubParsersAction) -> None:
                     help="which subwords of a word take its targets")
     tr.add_argument("--fp16", action="store_true", help="save the weights in float16 (the shipped form)")
     tr.add_argument("--seed", type=int, default=0)
-    tr.add_argument("--no-progress", action="store_true")
+    add_no_progress_arg(tr)
     tr.set_defaults(func=run_train)
 
     tg = verbs.add_parser("tagged", help="a tag teacher's labels as tagged data for `ged train --tags` (hard or soft)")
@@ -108,7 +108,7 @@ def add_distill(sub: argparse._SubParsersAction) -> None:
 
 
 def run_text(args: argparse.Namespace) -> int:
-    from electra_detect.training.finetune.distill import build_text_sets, parse_data_spec
+    from electra_detect.training.finetune.distill_text import build_text_sets, parse_data_spec
 
     learner = [parse_data_spec(spec) for spec in args.learner]
     if not learner and not args.corrupted and not args.clean:
@@ -137,7 +137,7 @@ def _part(text: str) -> tuple[int, int]:
 def run_label(args: argparse.Namespace) -> int:
     import torch
 
-    from electra_detect.training.finetune.distill import label_text_set
+    from electra_detect.training.finetune.distill_labels import label_text_set
 
     part = _part(args.part)
     torch.set_float32_matmul_precision("high")  # TF32 on a GPU: labels to 3 digits, the engine's matmuls ~3x faster
@@ -171,13 +171,16 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_tagged(args: argparse.Namespace) -> int:
     from electra_detect.errors import CliError
-    from electra_detect.training.finetune.distill import teacher_tagged
+    from electra_detect.model_dir import check_threshold
+    from electra_detect.training.finetune.distill_labels import teacher_tagged
     from electra_detect.training.finetune.edit_tag_data import read_tagged, write_tagged
 
     if not 0.0 <= args.teacher_share <= 1.0:
         raise CliError("--teacher-share must lie in [0, 1]")
     threshold = args.threshold
-    if threshold is None:
+    if threshold is not None:
+        check_threshold(threshold, "--threshold")  # the flag threshold the teacher's p is cut at: a probability
+    else:
         try:
             threshold = float(json.loads((Path(args.labels) / "labels.json").read_text())["teacher_threshold"])
         except (OSError, ValueError, KeyError) as exc:
