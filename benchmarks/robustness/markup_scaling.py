@@ -54,14 +54,12 @@ PATTERNS = (
 MEMORY_CAP = 4 << 30  # a baseline's address space
 
 LAYER = r"""
-import importlib.util, json, resource, sys, time
-path, markup, module = sys.argv[1:4]
-if module:  # a revision's markup.py (it imports only electra_detect.errors, which every revision keeps)
-    spec = importlib.util.spec_from_file_location("markup_at_revision", module)
-    layer = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(layer)
-else:
-    from electra_detect import markup as layer
+import json, resource, sys, time
+path, markup, tree = sys.argv[1:4]
+if tree:  # a revision's electra_detect (a module or a package of modules): first, before the editable install's
+    sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
+    sys.path.insert(0, tree)
+from electra_detect import markup as layer
 layer.prose_blocks("He goes home.", markup)  # the parsers loaded and built
 document = open(path, encoding="utf-8").read()
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -110,10 +108,10 @@ def run_process(command: list[str], timeout: float, memory_cap: int | None = Non
                 "stderr": err.read().decode("utf-8", "replace")[-2000:]}
 
 
-def layer_case(path: Path, markup: str, timeout: float, module: Path | None) -> dict[str, Any]:
-    """``prose_blocks`` of the file (this checkout's, or ``module``, a revision's markup.py)."""
-    run = run_process([sys.executable, "-c", LAYER, str(path), markup, str(module or "")], timeout,
-                      MEMORY_CAP if module else None)
+def layer_case(path: Path, markup: str, timeout: float, tree: Path | None) -> dict[str, Any]:
+    """``prose_blocks`` of the file (this checkout's, or that of ``tree``, a revision's ``electra_detect``)."""
+    run = run_process([sys.executable, "-c", LAYER, str(path), markup, str(tree or "")], timeout,
+                      MEMORY_CAP if tree else None)
     if run["timed_out"]:
         return {"seconds": None, "peak_rss_mb": run["peak_rss_mb"], "outcome": f"over {timeout:.0f} s"}
     try:
@@ -248,10 +246,11 @@ def main() -> int:
     baseline_module = None
     scratch = Path(tempfile.mkdtemp(prefix="markup-scaling-"))
     if args.baseline:
-        baseline_module = scratch / "markup_at_revision.py"
-        baseline_module.write_bytes(subprocess.run(["git", "-C", str(ROOT), "show",
-                                                    f"{args.baseline}:electra_detect/markup.py"],
-                                                   check=True, capture_output=True).stdout)
+        baseline_module = scratch / "revision"  # the revision's electra_detect/, read only (git archive)
+        baseline_module.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline, "electra_detect"], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(baseline_module)], input=archive, check=True)
     rows, engine = [], ""
     for name, markup, unit in patterns:
         row: dict[str, Any] = {"name": name, "markup": markup, "unit": unit, "layer": {}}
