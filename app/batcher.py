@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from electra_detect.app.clients import small
 from electra_detect.app.metrics import Metrics
 from electra_detect.app.settings import ServerSettings
-from electra_detect.detector import Detector, ScoringJob, TextScores
+from electra_detect.detector import Detector
+from electra_detect.scores import TextScores
+from electra_detect.scoring_job import ScoringJob
 
 LONG_SLOTS = 2  # long requests (more than one step) that take turns at a time; the others wait in arrival order
 ANONYMOUS = "-"  # the client of a request submitted without one

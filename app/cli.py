@@ -90,7 +90,7 @@ def run_serve(args: argparse.Namespace) -> int:
         return run_on_ray(args, settings)
     if args.replicas or args.min_replicas or args.max_replicas or args.address:
         raise ServeError("--replicas, --min-replicas, --max-replicas and --address go with --ray")
-    from electra_detect.app.server import serve
+    from electra_detect.app.http.server import serve
 
     detector = Detector.load(args.model, task="ged", device=args.device, calibrated=not args.no_calibration,
                              engine=args.engine, variant=args.variant if args.engine != "torch" else None,
@@ -116,7 +116,7 @@ def run_on_ray(args: argparse.Namespace, settings: ServerSettings) -> int:
     from dataclasses import asdict
     from pathlib import Path
 
-    from electra_detect.app.ray_serve import ReplicaConfig, run
+    from electra_detect.app.http.ray_serve import ReplicaConfig, run
 
     if args.replicas is not None and (args.min_replicas is not None or args.max_replicas is not None):
         raise ServeError("--replicas is a fixed number; --min-replicas/--max-replicas autoscale: give one or the other")
@@ -160,7 +160,9 @@ def run_demo(args: argparse.Namespace) -> int:
     import time
 
     started = time.perf_counter()
-    from electra_detect.app.demo import DemoError, DemoLimits, build_app, launch, parse_auth
+    from electra_detect.app.demo.errors import DemoError
+    from electra_detect.app.demo.launch import build_app, launch
+    from electra_detect.app.demo.limits import DemoLimits, parse_auth
 
     if not 0 <= args.port <= 65535:
         raise DemoError(f"--port must be between 0 and 65535, got {args.port}")

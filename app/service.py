@@ -6,7 +6,7 @@ server), and every front that only scores calls :meth:`Service.scored` (``/v1/sc
 parses its request and shapes its answer, the service decides what the work may cost and runs it (as TEI's router
 takes a permit, then predicts). Nothing here needs a web framework's objects: a client is a name, a cancel signal
 an event; what is refused is an :class:`~electra_detect.app.api_errors.ApiError` carrying its HTTP status, kind and
-one-line message. ``app/routing.py`` holds the FastAPI glue; :class:`ServiceThread` runs a Service for a front
+one-line message. ``app/http/routing.py`` holds the FastAPI glue; :class:`ServiceThread` runs a Service for a front
 without an event loop of its own (the demo).
 """
 
@@ -17,7 +17,7 @@ import functools
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,10 +26,12 @@ from electra_detect.app.batcher import ANONYMOUS, MicroBatcher
 from electra_detect.app.clients import Refused, Shares, small
 from electra_detect.app.metrics import Metrics
 from electra_detect.app.settings import ServerSettings
-from electra_detect.detector import Detector, ScoringJob, TextScores
+from electra_detect.detector import Detector
+from electra_detect.scores import TextScores
+from electra_detect.scoring_job import ScoringJob
 from electra_detect.tasks.ged.check import GedChecker
 from electra_detect.tasks.ged.dictionary import PersonalDictionary
-from electra_detect.tasks.ged.edit_typing import EditTyper
+from electra_detect.tasks.ged.errant_typing import EditTyper
 from electra_detect.tasks.ged.flags import FlaggedWord
 from electra_detect.tasks.ged.options import GedOptions
 from electra_detect.tasks.ged.suggestions import Suggester
@@ -74,7 +76,8 @@ class Service:
         self.hypothesis = HypothesisScore.for_model(detector.model_dir)
         self.suggester = Suggester()
         dictionary = PersonalDictionary(Path(settings.dictionary)) if settings.dictionary else PersonalDictionary()
-        self.checker = GedChecker(detector, self.suggester, shared_typer(), dictionary)  # every front's checks
+        self.checker = GedChecker(detector, self.suggester, shared_typer(), dictionary,  # every front's checks
+                                  fixed_threshold=settings.ged_threshold)
         self.batcher: MicroBatcher | None = None  # from the app's startup to the end of its shutdown
         self.shares = Shares(settings, lambda: self.batcher.rate if self.batcher is not None else 0.0)
 
@@ -101,25 +104,25 @@ class Service:
     async def check(self, texts: list[str], options: GedOptions, client: str = ANONYMOUS,
                     cancel: Cancel | None = None, markup: str = "text") -> Checked:
         """``texts`` checked by the GED task with ``options`` (from ``build_ged_options``; the server's
-        ``--ged-threshold`` fills a threshold the request left out) for ``client`` (the fairness unit: an API key's
-        name, an address, or a front's own name such as ``"lsp"``), stopped when ``cancel`` (a ``threading.Event`` or
-        ``asyncio.Event``) is set: the one request path of every front that checks. With ``markup`` (markdown,
-        latex) each text is a document, read by the markup layer after admission (off the event loop, within the
-        deadline) and its prose blocks checked (``Checked.blocks``); a document it cannot read is a ``MarkupError``.
+        ``--ged-threshold``, the checker's fixed threshold, stands where the request gives none) for ``client`` (the
+        fairness unit: an API key's name, an address, or a front's own name such as ``"lsp"``), stopped when
+        ``cancel`` (a ``threading.Event`` or ``asyncio.Event``) is set: the one request path of every front that
+        checks. With ``markup`` (markdown, latex) each text is a document, read by the markup layer after admission
+        (off the event loop, within the deadline) and its prose blocks checked (``Checked.blocks``); a document it
+        cannot read is a ``MarkupError``.
 
         Admission, before any work (the markup reader's included): one of the client's ``client_requests`` (a small
         check, a sentence or a paragraph, one of a share of its own: ``clients.small``) and the server's
         ``max_requests``; the texts' words (a document's, markup and all), then their model tokens, within
-        ``check_budget``; their tokens within the client's ``client_tokens`` share (a short check, one scheduling
-        step or less, is never refused for tokens: the share bounds long work); a long check refused 503 when it
-        could not finish before its deadline at the model's measured rate. Then scored, and the candidates of the
-        flagged words that need them (suggestions, or a type named by its edit) scored as they really cost: cut,
-        earliest first, to what the rest of the budget and of the deadline allow (a word left out keeps the type
-        head's type and gets no suggestions). Texts are checked as given (a front checks its own limits:
-        ``schemas.check_texts``). Raises ``ApiError`` (413 over_budget or too_many_tokens, 429 too_many_requests with
-        a Retry-After header, 503 overloaded, 504 timeout, 499 when cancelled); must run on the event loop the service
-        started on (``ServiceThread`` from another thread)."""
-        options = self.options(options)
+        ``check_budget``; their tokens within the client's ``client_tokens`` share (a short check, one scheduling step
+        or less, is never refused for tokens: the share bounds long work); a long check refused 503 when it could not
+        finish before its deadline at the model's measured rate. Then scored, and the candidates of the flagged words
+        that need them (suggestions, or a type named by its edit) scored as they really cost: cut, earliest first, to
+        what the rest of the budget and of the deadline allow (a word left out keeps the type head's type and gets no
+        suggestions). Texts are checked as given (a front checks its own limits: ``schemas.check_texts``). Raises
+        ``ApiError`` (413 over_budget or too_many_tokens, 429 too_many_requests with a Retry-After header, 503
+        overloaded, 504 timeout, 499 when cancelled); must run on the event loop the service started on
+        (``ServiceThread`` from another thread)."""
         deadline = self.deadline()
         # Every word is at least one model token, so its words (+ [CLS]/[SEP]) bound its cost from below: texts
         # over budget by that count are refused on the event loop, before they queue for the tokenizer's thread.
@@ -147,16 +150,6 @@ class Service:
         with self.admitted(client, words_bound(texts)):
             job = await self.prepare(texts, deadline, calibrated)
             return await self.score_job(job, client, cancel, deadline)
-
-    def options(self, options: GedOptions) -> GedOptions:
-        """A request's GED options (``build_ged_options``) with this server's defaults: its own ``threshold``, else
-        the server's ``--ged-threshold`` (at the picky level the model's picky one when lower), else the model's at
-        its level."""
-        fixed = self.settings.ged_threshold
-        if options.threshold is not None or fixed is None:
-            return options
-        return replace(options, threshold=fixed if options.level == "default" else min(fixed, self.detector.threshold(
-            calibrated=options.calibrated, level=options.level)))
 
     # ------------------------------------------------------------------------------------------------- admission
 

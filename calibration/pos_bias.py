@@ -31,7 +31,8 @@ import numpy as np
 
 from electra_detect.calibration import CalibrationError
 from electra_detect.calibrators import sigmoid
-from electra_detect.detector import Detector, TextScores
+from electra_detect.detector import Detector
+from electra_detect.scores import TextScores
 from electra_detect.tasks.ged.alignment import score_tokens
 from electra_detect.tasks.ged.nlp import load_tagger
 from electra_detect.tasks.ged.pos_thresholds import tag_pos

@@ -22,13 +22,11 @@ from electra_detect.engines import ENGINES, Engine
 from electra_detect.engines.torch_engine import TorchEngine
 from electra_detect.errors import CorruptExport, DetectorError
 from electra_detect.model_dir import GedSettings, ModelFiles, resolve_model_dir, task_model_path
-from electra_detect.scores import TextScores, TokenScore, WordScore
+from electra_detect.scores import TextScores
 from electra_detect.scoring_job import ScoringJob
 from electra_detect.windows import TextEncoding, encode_texts, encode_windows, text_windows
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-__all__ = ["Detector", "ScoringJob", "TextEncoding", "TextScores", "TokenScore", "WordScore"]
 
 
 class Detector:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from electra_detect.detector import TextScores
+from electra_detect.scores import TextScores
 
 _RED, _RESET = "\033[1;31m", "\033[0m"
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from electra_detect.detector import TextScores
 from electra_detect.errors import DetectorError, RulesUnavailable
 from electra_detect.model_dir import GED_FILE, GedSettings
+from electra_detect.scores import TextScores
 from electra_detect.tasks.ged.alignment import flags_to_span_labels
 from electra_detect.tasks.ged.metrics import token_metrics, tune_threshold
 

@@ -25,7 +25,8 @@ from typing import Any
 from spacy.language import Language
 from spacy.tokens import Doc, Span, Token
 
-from electra_detect.detector import Detector, TextScores
+from electra_detect.detector import Detector
+from electra_detect.scores import TextScores
 from electra_detect.tasks.ged.check import GedChecker
 from electra_detect.tasks.ged.flags import FlaggedWord
 from electra_detect.tasks.ged.options import GedOptions, build_ged_options

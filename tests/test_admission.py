@@ -39,7 +39,7 @@ def test_the_same_long_paragraph_three_times_8_s_apart_is_200_each_time(
     each time. Before: its cost counted the full suggestion allowance (17 x its tokens, over the budget: 413; below
     it, 503 "about 29 s of work" once the rate estimate counted the 8 idle seconds)."""
     from electra_detect.app import batcher as batcher_module
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
 
     paragraph = (PARAGRAPH * 100)[:9_900]
     settings = ServerSettings(ged_threshold=1.0, max_chars=10_000, dictionary=str(tmp_path / "none.txt"))
@@ -115,7 +115,7 @@ def test_eight_concurrent_sentences_from_one_client_are_200_each(detector: Detec
                                                                  keys: bool) -> None:
     """8 one-sentence /v2/checks at once from one address (or one key), with suggestions, on an idle server: 200
     each. Before: each reserved at least 4,096 tokens (the suggestion floor) of the client's 32,768."""
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
 
     settings = ServerSettings(api_keys={KEY: "editor"} if keys else {}, dictionary=str(tmp_path / "none.txt"))
     app = create_app(detector, settings)
@@ -134,7 +134,7 @@ def test_a_light_client_behind_a_flooding_address_gets_its_sentence_checked(slow
     """Clients sharing one address (an editor plugin beside a batch job, a proxy without --trusted-proxy): the
     address's share of tokens bounds its long work, and a one-sentence check is still let in while the share is
     full (before: 429 with Retry-After for every request of the address)."""
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
 
     short, long = slow.job([SENTENCE]).cost, slow.job([PARAGRAPH]).cost
     assert short < long
@@ -160,7 +160,7 @@ def test_a_light_client_behind_a_flooding_address_gets_its_sentence_checked(slow
 # ------------------------------------------------------------------------------------------------ the keys
 
 def _keyed(detector: Detector, tmp_path: Path) -> object:
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
 
     return create_app(detector, ServerSettings(api_keys={KEY: "editor"}, dictionary=str(tmp_path / "none.txt")))
 
@@ -195,7 +195,7 @@ def test_a_nul_character_in_a_check_is_refused_as_the_json_routes_refuse_it(
         detector: Detector, tmp_path: Path, send: dict) -> None:
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
 
     with TestClient(create_app(detector, ServerSettings(dictionary=str(tmp_path / "none.txt")))) as client:
         response = client.get("/v2/check", **send) if "params" in send else client.post("/v2/check", **send)
@@ -211,7 +211,7 @@ def test_a_nul_character_in_a_check_is_refused_as_the_json_routes_refuse_it(
 def test_a_field_given_twice_is_a_400(detector: Detector, tmp_path: Path, send: dict) -> None:
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
 
     with TestClient(create_app(detector, ServerSettings(dictionary=str(tmp_path / "none.txt")))) as client:
         response = client.get("/v2/check", **send) if "params" in send else client.post("/v2/check", **send)
@@ -226,7 +226,7 @@ def bare_server() -> Iterator[tuple[int, int]]:
     limit)."""
     import uvicorn
 
-    from electra_detect.app.guard import http_protocol
+    from electra_detect.app.http.guard import http_protocol
 
     async def app(scope: dict, receive: object, send: object) -> None:
         if scope["type"] != "http":

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from electra_detect.assembly import APOSTROPHES
-from electra_detect.detector import Detector, TextScores, TokenScore, WordScore
+from electra_detect.detector import Detector
 from electra_detect.errors import DetectorError
+from electra_detect.scores import TextScores, TokenScore, WordScore
 from electra_detect.sentences import sentence_spans
 from tests.tolerance import assert_close_probs, assert_close_sums, mean_tolerance, token_tolerance
 

@@ -536,10 +536,10 @@ def test_options_shared_by_verbs_are_the_one_definition() -> None:
 NOT_USER_ERRORS = {
     "electra_detect.app.api_errors.ApiError",  # the server's JSON error answer itself, with its status
     "electra_detect.app.clients.Refused",  # the server's admission refusing a request (a 429/503 answer)
-    "electra_detect.app.forms.FormError",  # a /v2/check form the server answers 400/413; no verb reads forms
-    "electra_detect.app.languagetool.CheckError",  # a /v2/check request the server answers 4xx; no verb raises it
-    "electra_detect.app.demo.InputProblem",  # shown in the demo's page while it runs, never at the verb's start
-    "electra_detect.app.lsp_server.Cancelled",  # a stale check stopped: control flow inside the language server
+    "electra_detect.app.http.forms.FormError",  # a /v2/check form the server answers 400/413; no verb reads forms
+    "electra_detect.app.http.languagetool_api.CheckError",  # a /v2/check request answered 4xx; no verb raises it
+    "electra_detect.app.demo.errors.InputProblem",  # shown in the demo's page while it runs, never at the verb's start
+    "electra_detect.app.lsp.checks.Cancelled",  # a stale check stopped: control flow inside the language server
 }
 LAYER_FOLDERS = {"electra_detect": "electra_detect", "training": "electra_detect.training",
                  "app": "electra_detect.app", "calibration": "electra_detect.calibration"}
@@ -587,8 +587,8 @@ def test_every_error_a_verb_reports_is_a_user_error() -> None:
                  "electra_detect.errors.MarkupError", "electra_detect.training.pretraining.config.ConfigError",
                  "electra_detect.training.pretraining.errors.CheckpointError",
                  "electra_detect.training.corpus.fetch.FetchError", "electra_detect.calibration.CalibrationError",
-                 "electra_detect.app.settings.SettingsError", "electra_detect.app.lsp_settings.SettingsError",
-                 "electra_detect.app.cli.ServeError", "electra_detect.app.demo.DemoError",
+                 "electra_detect.app.settings.SettingsError", "electra_detect.app.lsp.settings.SettingsError",
+                 "electra_detect.app.cli.ServeError", "electra_detect.app.demo.errors.DemoError",
                  "electra_detect.app.lsp.LspError"):
         assert issubclass(classes[name], USER_ERRORS), name
     from electra_detect.markup import MarkupError

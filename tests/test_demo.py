@@ -11,22 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from electra_detect.app.demo import (
-    BANDS,
-    COLOR_MAP,
-    GED_HEADERS,
-    MAX_CHARS,
-    MAX_HYPOTHESES,
-    DemoApp,
-    DemoError,
-    band,
-    build_app,
-    engine_label,
-    find_export,
-    launch,
-    load_detector,
-    suggestion_cell,
-)
+from electra_detect.app.demo.errors import DemoError
+from electra_detect.app.demo.inputs import MAX_CHARS, MAX_HYPOTHESES
+from electra_detect.app.demo.launch import build_app, launch
+from electra_detect.app.demo.model import engine_label, find_export, load_detector
+from electra_detect.app.demo.page import DemoApp
+from electra_detect.app.demo.view import BANDS, COLOR_MAP, GED_HEADERS, band, suggestion_cell
 from electra_detect.detector import Detector
 
 SENTENCE = "The farmer go to the market yesterday."
@@ -97,7 +87,7 @@ def test_bad_threshold_gives_a_message(app: DemoApp, threshold) -> None:
 
 
 def test_ged_tab_shows_the_ged_tasks_records(torch_app: DemoApp) -> None:
-    from electra_detect.app.languagetool import quoted
+    from electra_detect.app.message_quotes import quoted
     from electra_detect.tasks.ged.options import GedOptions
 
     app, scores = torch_app, torch_app.detector.score([SENTENCE])[0]
@@ -350,7 +340,7 @@ def test_a_model_dirs_ged_model_is_what_the_demo_shows(tmp_path: Path, micro_run
 
 
 def test_logins_and_limits_are_checked(tmp_path: Path) -> None:
-    from electra_detect.app.demo import DemoLimits, parse_auth
+    from electra_detect.app.demo.limits import DemoLimits, parse_auth
 
     logins = tmp_path / "logins"
     logins.write_text("# who\nann:pa:ss\n\nbob:secret\n", encoding="utf-8")
@@ -377,7 +367,8 @@ def test_beyond_loopback_without_a_login_warns_like_serve(capsys: pytest.Capture
 def test_the_served_demo_asks_for_a_login_caps_uploads_bounds_its_queue_and_leaves_no_files(app: DemoApp) -> None:
     import httpx
 
-    from electra_detect.app.demo import DemoLimits, shutdown
+    from electra_detect.app.demo.launch import shutdown
+    from electra_detect.app.demo.limits import DemoLimits
 
     limits = DemoLimits(max_file_size="100kb", queue_size=3, concurrency=1, auth=[("ann", "secret")])
     page, url = launch(app, port=_free_port(), block=False, limits=limits)
@@ -427,7 +418,8 @@ def test_the_errors_tab_takes_the_services_one_request_path(app: DemoApp, monkey
 def test_the_demos_uploads_are_bounded_in_total(app: DemoApp) -> None:
     import httpx
 
-    from electra_detect.app.demo import DemoLimits, shutdown
+    from electra_detect.app.demo.launch import shutdown
+    from electra_detect.app.demo.limits import DemoLimits
 
     limits = DemoLimits(max_file_size="100kb", max_total_uploads="250kb")
     page, url = launch(app, port=_free_port(), block=False, limits=limits)

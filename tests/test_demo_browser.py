@@ -169,7 +169,7 @@ def find_errors(page: Any, text: str, threshold: float) -> list[dict[str, str]]:
 
 def read_errors(page: Any, status: str) -> list[dict[str, str]]:
     """The Errors table's rows once the status line says ``status`` (or that nothing is flagged)."""
-    from electra_detect.app.demo import GED_HEADERS
+    from electra_detect.app.demo.view import GED_HEADERS
 
     # the page's first check loads spaCy and ERRANT in the demo: once over 30 s on a loaded two-core host
     page.wait_for_function("t => document.querySelector('#status-ged').innerText.includes(t)", arg=status,

@@ -10,8 +10,8 @@ import torch
 
 from electra_detect.edit_tags import FALLBACK_TAG, KEEP, EditTags, Inflections, operation
 from electra_detect.edit_tags.decoding import decode_tags, near_errors
+from electra_detect.edit_tags.messages import over_word, told
 from electra_detect.tasks.ged.readers import GedEdit, GedSentence
-from electra_detect.tasks.ged.tag_edits import over_word, told
 from electra_detect.training.finetune.edit_tag_data import (
     TaggedSentence,
     align_tsv_to_bea,

@@ -13,7 +13,8 @@ import pytest
 
 from electra_detect.cli import main
 from electra_detect.detector import Detector
-from electra_detect.onnx.export import VARIANTS, ExportError, export_model
+from electra_detect.errors import ExportError
+from electra_detect.onnx.export import VARIANTS, export_model
 from electra_detect.onnx.manifest import VARIANT_FILES
 from electra_detect.onnx.triton import write_triton_repo
 

@@ -174,7 +174,7 @@ async def _concurrently(app: object, requests: list[tuple[str, str, dict]]) -> l
 
 def test_past_its_share_a_client_gets_429_with_retry_after_and_another_client_does_not(
         detector: Detector, counting: CountingEngine) -> None:
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
 
     counting.delay = 0.2
     app = create_app(detector, ServerSettings(api_keys={ALICE: "alice", BOB: "bob"}, client_requests=2,
@@ -194,7 +194,7 @@ def test_past_its_token_share_a_client_gets_429_for_long_work_never_for_a_short_
         detector: Detector, counting: CountingEngine) -> None:
     """The share bounds a client's long work (over one step); a short request (a sentence) is let in whatever the
     client holds, so a light editor behind a busy address or key still gets its sentence checked."""
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
 
     counting.delay = 0.2
     app = create_app(detector, ServerSettings(api_keys={ALICE: "alice", BOB: "bob"}, client_tokens=30, step_tokens=8,
@@ -217,7 +217,7 @@ def test_a_check_over_its_budget_is_refused_before_any_scoring_or_planning(
         detector: Detector, counting: CountingEngine, monkeypatch: pytest.MonkeyPatch) -> None:
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
     from electra_detect.tasks.ged.suggestions import Suggester
 
     planned, plan = [], Suggester.plan
@@ -272,7 +272,7 @@ def test_a_sentence_goes_ahead_of_its_addresss_bigger_requests(detector: Detecto
     """One address, no keys: 24 paragraphs of a batch job queued, a connection each, then an editor's sentence: the
     sentence is answered after at most the few already under way (before: an address's requests were served first
     come, first served, the sentence after all 24)."""
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
 
     counting.delay = 0.05
     settings = ServerSettings(batching=False, suggest=False, step_tokens=64)
@@ -332,7 +332,7 @@ def test_a_sentence_behind_a_flooding_address_keeps_its_checks(detector: Detecto
     """One address, no keys: six connections of a batch job's paragraphs hold the address's share of four requests
     (two of them 429); an editor's sentence at the same address is a 200 (before: 429, the address's share was full),
     and the batch job's next paragraph is still a 429."""
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
 
     counting.delay = 0.3
     settings = ServerSettings(client_requests=4, batching=False, suggest=False, step_tokens=64)

@@ -91,7 +91,7 @@ def test_nbest_string_pattern_admits_only_what_the_reader_parses() -> None:
 
     pytest.importorskip("fastapi")
     from benchmarks.robustness.fuzz_targets import hypothesis_lines
-    from electra_detect.app.schemas import NBEST_LINES
+    from electra_detect.app.http.schemas import NBEST_LINES
     from electra_detect.tasks.rerank.nbest import parse_hypothesis_lines
 
     @settings(max_examples=EXAMPLES * 5, deadline=None, database=None, derandomize=True,

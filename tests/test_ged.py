@@ -19,7 +19,7 @@ from electra_detect.tasks.ged.alignment import (
     to_token_scores,
     token_spans,
 )
-from electra_detect.tasks.ged.edit_types import bea_edit_type, split_type
+from electra_detect.tasks.ged.error_types import bea_edit_type, split_type
 from electra_detect.tasks.ged.metrics import f_beta, token_metrics, tune_threshold, type_metrics
 from electra_detect.tasks.ged.readers import (
     GedEdit,

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from electra_detect.errors import GedOptionsError
 from electra_detect.tasks.ged.dictionary import PersonalDictionary, Vocabulary, default_dictionary_path, word_forms
 from electra_detect.tasks.ged.flags import FlaggedWord
-from electra_detect.tasks.ged.options import GedOptions, GedOptionsError
+from electra_detect.tasks.ged.options import GedOptions
 from electra_detect.tasks.ged.rule_table import (
     CATEGORIES,
     MAIN_TYPES,
@@ -250,7 +251,7 @@ def test_a_preload_and_a_check_load_the_typing_stack_once_between_them(monkeypat
     load rather than starting a second one, and gets the same annotator."""
     import threading
 
-    from electra_detect.tasks.ged import edit_typing
+    from electra_detect.tasks.ged import errant_typing
     from electra_detect.tasks.ged.check import GedChecker
 
     loads, release = [], threading.Event()
@@ -260,9 +261,9 @@ def test_a_preload_and_a_check_load_the_typing_stack_once_between_them(monkeypat
         release.wait(5)
         return object()
 
-    monkeypatch.setattr(edit_typing, "_load_annotator", slow_load)
-    typer = edit_typing.EditTyper()
-    monkeypatch.setattr(edit_typing.EditTyper, "available", True)
+    monkeypatch.setattr(errant_typing, "_load_annotator", slow_load)
+    typer = errant_typing.EditTyper()
+    monkeypatch.setattr(errant_typing.EditTyper, "available", True)
     thread = GedChecker(detector=None, typer=typer).preload()  # type: ignore[arg-type]
     got: list[object] = []
     asker = threading.Thread(target=lambda: got.append(typer.annotator))

@@ -40,7 +40,7 @@ def _client(app: object) -> httpx.AsyncClient:
 
 
 def _app(detector: Detector, tmp_path: Path, **settings: object) -> object:
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
 
     return create_app(detector, ServerSettings(dictionary=str(tmp_path / "none.txt"), **settings))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from electra_detect.app.languagetool import (
+from electra_detect.app.http.languagetool_api import (
     CheckError,
     check_answer,
     matches,
@@ -128,7 +128,7 @@ def dictionary(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def client(micro_run: Path, dictionary: Path) -> Iterator[object]:
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
     from electra_detect.app.settings import ServerSettings
 
     detector = Detector.load(micro_run / "discriminator", engine="torch")
@@ -218,7 +218,7 @@ def test_picky_flags_with_the_models_picky_threshold(micro_run: Path, tmp_path: 
 
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
     from electra_detect.app.settings import ServerSettings
 
     model = tmp_path / "disc"
@@ -238,7 +238,7 @@ def test_an_api_key_in_the_form_or_the_query_is_taken_and_counted_under_it(micro
     from fastapi.testclient import TestClient
 
     from electra_detect.app.clients import Shares
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
     from electra_detect.app.settings import ServerSettings
 
     entered, enter = [], Shares.enter
@@ -285,7 +285,7 @@ def test_check_flags_every_word_at_threshold_zero(client) -> None:
 def test_no_suggest_answers_without_replacements(micro_run: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
     from electra_detect.app.settings import ServerSettings
 
     detector = Detector.load(micro_run / "discriminator", engine="torch")

@@ -140,7 +140,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_every_layer_folder_is_walked() -> None:
     graph = import_graph()
     assert {layer(m) for m in graph} == {"core", "training", "calibration", "app"}
-    assert "electra_detect.detector" in graph["electra_detect.app.server"]
+    assert "electra_detect.detector" in graph["electra_detect.app.service"]
 
 
 def test_dependencies_point_downward() -> None:
@@ -159,12 +159,12 @@ def test_the_checks_catch_a_violation_and_a_circle(tmp_path: Path) -> None:
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "electra_detect" / "errors.py").write_text(
         (ROOT / "electra_detect" / "errors.py").read_text() + "\nfrom electra_detect.detector import Detector\n")
-    upward = "\n\ndef _up():\n    from electra_detect.app import server\n"
+    upward = "\n\ndef _up():\n    from electra_detect.app import service\n"
     (tmp_path / "electra_detect" / "highlight.py").write_text((ROOT / "electra_detect" / "highlight.py").read_text()
                                                               + upward)
     graph = import_graph(tmp_path)
     assert any({"electra_detect.detector", "electra_detect.errors"} <= set(c) for c in circles(graph))
-    assert layer_violations(graph) == ["electra_detect.highlight (core) imports electra_detect.app.server (app)"]
+    assert layer_violations(graph) == ["electra_detect.highlight (core) imports electra_detect.app.service (app)"]
 
 
 def test_layers_install_under_one_namespace(tmp_path: Path) -> None:
@@ -266,3 +266,144 @@ def test_the_documented_command_check_catches_a_moved_benchmark(tmp_path: Path) 
     (tmp_path / "docs" / "a.md").write_text("python -m benchmarks.inference\npython benchmarks/ged.py --x\n")
     assert documented_benchmark_problems(tmp_path) == ["docs/a.md: benchmarks.inference is no module",
                                                        "docs/a.md: python benchmarks/ged.py"]
+
+
+# ------------------------------------------------------------------------------------------- the house's other rules
+
+PACKAGES = ("electra_detect", "app", "training")  # the three packages whose modules are held to MAX_LINES
+MAX_LINES = 450
+
+
+def long_modules(root: Path = ROOT) -> list[str]:
+    """Modules of the three packages over ``MAX_LINES`` lines: split them by job."""
+    found = []
+    for folder in PACKAGES:
+        for path in sorted((root / folder).rglob("*.py")):
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            if lines > MAX_LINES:
+                found.append(f"{path.relative_to(root).as_posix()}: {lines} lines")
+    return found
+
+
+def test_no_module_is_over_450_lines() -> None:
+    assert long_modules() == []
+
+
+# A front translates requests for one kind of user; none imports another's modules. The CLI's shared plumbing (the
+# verb registry, the engine and option flags defined once, text arguments) is every verb's, whatever its layer;
+# `app/cli.py` holds the `serve` and `demo` verbs, so it launches those two fronts.
+FRONTS = ("electra_detect.cli", "electra_detect.spacy_component", "electra_detect.app.lsp", "electra_detect.app.http",
+          "electra_detect.app.demo", "electra_detect.app.batch")
+SHARED_FRONT_MODULES = {"electra_detect.cli", "electra_detect.cli.engine", "electra_detect.cli.options",
+                        "electra_detect.cli.texts"}
+LAUNCHERS = {"electra_detect.app.cli": {"electra_detect.app.http", "electra_detect.app.demo"}}
+
+
+def front_of(module: str) -> str | None:
+    return next((f for f in FRONTS if module == f or module.startswith(f + ".")), None)
+
+
+def front_crossings(graph: dict[str, set[str]]) -> list[str]:
+    """Imports of one front's module by another front (or by a module that is no front: the core, a service)."""
+    found = []
+    for importer, imported in sorted(graph.items()):
+        for name in sorted(imported):
+            front = front_of(name)
+            if front is None or front == front_of(importer) or name in SHARED_FRONT_MODULES:
+                continue
+            if front in LAUNCHERS.get(importer, ()):
+                continue
+            found.append(f"{importer} imports {name} ({front})")
+    return found
+
+
+def test_no_front_imports_another_fronts_module() -> None:
+    assert front_crossings(import_graph()) == []
+
+
+def test_the_front_check_catches_a_crossing() -> None:
+    graph = {"electra_detect.app.http.routes.ged": {"electra_detect.cli.ged", "electra_detect.cli.options"},
+             "electra_detect.app.cli": {"electra_detect.app.http.server"}}
+    assert front_crossings(graph) == [
+        "electra_detect.app.http.routes.ged imports electra_detect.cli.ged (electra_detect.cli)"]
+
+
+TAG_SPELLINGS = ("tag:", "$INSERT_", "$APPEND_", "$REPLACE_", "$CASE_", "$FORM_")  # electra_detect.edit_tags' own
+TAGS_HOME = "electra_detect/edit_tags/__init__.py"
+
+
+def docstrings(tree: ast.AST) -> set[int]:
+    """ids of the docstring nodes of a module, its classes and functions."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def spelled_tag_prefixes(root: Path = ROOT) -> list[str]:
+    """String literals (docstrings aside) that spell an edit tag's prefix outside ``electra_detect.edit_tags``."""
+    found = []
+    for folder in PACKAGES:
+        for path in sorted((root / folder).rglob("*.py")):
+            where = path.relative_to(root).as_posix()
+            if where == TAGS_HOME:
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            skip = docstrings(tree)
+            found += [f"{where}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
+                      if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip
+                      and node.value.startswith(TAG_SPELLINGS)]
+    return found
+
+
+def test_nobody_but_the_edit_tags_spells_a_tag_prefix(tmp_path: Path) -> None:
+    assert spelled_tag_prefixes() == []
+    (tmp_path / "training").mkdir()
+    (tmp_path / "training" / "x.py").write_text('"""$REPLACE_ in a docstring is prose."""\nTAG = f"$FORM_{1}"\n')
+    assert spelled_tag_prefixes(tmp_path) == ["training/x.py:2: '$FORM_'"]
+
+
+def defined_names(path: Path) -> set[str]:
+    """The names a module binds itself at its top level (functions, classes, assignments, and in if/try blocks)."""
+    names: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            elif isinstance(node, ast.If | ast.Try | ast.With):
+                visit(node.body)
+                visit(getattr(node, "orelse", []))
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    return names
+
+
+def borrowed_imports(root: Path = ROOT) -> list[str]:
+    """``from X import name`` in the packages where X neither defines ``name`` nor has a submodule of that name:
+    a name imported from a module that only imports it (a re-export)."""
+    modules = package_modules(root)
+    defined: dict[str, set[str]] = {}
+    found = []
+    for module, path in sorted(modules.items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.level or node.module not in modules:
+                continue
+            if node.module not in defined:
+                defined[node.module] = defined_names(modules[node.module])
+            for alias in node.names:
+                if alias.name not in defined[node.module] and f"{node.module}.{alias.name}" not in modules:
+                    found.append(f"{module} imports {alias.name} from {node.module}, which does not define it")
+    return found
+
+
+def test_a_name_is_imported_from_the_module_that_defines_it() -> None:
+    assert borrowed_imports() == []

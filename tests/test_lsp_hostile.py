@@ -25,7 +25,8 @@ pytest.importorskip("pygls")
 
 from lsprotocol import types  # noqa: E402
 
-from electra_detect.app import lsp_server  # noqa: E402
+from electra_detect.app.lsp import handlers as lsp_handlers  # noqa: E402
+from electra_detect.app.lsp import server as lsp_server  # noqa: E402
 
 SERVER = [str(Path(sys.executable).parent / "electra-detect"), "lsp"]
 WAIT_S = 60.0
@@ -217,7 +218,7 @@ class Trickle:
 
 
 def test_the_wire_hands_on_only_framed_messages_whatever_comes_between(tmp_path: Path) -> None:
-    from electra_detect.app.lsp_wire import WireInput, WireOutput
+    from electra_detect.app.lsp.wire import WireInput, WireOutput
 
     good = [json.dumps({"jsonrpc": "2.0", "id": i, "method": "m", "params": {"n": "Content-Length"}}).encode()
             for i in range(4)]
@@ -281,7 +282,7 @@ def test_a_failure_without_a_message_is_shown_with_a_reason(monkeypatch: pytest.
         raise MemoryError()
 
     monkeypatch.setattr(lsp_server, "document_blocks", out_of_memory)
-    server = lsp_server.build_server("no-such-model", {}, 0.0, None, 1024)
+    server = lsp_handlers.build_server("no-such-model", {}, 0.0, None, 1024)
     server.protocol._workspace = Workspace(None, types.TextDocumentSyncKind.Full)
     uri = "file:///tmp/electra-detect-no-such/doc.md"
     server.workspace.put_text_document(types.TextDocumentItem(uri=uri, language_id="markdown", version=1,
@@ -291,7 +292,7 @@ def test_a_failure_without_a_message_is_shown_with_a_reason(monkeypatch: pytest.
     monkeypatch.setattr(server, "show", lambda text, kind=None: shown.append(text))
     asyncio.run(server.check_later(uri, state, 0.0, lsp_server.PendingCheck()))
     assert shown == [f"{uri} could not be checked: out of memory"]
-    from electra_detect.app.lsp_wire import reason
+    from electra_detect.app.lsp.wire import reason
 
     assert reason(ValueError()) == "ValueError (no message)" and reason(OSError("no\nmore")) == "no"
 
@@ -349,7 +350,7 @@ class Inflections:
 
 
 def test_settings_files_and_dictionaries_are_read_bounded_and_regular_only(tmp_path: Path) -> None:
-    from electra_detect.app.lsp_settings import (
+    from electra_detect.app.lsp.settings import (
         DICTIONARY_BYTES,
         BoundedDictionary,
         SettingsError,

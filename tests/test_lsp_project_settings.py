@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("pygls")
 
-from electra_detect.app.lsp_settings import LspSettings, SettingsError, WorkspaceFile  # noqa: E402
+from electra_detect.app.lsp.settings import LspSettings, SettingsError, WorkspaceFile  # noqa: E402
 
 
 def test_the_project_settings_file_joins_the_workspace_rules(tmp_path: Path) -> None:

@@ -21,7 +21,8 @@ from electra_detect.calibration.pos_bias import (
     recalibrate,
 )
 from electra_detect.calibrators import TemperatureScaling, save_calibration, sigmoid
-from electra_detect.detector import Detector, TextScores, TokenScore
+from electra_detect.detector import Detector
+from electra_detect.scores import TextScores, TokenScore
 from electra_detect.tasks.ged.nlp import load_tagger
 
 TEXTS = ["The farmer saw a red house yesterday.", "A doctor opened the broken window again.",

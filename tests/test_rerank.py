@@ -180,7 +180,7 @@ def test_the_cli_rows_and_the_servers_ranking_are_one_ranker() -> None:
 
 
 def test_the_learned_reranker_is_chosen_by_the_task(tmp_path: Path) -> None:
-    from electra_detect.detector import TextScores, TokenScore
+    from electra_detect.scores import TextScores, TokenScore
     from electra_detect.tasks.rerank.fusion import HypothesisScore
     from electra_detect.tasks.rerank.listwise import Reranker
 
@@ -297,7 +297,7 @@ def test_hypothesis_word_errors_align_with_the_reference() -> None:
 
 
 def test_word_confidence_takes_the_highest_detector_word_inside_each_recogniser_word() -> None:
-    from electra_detect.detector import TextScores, WordScore
+    from electra_detect.scores import TextScores, WordScore
 
     text = "she'll learn  romance"
     words = [WordScore("she", 0, 3, 0.1), WordScore("'", 3, 4, 0.2), WordScore("ll", 4, 6, 0.7),

@@ -38,7 +38,7 @@ def test_harper_flags_raw_text() -> None:
 
 
 def test_with_rules_lifts_the_flagged_words_of_scored_text() -> None:
-    from electra_detect.detector import TextScores, WordScore
+    from electra_detect.scores import TextScores, WordScore
 
     text = TextScores("He go home", [], [WordScore("He", 0, 2, 0.1), WordScore("go", 3, 5, 0.2),
                                          WordScore("home", 6, 10, 0.1)], 0.0, 0.0)

@@ -102,7 +102,7 @@ def test_health_docs_and_openapi(server: Server) -> None:
     assert schemas["ScoreRequest"]["properties"]["texts"]["minItems"] == 1  # the schema says what the server takes
     assert schemas["GedRequest"]["properties"]["texts"]["minItems"] == 1
     assert schemas["RerankRequest"]["properties"]["lists"]["minItems"] == 1
-    from electra_detect.app.schemas import NOT_BLANK  # a blank text is declared invalid, as the server treats it
+    from electra_detect.app.http.schemas import NOT_BLANK  # a blank text is declared invalid, as the server treats it
 
     assert schemas["ScoreRequest"]["properties"]["texts"]["items"]["pattern"] == NOT_BLANK
     threshold = schemas["GedRequest"]["properties"]["threshold"]["anyOf"]
@@ -184,7 +184,7 @@ def test_ged_with_suggestions_is_admitted_by_its_cost_like_a_check(micro_run: Pa
     17 x its tokens were reserved, and a check with suggestions under the budget's 1/17 was refused)."""
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
     from electra_detect.app.service import Service
     from electra_detect.app.settings import ServerSettings
 
@@ -361,7 +361,7 @@ def test_api_key_and_graceful_shutdown(export_dir: Path, tmp_path: Path) -> None
 def test_request_timeout_is_a_json_504(export_dir: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
     from electra_detect.app.settings import ServerSettings
 
     detector = Detector.load(export_dir, engine="onnx")
@@ -441,7 +441,7 @@ def test_content_type_and_json_parse_errors_are_named(server: Server) -> None:
 def test_too_many_tokens_is_413_before_the_model(export_dir: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
     from electra_detect.app.settings import ServerSettings
 
     detector = Detector.load(export_dir, engine="onnx")
@@ -457,7 +457,7 @@ def test_too_many_tokens_is_413_before_the_model(export_dir: Path) -> None:
 def test_a_long_request_that_cannot_finish_in_time_is_a_quick_503(export_dir: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
     from electra_detect.app.settings import ServerSettings
 
     detector = Detector.load(export_dir, engine="onnx")
@@ -478,7 +478,7 @@ def test_a_long_request_that_cannot_finish_in_time_is_a_quick_503(export_dir: Pa
 def test_engine_failure_is_a_json_500(export_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
     from electra_detect.app.settings import ServerSettings
 
     class Broken:

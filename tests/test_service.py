@@ -90,8 +90,10 @@ def test_every_front_checks_through_service_check() -> None:
     def calls(path: Path) -> set[str]:
         return {ast.unparse(node.func) for _, node in _functions(path) if isinstance(node, ast.Call)}
 
-    for front, call in (("app/routes/ged.py", "service.check"), ("app/routes/languagetool.py", "service.check"),
-                        ("app/demo.py", "self._service_thread.check")):
+    for front, call in (("app/http/routes/ged.py", "service.check"),
+                        ("app/http/routes/languagetool.py", "service.check"),
+                        ("app/demo/page.py", "self._service_thread.check"),
+                        ("app/lsp/checks.py", "self.service.check")):
         assert call in calls(ROOT / front), front
     makers = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "app").rglob("*.py")) if "GedChecker" in calls(p)]
     # the batch actor is `ged --file` spread over actors: no admission or queues to share, so the CLI's checker
@@ -116,7 +118,7 @@ def test_service_check_needs_no_web_objects_and_stops_when_cancelled(micro_run: 
         await service.start()
         try:
             checked = await service.check(["He go home."], build_ged_options(suggest=True), "lsp")
-            assert checked.threshold == 0.0 and checked.options.threshold == 0.0  # the server's default filled in
+            assert checked.threshold == 0.0 and checked.options.threshold is None  # the server's default, decided once
             assert checked.flagged[0] and all(w.suggestions is not None for w in checked.flagged[0])  # every word
             cancel = threading.Event()
             cancel.set()
@@ -156,7 +158,7 @@ def test_ged_reads_markup_and_flags_prose_only(micro_run: Path, tmp_path: Path, 
     every offset into the document as given (the markup layer's blocks, through Service.check)."""
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
     from electra_detect.app.settings import ServerSettings
     from electra_detect.detector import Detector
 

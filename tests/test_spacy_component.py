@@ -9,7 +9,8 @@ import pytest
 
 spacy = pytest.importorskip("spacy")
 
-from electra_detect.detector import Detector, TextScores, TokenScore, WordScore  # noqa: E402
+from electra_detect.detector import Detector  # noqa: E402
+from electra_detect.scores import TextScores, TokenScore, WordScore  # noqa: E402
 from electra_detect.spacy_component import annotate, error_label, register_extensions  # noqa: E402
 from electra_detect.tasks.ged.flags import FlaggedWord  # noqa: E402
 from tests.tolerance import assert_close_probs, token_tolerance  # noqa: E402

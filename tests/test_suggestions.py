@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from electra_detect.detector import Detector, TextScores, WordScore
+from electra_detect.detector import Detector
+from electra_detect.scores import TextScores, WordScore
 from electra_detect.tasks.ged.suggestion_ranking import RankSetting, choose, distance, local_score, unnecessary
 from electra_detect.tasks.ged.suggestions import (
     Suggester,

@@ -10,7 +10,7 @@ import pytest
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from electra_detect.engines.torch_engine import load_discriminator
-from electra_detect.training.pretraining.checkpoint import CheckpointError
+from electra_detect.training.pretraining.errors import CheckpointError
 from electra_detect.training.pretraining.trainer import Trainer
 from tests.conftest import micro_config, synthetic_text
 

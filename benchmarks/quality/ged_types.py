@@ -7,7 +7,7 @@ FCE dev is cut into its tuning and report halves (seed 13, as ``ged eval --split
 (``tasks.ged.check.TypingRule``) was chosen on the tuning half, the report half is the one to quote. A detected
 error is a token labelled wrong whose score reaches the threshold (the model's, and the one ``ged eval --split``
 tunes for F0.5 on the tuning half); its gold type is its first edit's (FCE codes mapped onto ERRANT main types,
-``tasks.ged.edit_types``), as ``ged eval`` counts them (``metrics.type_metrics``). The cost: seconds of
+``tasks.ged.error_types``), as ``ged eval`` counts them (``metrics.type_metrics``). The cost: seconds of
 ``GedChecker.check`` over the scored report half (candidates ranked for the words the rule types by their edit,
 ERRANT on the best) beside the flags alone, per sentence; the machine's load is recorded with it.
 """
@@ -30,7 +30,7 @@ from electra_detect.detector import Detector
 from electra_detect.fileio import atomic_write_json, atomic_write_text
 from electra_detect.tasks.ged.alignment import TypedTokens, to_token_scores, token_spans
 from electra_detect.tasks.ged.check import GedChecker, TypingRule
-from electra_detect.tasks.ged.edit_types import split_type
+from electra_detect.tasks.ged.error_types import split_type
 from electra_detect.tasks.ged.metrics import flatten, tune_threshold, type_metrics
 from electra_detect.tasks.ged.options import GedOptions
 from electra_detect.tasks.ged.readers import read_bea_json, split_sentences

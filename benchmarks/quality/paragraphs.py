@@ -45,7 +45,7 @@ def cli_flags(model: str, texts: list[str]) -> list[list[tuple[int, int]]]:
 def server_flags(model: str, texts: list[str]) -> dict[str, list[list[tuple[int, int]]]]:
     from fastapi.testclient import TestClient
 
-    from electra_detect.app.server import create_app
+    from electra_detect.app.http.server import create_app
     from electra_detect.app.settings import ServerSettings
     from electra_detect.detector import Detector
 

@@ -39,13 +39,14 @@ from typing import Any
 from benchmarks.common.run import command_line
 from electra_detect import sentences as sentence_module
 from electra_detect.calibrators import weights_sha256
-from electra_detect.detector import Detector, TextScores
+from electra_detect.detector import Detector
 from electra_detect.fileio import atomic_write_json, atomic_write_text
+from electra_detect.scores import TextScores
 from electra_detect.tasks.ged import suggestion_ranking as ranking_module
 from electra_detect.tasks.ged import suggestions as suggester_module
 from electra_detect.tasks.ged import word_candidates as word_candidates_module
 from electra_detect.tasks.ged.alignment import to_token_scores, token_spans
-from electra_detect.tasks.ged.edit_types import split_type
+from electra_detect.tasks.ged.error_types import split_type
 from electra_detect.tasks.ged.readers import GedSentence, read_bea_json, split_sentences
 from electra_detect.tasks.ged.suggestion_ranking import SOURCES, RankSetting, choose, local_score, unnecessary
 from electra_detect.tasks.ged.suggestions import Suggester

@@ -47,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _read_texts(path: str) -> list[str]:
-    from electra_detect.onnx.export import ExportError
+    from electra_detect.errors import ExportError
 
     try:
         with open(path, encoding="utf-8") as handle:
@@ -65,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from electra_detect.cli.texts import check_unit_interval
+    from electra_detect.errors import ExportError
     from electra_detect.model_dir import resolve_model_dir
-    from electra_detect.onnx.export import ExportError, export_model
+    from electra_detect.onnx.export import export_model
     from electra_detect.onnx.manifest import MANIFEST
     from electra_detect.onnx.triton import write_triton_repo
 

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 from electra_detect.errors import GedDataError
 from electra_detect.fileio import atomic_write_dir, atomic_write_json
-from electra_detect.tasks.ged.edit_types import split_type
+from electra_detect.tasks.ged.error_types import split_type
 from electra_detect.tasks.ged.readers import GedSentence, read_labelled, split_sentences
 from electra_detect.training.finetune.distill_labels import OPERATIONS, Example, load_labelled_set
 from electra_detect.training.finetune.distill_text import parse_data_spec

@@ -40,7 +40,7 @@ from electra_detect.engines.torch_engine import load_discriminator, replaced_log
 from electra_detect.fileio import atomic_write_dir, atomic_write_json
 from electra_detect.model_dir import resolve_model_dir
 from electra_detect.tasks.ged.alignment import score_tokens
-from electra_detect.tasks.ged.edit_types import split_type
+from electra_detect.tasks.ged.error_types import split_type
 from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold
 from electra_detect.tasks.ged.readers import GedSentence
 from electra_detect.training.finetune.loop import drop_checkpoint, train_loop

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from electra_detect.fileio import atomic_write_dir, atomic_write_json, atomic_write_text
-from electra_detect.training.pretraining.checkpoint import CheckpointError, remove_orphans
+from electra_detect.training.pretraining.checkpoint import remove_orphans
 from electra_detect.training.pretraining.config import ConfigError, RunConfig, TrainConfig
+from electra_detect.training.pretraining.errors import CheckpointError
 from electra_detect.training.pretraining.model import ElectraPretrainingModel
 
 RUN_CONFIG_FILE = "run_config.json"

@@ -24,11 +24,11 @@ from tqdm.auto import tqdm
 
 from electra_detect.training.optim import clip_gradients, optimizer_and_schedule
 from electra_detect.training.pretraining import distributed, encoders, objectives
-from electra_detect.training.pretraining.checkpoint import CheckpointError, latest_checkpoint
+from electra_detect.training.pretraining.checkpoint import latest_checkpoint
 from electra_detect.training.pretraining.config import RunConfig
 from electra_detect.training.pretraining.data import BlockSampler
 from electra_detect.training.pretraining.distributed import StopOnSignal, any_rank, barrier, init_distributed
-from electra_detect.training.pretraining.errors import RankLost
+from electra_detect.training.pretraining.errors import CheckpointError, RankLost
 from electra_detect.training.pretraining.evaluation import StepStats, evaluate
 from electra_detect.training.pretraining.masking import SampleRng, mask_tokens
 from electra_detect.training.pretraining.model import ElectraPretrainingModel

@@ -23,10 +23,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from electra_detect.detector import Detector, TextScores
+from electra_detect.detector import Detector
 from electra_detect.edit_tags import DELETE, FALLBACK_TAG, KEEP, SPELL, words_of
+from electra_detect.edit_tags.messages import tag_message, told
+from electra_detect.scores import TextScores
 from electra_detect.tasks.ged.dictionary import PersonalDictionary, Vocabulary
-from electra_detect.tasks.ged.edit_typing import Edit, EditTyper
+from electra_detect.tasks.ged.errant_typing import Edit, EditTyper
 from electra_detect.tasks.ged.flags import FlaggedWord
 from electra_detect.tasks.ged.options import GedOptions
 from electra_detect.tasks.ged.quiet import QuietRule
@@ -38,7 +40,6 @@ from electra_detect.tasks.ged.suggestions import (
     replace_span,
     target_span,
 )
-from electra_detect.tasks.ged.tag_edits import tag_message, told
 
 ScoreTexts = Callable[[list[str]], list[TextScores]]
 
@@ -252,7 +253,7 @@ class GedChecker:
 
     def tell(self, text: str, words: list[FlaggedWord], vocabulary: Vocabulary | None = None,
              suggest: bool = True, searched: dict[int, list[Suggestion]] | None = None) -> None:
-        """A tag model's words: each one's suggestion and message from its edit tag (tag_edits), or for a
+        """A tag model's words: each one's suggestion and message from its edit tag (edit_tags.messages), or for a
         replacement in ``searched`` (``id(word)``: the ranked candidates, ``GedOptions.ranked``) from the best of
         them when there is one. Of a doubled word (*the the*) both halves tagged for deletion, only the second is
         told: deleting both would lose the word."""

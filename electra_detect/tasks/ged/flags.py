@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from electra_detect.detector import WordScore
+from electra_detect.scores import WordScore
 from electra_detect.tasks.ged.rule_table import Rule, rule_for
 from electra_detect.tasks.ged.suggestions import Suggestion
 
@@ -32,7 +32,7 @@ class FlaggedWord:
     suggestions: list[Suggestion] | None = None
     best: Suggestion | None = None  # the best replacement, named in the message even when suggestions are not shown
     tag: str | None = None  # a tag model's edit tag ($INSERT_a, $FORM_VBZ, ...): the edit the message tells
-    explanation: str | None = None  # the message a tag model's edit makes (tag_edits.tag_message)
+    explanation: str | None = None  # the message a tag model's edit makes (edit_tags.messages.tag_message)
     alternatives: list[tuple[str, float]] | None = None  # a tag model's next best tags: more suggestions
 
     @classmethod

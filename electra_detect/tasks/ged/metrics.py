@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.metrics import average_precision_score, precision_recall_curve
 
 from electra_detect.tasks.ged.alignment import TypedTokens
-from electra_detect.tasks.ged.edit_types import split_type
+from electra_detect.tasks.ged.error_types import split_type
 from electra_detect.tasks.ged.readers import GedSentence
 
 

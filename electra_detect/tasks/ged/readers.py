@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from electra_detect.errors import GedDataError
-from electra_detect.tasks.ged.edit_types import bea_edit_type
+from electra_detect.tasks.ged.error_types import bea_edit_type
 from electra_detect.tasks.ged.nlp import load_errant, sentence_splitter
 
 

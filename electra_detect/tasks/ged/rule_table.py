@@ -33,7 +33,7 @@ class MainType:
     problem: str
 
 
-# Every ERRANT main type (errant 3.0's classifier and its documentation); UNK is read as R:OTHER (edit_types).
+# Every ERRANT main type (errant 3.0's classifier and its documentation); UNK is read as R:OTHER (error_types).
 MAIN_TYPES = {
     "ADJ": MainType("Adjective", "an adjective", "the wrong adjective"),
     "ADJ:FORM": MainType("Adjective form", "an adjective form", "the wrong comparative or superlative form"),

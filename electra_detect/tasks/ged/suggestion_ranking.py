@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from electra_detect.detector import TextScores
+from electra_detect.scores import TextScores
 
 SOURCES = ("confusion", "inflection", "spelling", "real_word", "case", "delete")
 

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from electra_detect.detector import TextScores
+from electra_detect.scores import TextScores
 from electra_detect.sentences import sentence_around, sentence_spans
 from electra_detect.tasks.ged.suggestion_ranking import SOURCES, RankSetting, choose, local_score, unnecessary
 from electra_detect.tasks.ged.word_candidates import confusions, inflections, learner_distance

@@ -11,9 +11,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from electra_detect.app.api_errors import ERROR_RESPONSES
-from electra_detect.app.routing import ServiceDep, client_of, disconnect_signal, reply
-from electra_detect.app.schemas import GedRequest, check_texts, ged_options
+from electra_detect.app.http.errors import ERROR_RESPONSES
+from electra_detect.app.http.routing import ServiceDep, client_of, disconnect_signal, reply
+from electra_detect.app.http.schemas import GedRequest, check_texts, ged_options
 from electra_detect.app.service import Checked
 from electra_detect.tasks.ged.flags import flagged_dicts
 

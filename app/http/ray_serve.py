@@ -50,7 +50,7 @@ class CheckerReplica:
         self.detector.score(["warm up the engine"])  # the first call allocates; keep it out of request latency
 
     def __serve_build_asgi_app__(self) -> Any:
-        from electra_detect.app.server import create_app
+        from electra_detect.app.http.server import create_app
         from electra_detect.app.settings import ServerSettings
 
         return create_app(self.detector, ServerSettings(**self.config.settings))
@@ -80,7 +80,7 @@ def deployment(config: ReplicaConfig, replicas: int | None = None, min_replicas:
 
 
 def app_builder(args: dict[str, str]) -> Any:
-    """``serve run electra_detect.app.ray_serve:app_builder model=PATH replicas=N``: the deployment for a config
+    """``serve run electra_detect.app.http.ray_serve:app_builder model=PATH replicas=N``: the deployment for a config
     file or the ``serve run`` command line on a cluster (ServerSettings' defaults; keys from the environment)."""
     import os
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
-from electra_detect.app.api_errors import error_response, internal_error
 from electra_detect.app.clients import API_KEY_FIELD, API_KEY_HEADER, client_of, key_name, named_key
-from electra_detect.app.forms import FIELDS_SCOPE_KEY, FormError, request_fields
+from electra_detect.app.http.errors import error_response, internal_error
+from electra_detect.app.http.forms import FIELDS_SCOPE_KEY, FormError, request_fields
 from electra_detect.app.metrics import Metrics
 from electra_detect.app.settings import ServerSettings
 

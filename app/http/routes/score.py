@@ -7,10 +7,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from electra_detect.app.api_errors import ERROR_RESPONSES
-from electra_detect.app.routing import ServiceDep, client_of, disconnect_signal, reply
-from electra_detect.app.schemas import ScoreRequest, check_texts
-from electra_detect.detector import TextScores
+from electra_detect.app.http.errors import ERROR_RESPONSES
+from electra_detect.app.http.routing import ServiceDep, client_of, disconnect_signal, reply
+from electra_detect.app.http.schemas import ScoreRequest, check_texts
+from electra_detect.scores import TextScores
 
 router = APIRouter()
 

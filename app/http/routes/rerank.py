@@ -8,9 +8,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from electra_detect.app.api_errors import ERROR_RESPONSES, ApiError
-from electra_detect.app.routing import ServiceDep, client_of, disconnect_signal, reply
-from electra_detect.app.schemas import RerankRequest, check_texts, rerank_lists
+from electra_detect.app.api_errors import ApiError
+from electra_detect.app.http.errors import ERROR_RESPONSES
+from electra_detect.app.http.routing import ServiceDep, client_of, disconnect_signal, reply
+from electra_detect.app.http.schemas import RerankRequest, check_texts, rerank_lists
 
 router = APIRouter()
 

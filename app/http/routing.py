@@ -14,7 +14,7 @@ from fastapi import Depends, Request
 from fastapi.responses import Response
 
 from electra_detect.app.batcher import ANONYMOUS
-from electra_detect.app.guard import CLIENT_SCOPE_KEY
+from electra_detect.app.http.guard import CLIENT_SCOPE_KEY
 from electra_detect.app.service import Service
 
 

@@ -1,7 +1,8 @@
 """The ``lsp`` verb: ``electra-detect lsp``, a language server over stdio for any editor with an LSP client
 (docs/writers.md: Neovim, VS Code, Helix). Registered through the ``electra_detect.verbs`` entry points.
 
-Only argparse at the top: pygls, lsprotocol and the model load inside the verb (the server is in ``lsp_server``).
+Only argparse at the top: pygls, lsprotocol and the model load inside the verb (the server is in ``lsp.server``, its
+handlers in ``lsp.handlers``).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def run_lsp(args: argparse.Namespace) -> int:
         raise LspError(f"--dictionary {args.dictionary} is a directory")
     try:
         import electra_detect.app.service  # noqa: F401 - the check's one path (its web-free core needs the app extra)
-        from electra_detect.app.lsp_server import build_server
+        from electra_detect.app.lsp.handlers import build_server
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] in ("pygls", "lsprotocol", "fastapi", "starlette", "prometheus_client"):
             raise LspError(f"the language server needs {exc.name}: pip install 'electra-detect[app,lsp]'") from None

@@ -240,17 +240,18 @@ def declare_limits(schema: dict[str, Any], settings: ServerSettings) -> dict[str
     return schema
 
 
-# /v2/check's body as the OpenAPI operation declares it (the route reads the form itself, app/forms.py); the
+# /v2/check's body as the OpenAPI operation declares it (the route reads the form itself, app/http/forms.py); the
 # CheckForm schema it names is added by declare_limits, with this server's max_chars.
 CHECK_FORM_BODY = {"required": True,  # text or data: a request without a form is a 422
                    "content": {media: {"schema": {"$ref": "#/components/schemas/CheckForm"}}
                                for media in ("application/x-www-form-urlencoded", "multipart/form-data")}}
 
 
-# A form field or query parameter holds no NUL character (U+0000): app/forms.py refuses one in any field, name or value
-# (a 400), so the schema says so of every field, and schema-valid data is never refused for it.
+# A form field or query parameter holds no NUL character (U+0000): app/http/forms.py refuses one in any field, name or
+# value (a 400), so the schema says so of every field, and schema-valid data is never refused for it.
 NO_NUL = r"^[^\x00]*$"
-# The LanguageTool options /v2/check reads (app/languagetool.py: parse_options), as the form and the query declare them.
+# The LanguageTool options /v2/check reads (app/http/languagetool_api.py: parse_options), as the form and the query
+# declare them.
 CHECK_OPTIONS: dict[str, dict[str, Any]] = {
     "disabledRules": {"type": "string", "description": "comma-separated rule ids never flagged (docs/ged_rules.md); "
                                                        "unknown ids are ignored"},
@@ -285,7 +286,7 @@ def _declare_check_form(schema: dict[str, Any], settings: ServerSettings) -> Non
     text up to max_chars characters, data LanguageTool's annotation JSON (its grammar as a pattern), an English
     language code (or auto), LanguageTool's options (enabledOnly true needs an enabled id); other fields are accepted
     and ignored. The GET operation's query parameters get the same text and language bounds."""
-    from electra_detect.app.languagetool import DATA_PATTERN, LANGUAGE_PATTERN, TRUE
+    from electra_detect.app.http.languagetool_api import DATA_PATTERN, LANGUAGE_PATTERN, TRUE
 
     enabled = [{"required": [name], "properties": {name: {"pattern": _ID_CHAR}}}
                for name in ("enabledRules", "enabledCategories")]

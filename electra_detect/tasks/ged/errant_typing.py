@@ -8,7 +8,7 @@ alignment is needed.
 The pipe runs the statistical components (tok2vec, tagger, parser) on whole sentences; the attribute ruler and the
 lemmatizer, which look at a token and its neighbours only, run on the tokens ERRANT reads (each edit's tokens, their
 heads and those heads' children) with enough neighbours for the ruler's longest pattern: the same annotations there
-as on the whole sentence (``tests/test_edit_typing.py``), for about half of spaCy's time (docs/inference.md).
+as on the whole sentence (``tests/test_errant_typing.py``), for about half of spaCy's time (docs/inference.md).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from electra_detect.tasks.ged.edit_types import split_type
+from electra_detect.tasks.ged.error_types import split_type
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from electra_detect.tasks.ged import edit_typing
-from electra_detect.tasks.ged.edit_typing import Edit, EditTyper, annotate_tokens, token_span, tokens_read
+from electra_detect.tasks.ged import errant_typing
+from electra_detect.tasks.ged.errant_typing import Edit, EditTyper, annotate_tokens, token_span, tokens_read
 
 # the ruler's two-token patterns ("there is", "gon na", "let 's", "ai n't", "y' all"), its dependency ones (a
 # subordinating "if", "but" as an adverb, aux verbs, pronouns as subject and object), a double space
@@ -41,7 +41,7 @@ def test_the_tokens_errant_reads_get_the_whole_pipelines_annotations(typer, sent
     compared = 0
     for text, whole in zip(sentences, nlp.pipe(sentences), strict=True):
         for i in range(len(whole)):
-            doc = nlp(text, disable=list(edit_typing.TOKEN_LOCAL))
+            doc = nlp(text, disable=list(errant_typing.TOKEN_LOCAL))
             tokens = tokens_read(doc, (i, i + 1))
             annotate_tokens(nlp, doc, tokens)
             assert _read(doc, tokens) == _read(whole, tokens), (text, i)
@@ -60,7 +60,7 @@ def test_every_edit_is_typed_as_the_whole_pipeline_types_it(typer, sentences) ->
                 edits.append(Edit(text, start, end, edited, (start, start + len(value))))
     typed = typer.classify(edits)
     docs = {t: annotator.nlp(t) for t in dict.fromkeys(x for e in edits for x in (e.sentence, e.edited))}
-    whole = [edit_typing._classify(annotator, docs[e.sentence], docs[e.edited], token_span(docs[e.sentence], e.start,
+    whole = [errant_typing._classify(annotator, docs[e.sentence], docs[e.edited], token_span(docs[e.sentence], e.start,
                                    e.end), token_span(docs[e.edited], *e.edited_span)) for e in edits]
     assert typed == whole
     assert len(edits) > 1500 and len({t for t in typed if t}) > 15  # many types, not one

@@ -1,5 +1,5 @@
 """LanguageTool's API over the GED task: ``/v2/check`` (POST form or GET query) and ``/v2/languages``
-(app/languagetool.py maps)."""
+(app/http/languagetool_api.py maps)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from electra_detect.app.api_errors import ERROR_RESPONSES, ApiError
-from electra_detect.app.forms import FIELDS_SCOPE_KEY, FormError, request_fields
-from electra_detect.app.languagetool import (
+from electra_detect.app.api_errors import ApiError
+from electra_detect.app.http.errors import ERROR_RESPONSES
+from electra_detect.app.http.forms import FIELDS_SCOPE_KEY, FormError, request_fields
+from electra_detect.app.http.languagetool_api import (
     LANGUAGES,
     CheckError,
     check_answer,
@@ -20,9 +21,9 @@ from electra_detect.app.languagetool import (
     parse_language,
     parse_options,
 )
-from electra_detect.app.routing import ServiceDep, client_of, disconnect_signal, reply
-from electra_detect.app.schemas import CHECK_FORM_BODY, CHECK_QUERY_PARAMETERS, NOT_BLANK, check_texts
-from electra_detect.tasks.ged.options import GedOptionsError
+from electra_detect.app.http.routing import ServiceDep, client_of, disconnect_signal, reply
+from electra_detect.app.http.schemas import CHECK_FORM_BODY, CHECK_QUERY_PARAMETERS, NOT_BLANK, check_texts
+from electra_detect.errors import GedOptionsError
 
 router = APIRouter()
 FORM_PATHS = frozenset({"/v2/check"})  # bodies are forms, as LanguageTool's clients send them (the Guard's media check)

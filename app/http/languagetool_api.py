@@ -15,12 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from electra_detect.app.message_quotes import quoted
+from electra_detect.edit_tags.messages import over_word
 from electra_detect.sentences import sentence_around, sentence_spans
 from electra_detect.tasks.ged.dictionary import MAX_REQUEST_WORDS, request_words
 from electra_detect.tasks.ged.flags import FlaggedWord
 from electra_detect.tasks.ged.options import GedOptions, build_ged_options
 from electra_detect.tasks.ged.rule_table import MAIN_TYPES, Rule
-from electra_detect.tasks.ged.tag_edits import over_word
 
 SOFTWARE = {"name": "electra-detect", "buildDate": "", "apiVersion": 1, "premium": False, "status": ""}
 LANGUAGES = [{"name": "English", "code": "en", "longCode": "en"},
@@ -166,12 +167,6 @@ def rule_json(rule: Rule) -> dict[str, Any]:
 def short_message(rule: Rule) -> str:
     """The rule's error in two or three words (``Verb tense``), LanguageTool's ``shortMessage``."""
     return MAIN_TYPES[rule.type.split(":", 1)[1]].name if rule.type else "Possible error"
-
-
-def quoted(message: str) -> str:
-    """A message with its emphasised words (``*went*``) in double quotes, as LanguageTool's JSON gives them (its
-    ``<suggestion>`` markup becomes quotes)."""
-    return re.sub(r"\*([^*]+)\*", r'"\1"', message)
 
 
 def matches(document: Document, flagged: list[FlaggedWord]) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from electra_detect.app.clients import key_name
-from electra_detect.app.routing import ServiceDep
+from electra_detect.app.http.routing import ServiceDep
 
 router = APIRouter()
 

@@ -1,5 +1,5 @@
 """HTTP inference server over one ``Detector`` (the ONNX engine by default): the app, its error answers and its
-lifetime. The routes live in ``app/routes/`` (one module per family) and share one ``service.Service``.
+lifetime. The routes live in ``app/http/routes/`` (one module per family) and share one ``service.Service``.
 
 Why it is shaped this way:
 - One model thread (``batcher.MicroBatcher``): the engine already uses every core inside a call, so
@@ -29,17 +29,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from electra_detect.app.api_errors import (
-    INPUT_ERRORS,
-    ApiError,
-    error_response,
-    input_error,
-    internal_error,
-    json_error,
-)
-from electra_detect.app.guard import ERROR_ID_KEY, Guard, http_protocol
-from electra_detect.app.routes import ged, health, languagetool, rerank, score
-from electra_detect.app.schemas import LIMITS_DOC, declare_limits
+from electra_detect.app.api_errors import ApiError
+from electra_detect.app.http.errors import INPUT_ERRORS, error_response, input_error, internal_error, json_error
+from electra_detect.app.http.guard import ERROR_ID_KEY, Guard, http_protocol
+from electra_detect.app.http.routes import ged, health, languagetool, rerank, score
+from electra_detect.app.http.schemas import LIMITS_DOC, declare_limits
 from electra_detect.app.service import Service
 from electra_detect.app.settings import ServerSettings
 from electra_detect.detector import Detector

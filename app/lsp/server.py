@@ -7,13 +7,14 @@ only turns documents into prose blocks (``electra_detect.markup``) and flags int
 Typing discipline: a change is checked ``debounce`` seconds after the last keystroke; a newer change cancels the
 check under way (``Service.check``'s cancel signal: the model stops at its next step); a document is checked whole,
 block by block, and a block whose text, options and dictionary were checked before is not checked again
-(``Checks.cache``). One model is loaded once. Anything that fails (a model that will not load, a block the check
-refuses, a workspace file that is not JSON) is a ``window/showMessage`` with its reason; the server stays up.
+(``Checks.cache``, in ``lsp.checks``). One model is loaded once. Anything that fails (a model that will not load, a
+block the check refuses, a workspace file that is not JSON) is a ``window/showMessage`` with its reason; the server
+stays up. The handlers of each LSP method are registered in ``lsp.handlers``.
 
 Hostile input is bounded: a document over ``max_document_kb`` is not checked (one diagnostic says so), the stream's
-messages are framed by ``lsp_wire`` (bounded, resynchronised, bad ones answered), the disable-rule action writes only
+messages are framed by ``lsp.wire`` (bounded, resynchronised, bad ones answered), the disable-rule action writes only
 a workspace folder's file (or the user's) for a rule of the rule table, and settings files and the dictionary are
-read only as regular files within a bound (``lsp_settings``).
+read only as regular files within a bound (``lsp.settings``).
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,9 +31,9 @@ from pygls.exceptions import FeatureRequestError, JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from electra_detect.app.lsp_settings import (
+from electra_detect.app.lsp.checks import Cancelled, Checks
+from electra_detect.app.lsp.settings import (
     SECTION,
-    BoundedDictionary,
     LspSettings,
     SettingsError,
     WorkspaceFile,
@@ -44,176 +43,23 @@ from electra_detect.app.lsp_settings import (
     kilobytes,
     user_folder,
 )
-from electra_detect.app.lsp_text import Finding, LineIndex, document_blocks
-from electra_detect.app.lsp_wire import GuardedProtocol, WireInput, WireOutput, preview, reason
+from electra_detect.app.lsp.text import Finding, LineIndex, document_blocks
+from electra_detect.app.lsp.wire import GuardedProtocol, WireInput, WireOutput, preview, reason
 
 ADD_TO_DICTIONARY = "electra-detect.addToDictionary"
 DISABLE_RULE = "electra-detect.disableRule"
 SOURCE = "electra-detect"
-CLIENT = "lsp"  # the service's fairness unit for this front
-CACHE_BLOCKS = 20_000  # blocks whose flags are kept (a few hundred bytes each): many long documents' worth
-BATCH_TEXTS, BATCH_CHARS = 16, 8_000  # one Service.check: what a cancelled check has cached when it stops
 CONFIGURATION_WAIT_S = 5.0  # a client that never answers workspace/configuration does not stall the first check
 DOCUMENTS_AT_ONCE = 8  # documents checked at a time (many open ones re-checked at once wait their turn, well within
 # the service's requests per client, 64); their batches share the model a step at a time
-# One writer's server: a document is checked whole up to --max-document-kb (the HTTP server's per-request caps guard a
-# shared server; here a long paragraph must not be refused), within an hour a batch.
-LIMIT_TOKENS, TIMEOUT_S = 1 << 24, 3600.0
 
 logger = logging.getLogger(__name__)
 
 
 def message_limit(max_document_bytes: int) -> int:
     """The largest message read: a document at the limit with every character escaped in JSON (a control character
-    is 6 bytes, ``\\u0001``) and room for the rest; a longer message is skipped unread (``lsp_wire``)."""
+    is 6 bytes, ``\\u0001``) and room for the rest; a longer message is skipped unread (``lsp.wire``)."""
     return 8 * max_document_bytes + (1 << 20)
-
-
-class Cancelled(Exception):
-    """A check made stale by a newer change of its document, after ``checked`` texts were checked (and cached)."""
-
-    def __init__(self, checked: int = 0) -> None:
-        super().__init__(f"cancelled after {checked} texts")
-        self.checked = checked
-
-
-def service_settings(detector: Any, dictionary: Path | None) -> Any:
-    """The Service's settings for one writer's editor: no caps on a document's length, batching as ``serve``
-    chooses it (on for CUDA)."""
-    from electra_detect.app.settings import ServerSettings
-
-    on_gpu = "cuda" in str(getattr(detector.engine, "provider", "")).lower()
-    return ServerSettings(max_tokens=LIMIT_TOKENS, check_budget=LIMIT_TOKENS, client_tokens=LIMIT_TOKENS,
-                          timeout_s=TIMEOUT_S, batching=on_gpu, dictionary=str(dictionary) if dictionary else None)
-
-
-class Checks:
-    """The model's Service and the block cache (used on the server's event loop only)."""
-
-    def __init__(self, engine: dict[str, Any]) -> None:
-        self.engine = engine  # Detector.load's engine, variant, device, threads
-        self.service: Any = None
-        self.model: str | None = None
-        self.load_error: str | None = None
-        self.cache: OrderedDict[tuple, list] = OrderedDict()
-
-    async def load(self, model: str, dictionary: Path | None) -> str | None:
-        """Start a Service over ``model`` unless it runs already (then only the dictionary is set); the engine line
-        when a model was loaded. A model that fails to load raises, and the one loaded before keeps checking."""
-        from electra_detect.app.service import Service
-        from electra_detect.detector import Detector
-
-        if self.service is not None and self.model == model:
-            self.set_dictionary(dictionary)
-            return None
-        try:
-            detector = await asyncio.to_thread(Detector.load, model, task="ged", **self.engine)
-            service = Service(detector, service_settings(detector, dictionary))
-            service.checker.dictionary = bounded_dictionary(dictionary)  # before start: nothing reads it unbounded
-            await service.start()  # loads what checks need (spaCy, ERRANT, word lists) now, not in the first check
-        except Exception as exc:
-            if self.service is None:
-                self.load_error = f"cannot load the model {model}: {reason(exc)}"
-            else:
-                self.set_dictionary(dictionary)
-            raise
-        old, self.service, self.model, self.load_error = self.service, service, model, None
-        self.cache.clear()
-        if old is not None:
-            await old.stop()
-        return detector.describe()
-
-    def set_dictionary(self, path: Path | None) -> None:
-        """The personal dictionary the settings name (None: the default file)."""
-        self.service.checker.dictionary = bounded_dictionary(path)
-
-    def dictionary_stamp(self) -> tuple[str, int, int] | None:
-        """The personal dictionary file as it is now (a changed file makes every cached block stale)."""
-        path = self.service.checker.dictionary.path
-        try:
-            stat = path.stat()
-        except OSError:
-            return None
-        return str(path), stat.st_mtime_ns, stat.st_size
-
-    async def check(self, texts: Sequence[str], options: Any, cancel: asyncio.Event) -> tuple[list[list], list[str],
-                                                                                             int]:
-        """Each text's flagged words (``FlaggedWord``; cached blocks are not checked again), the errors of the
-        texts the check refused (those get no flags) and how many texts were checked (not from the cache); raises
-        Cancelled when ``cancel`` is set."""
-        if self.service is None:
-            raise RuntimeError(self.load_error or "the model is not loaded")
-        stamp = self.dictionary_stamp()
-        found: list[list | None] = [None] * len(texts)
-        todo: dict[str, list[int]] = {}
-        for index, text in enumerate(texts):
-            key = (text, options, stamp)
-            if not text.strip():
-                found[index] = []
-            elif key in self.cache:
-                self.cache.move_to_end(key)
-                found[index] = self.cache[key]
-            else:
-                todo.setdefault(text, []).append(index)
-        errors: list[str] = []
-        done = 0
-        for batch in batches(list(todo)):
-            if cancel.is_set():
-                raise Cancelled(done)
-            try:
-                checked = await self._check_batch(batch, options, cancel, errors)
-            except Cancelled:
-                raise Cancelled(done) from None
-            for text, words in zip(batch, checked, strict=True):
-                if words is None:
-                    words = []
-                else:
-                    self.cache[(text, options, stamp)] = words
-                for index in todo[text]:
-                    found[index] = words
-            done += len(batch)
-        while len(self.cache) > CACHE_BLOCKS:
-            self.cache.popitem(last=False)
-        refused = getattr(self.service.checker.dictionary, "refused", None)
-        if refused:
-            errors.insert(0, f"{refused}; checking without it")
-        return [f if f is not None else [] for f in found], errors, len(todo)
-
-    async def _check_batch(self, batch: list[str], options: Any, cancel: asyncio.Event,
-                           errors: list[str]) -> list[list | None]:
-        """The batch checked at once; when that fails, text by text, so one bad block costs only its own flags."""
-        from electra_detect.app.api_errors import ApiError
-
-        try:
-            return (await self.service.check(batch, options, CLIENT, cancel)).flagged
-        except ApiError as exc:
-            if exc.status == 499:  # the cancel signal
-                raise Cancelled from None
-            problem = exc.message or reason(exc)
-        except Exception as exc:  # noqa: BLE001 - a block the check refuses is reported; the others are checked
-            problem = reason(exc)
-        if len(batch) == 1:
-            errors.append(f"a paragraph could not be checked ({batch[0][:40]!r}...): {problem}")
-            return [None]
-        return [(await self._check_batch([text], options, cancel, errors))[0] for text in batch]
-
-
-def bounded_dictionary(path: Path | None) -> BoundedDictionary:
-    """The personal dictionary at ``path`` (None: the default file), read only within its bound."""
-    return BoundedDictionary(path) if path else BoundedDictionary()
-
-
-def batches(texts: list[str]) -> list[list[str]]:
-    """Texts in batches of at most BATCH_TEXTS texts and about BATCH_CHARS characters."""
-    out: list[list[str]] = []
-    size = 0
-    for text in texts:
-        if not out or len(out[-1]) >= BATCH_TEXTS or size + len(text) > BATCH_CHARS:
-            out.append([])
-            size = 0
-        out[-1].append(text)
-        size += len(text)
-    return out
 
 
 @dataclass
@@ -265,7 +111,7 @@ class ElectraDetectServer(LanguageServer):
     # --- the wire ----------------------------------------------------------------------------------------------
 
     def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
-        """pygls' stdio loop, reading through ``lsp_wire``'s bounded, resynchronising reader instead of the raw
+        """pygls' stdio loop, reading through ``lsp.wire``'s bounded, resynchronising reader instead of the raw
         stream (pygls reads whatever a Content-Length header says)."""
         output = WireOutput(stdout or sys.stdout.buffer)
         self.wire = WireInput(stdin or sys.stdin.buffer, output, message_limit(self.max_document_kb * 1024), SOURCE)
@@ -590,82 +436,3 @@ def params_problem(error: Exception) -> str:
         found = []
     text = "; ".join(found)
     return (text if len(text) <= 300 else text[:300] + "...") if found else reason(cause)
-
-
-def build_server(model: str, engine: dict[str, Any], debounce: float, dictionary: str | None,
-                 max_document_kb: int) -> ElectraDetectServer:
-    """The server with its handlers registered (``max_document_kb``: the verb's ``--max-document-kb``)."""
-    server = ElectraDetectServer(model, engine, debounce, dictionary, max_document_kb)
-
-    @server.feature(types.INITIALIZE)
-    def initialize(ls: ElectraDetectServer, params: types.InitializeParams) -> None:
-        ls.ready = asyncio.Event()
-        if params.initialization_options is not None:
-            ls.apply_settings(params.initialization_options)
-
-    @server.feature(types.INITIALIZED)
-    async def initialized(ls: ElectraDetectServer, params: types.InitializedParams) -> None:
-        pulled = await ls.fetch_configuration()
-        if pulled is not None:
-            ls.apply_settings(pulled)
-        assert ls.ready is not None
-        ls.load_model()
-        ls.ready.set()
-        ls.schedule_all()  # documents opened before the settings came are checked with them
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(ls: ElectraDetectServer, params: types.DidChangeConfigurationParams) -> None:
-        settings = params.settings
-        if not (isinstance(settings, dict) and SECTION in settings):
-            pulled = await ls.fetch_configuration()  # the spec's newer way: the notification only says "changed"
-            settings = pulled if pulled is not None else settings
-        if ls.apply_settings(settings):
-            ls.load_model()
-            ls.schedule_all()
-
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: ElectraDetectServer, params: types.DidOpenTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        ls.documents[uri] = DocumentState(params.text_document.language_id)
-        ls.schedule(uri, 0.0)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: ElectraDetectServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri, ls.debounce)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(ls: ElectraDetectServer, params: types.DidCloseTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        state = ls.documents.pop(uri, None)
-        if state is not None:
-            if state.pending is not None:
-                state.pending.stop(now=True)
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
-
-    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
-                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))
-    def code_action(ls: ElectraDetectServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-        return ls.code_actions(params)
-
-    def command(name: str, run: Callable[..., None]) -> None:
-        def handler(ls: ElectraDetectServer, *arguments: Any) -> None:
-            try:
-                run(*arguments)
-            except (SettingsError, OSError) as exc:
-                ls.show(reason(exc))
-            except Exception as exc:  # noqa: BLE001 - any failure is the writer's message; the server stays up
-                logger.exception("%s failed", name)
-                ls.show(f"{name} failed: {reason(exc)}")
-
-        server.command(name)(handler)
-
-    command(ADD_TO_DICTIONARY, server.add_word)
-    command(DISABLE_RULE, server.disable_rule)
-
-    @server.feature(types.SHUTDOWN)
-    def shutdown(ls: ElectraDetectServer, params: None) -> None:
-        for state in ls.documents.values():
-            if state.pending is not None:
-                state.pending.stop(now=True)
-
-    return server
