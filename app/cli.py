@@ -14,7 +14,7 @@ from dataclasses import replace
 from electra_detect.app.settings import ServerSettings, read_keys_file, serve_flags
 from electra_detect.cli import DEFAULT_MODEL, verb
 from electra_detect.cli.engine import add_engine_args, add_model_arg, check_engine_args
-from electra_detect.cli.options import add_dictionary_arg, check_dictionary_file
+from electra_detect.cli.options import add_dictionary_arg, add_threshold_arg, check_dictionary_file
 from electra_detect.errors import UserError
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -138,8 +138,7 @@ def add_demo(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=7860, help="port (default 7860; 0 = any free port)")
     add_engine_args(p, workers=False, device=True)  # --engine, --variant, --device: as every verb has them
-    p.add_argument("--threshold", type=float, default=None,
-                   help="the slider's starting value (default: the model's ged.json threshold, else 0.5)")
+    add_threshold_arg(p, "slider")
     add_dictionary_arg(p)
     p.add_argument("--auth", action="append", default=[], metavar="USER:PASSWORD",
                    help="ask for this login (repeat for several; note that a command line is visible to other "

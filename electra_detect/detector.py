@@ -172,7 +172,9 @@ class Detector:
         runner = TorchEngine(model_dir, device=device, threads=threads)
         if require_gpu and runner.device.type != "cuda":
             raise DetectorError("a GPU was required but torch runs on the CPU here (no CUDA device)")
-        return cls._finish(model_dir, runner, AutoTokenizer.from_pretrained(str(model_dir)), max_length, calibrator)
+        # the model's config, read once by the engine, tells the tokenizer its class (no second read of config.json)
+        tokenizer = AutoTokenizer.from_pretrained(str(model_dir), config=runner.model.config)
+        return cls._finish(model_dir, runner, tokenizer, max_length, calibrator)
 
     @classmethod
     def _finish(cls, model_dir: Path, runner: Engine, tokenizer: Any, max_length: int | None,

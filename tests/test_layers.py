@@ -407,3 +407,30 @@ def borrowed_imports(root: Path = ROOT) -> list[str]:
 
 def test_a_name_is_imported_from_the_module_that_defines_it() -> None:
     assert borrowed_imports() == []
+
+
+# `--threshold` is defined once (cli/options.py: add_threshold_arg) for the verbs that flag; the options of that name
+# that mean something else say so in their help: export's parity gate, distill's labels of a teacher.
+THRESHOLD_HOMES = {"electra_detect/cli/options.py", "electra_detect/cli/export.py", "training/cli/distill.py"}
+
+
+def threshold_definitions(root: Path = ROOT) -> list[str]:
+    """Files outside ``THRESHOLD_HOMES`` that define a ``--threshold`` option themselves."""
+    found = []
+    for folder in (*PACKAGES, "calibration"):
+        for path in sorted((root / folder).rglob("*.py")):
+            where = path.relative_to(root).as_posix()
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr == "add_argument" and node.args
+                        and isinstance(node.args[0], ast.Constant) and node.args[0].value == "--threshold"
+                        and where not in THRESHOLD_HOMES):
+                    found.append(f"{where}:{node.lineno}")
+    return found
+
+
+def test_the_flag_threshold_option_is_defined_once(tmp_path: Path) -> None:
+    assert threshold_definitions() == []
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "x.py").write_text('def add(p):\n    p.add_argument("--threshold", type=float)\n')
+    assert threshold_definitions(tmp_path) == ["app/x.py:2"]

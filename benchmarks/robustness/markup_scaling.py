@@ -56,9 +56,8 @@ MEMORY_CAP = 4 << 30  # a baseline's address space
 LAYER = r"""
 import json, resource, sys, time
 path, markup, tree = sys.argv[1:4]
-if tree:  # a revision's electra_detect (a module or a package of modules): first, before the editable install's
+if tree:  # a revision's electra_detect (on PYTHONPATH): found before the editable install's finder
     sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
-    sys.path.insert(0, tree)
 from electra_detect import markup as layer
 layer.prose_blocks("He goes home.", markup)  # the parsers loaded and built
 document = open(path, encoding="utf-8").read()
@@ -77,9 +76,10 @@ print(json.dumps({"seconds": seconds, "peak_rss_mb": resource.getrusage(resource
 """
 
 
-def run_process(command: list[str], timeout: float, memory_cap: int | None = None) -> dict[str, Any]:
-    """``command`` in a process of its own, killed at ``timeout`` seconds: its wall time, peak resident memory (also
-    of a killed one), exit status, stdout and the tail of stderr."""
+def run_process(command: list[str], timeout: float, memory_cap: int | None = None,
+                env: dict[str, str] | None = None) -> dict[str, Any]:
+    """``command`` in a process of its own (``env``: its environment), killed at ``timeout`` seconds: its wall time,
+    peak resident memory (also of a killed one), exit status, stdout and the tail of stderr."""
     def cap() -> None:
         if memory_cap:
             resource.setrlimit(resource.RLIMIT_AS, (memory_cap, memory_cap))
@@ -87,7 +87,7 @@ def run_process(command: list[str], timeout: float, memory_cap: int | None = Non
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         process = subprocess.Popen(command, stdout=out, stderr=err, cwd=ROOT, preexec_fn=cap,
-                                   start_new_session=True)
+                                   start_new_session=True, env=env)
         timed_out = False
         while True:
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
@@ -111,7 +111,7 @@ def run_process(command: list[str], timeout: float, memory_cap: int | None = Non
 def layer_case(path: Path, markup: str, timeout: float, tree: Path | None) -> dict[str, Any]:
     """``prose_blocks`` of the file (this checkout's, or that of ``tree``, a revision's ``electra_detect``)."""
     run = run_process([sys.executable, "-c", LAYER, str(path), markup, str(tree or "")], timeout,
-                      MEMORY_CAP if tree else None)
+                      MEMORY_CAP if tree else None, {**os.environ, "PYTHONPATH": str(tree)} if tree else None)
     if run["timed_out"]:
         return {"seconds": None, "peak_rss_mb": run["peak_rss_mb"], "outcome": f"over {timeout:.0f} s"}
     try:

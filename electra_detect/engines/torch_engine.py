@@ -49,14 +49,14 @@ def load_discriminator(model_dir: str | Path) -> Any:
     classifier whose channel 0 is named ``error`` (training/finetune/ged_finetune.py)."""
     from transformers import AutoConfig, AutoModelForTokenClassification, ElectraForPreTraining
 
-    config = AutoConfig.from_pretrained(str(model_dir))
+    config = AutoConfig.from_pretrained(str(model_dir))  # read once: the model is built from this copy
     typed = bool(typed_channels(config.to_dict()))
     if config.model_type == "electra" and not typed:
-        return ElectraForPreTraining.from_pretrained(str(model_dir), use_safetensors=True)
+        return ElectraForPreTraining.from_pretrained(str(model_dir), config=config, use_safetensors=True)
     if config.num_labels != 1 and not typed:
         raise DetectorError(f"{model_dir}: a {config.model_type} discriminator needs one label (replaced-token "
                             f"logit), this one has {config.num_labels} (an encoder? `ged train --model` it first)")
-    return AutoModelForTokenClassification.from_pretrained(str(model_dir), use_safetensors=True)
+    return AutoModelForTokenClassification.from_pretrained(str(model_dir), config=config, use_safetensors=True)
 
 
 def replaced_logits(logits: Any) -> Any:

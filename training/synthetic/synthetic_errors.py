@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,6 +158,13 @@ class ErrorMaker:
         self.rng = random.Random(seed)
         self.homophones = homophones or {}
         self.alikes = alikes or {}
+        # each family under the name the mixes' weights give it: one table, read by _one_edit
+        self.families: dict[str, Callable[[list[str], list[int], list[list[str]]], bool]] = {
+            "article": self._article, "preposition": self._preposition, "punctuation": self._punctuation,
+            "noun_number": self._noun_number, "verb_form": self._verb_form, "word_order": self._word_order,
+            "agreement": self._agreement, "tense": self._tense, "spelling": self._spelling,
+            "homophone": self._homophone, "sound_alike": self._sound_alike, "asr_deletion": self._asr_deletion,
+            "asr_insertion": self._asr_insertion}
 
     @classmethod
     def for_corpus(cls, sentences: list[list[str]], config: ErrorConfig | None = None, seed: int = 0) -> ErrorMaker:
@@ -184,11 +191,11 @@ class ErrorMaker:
             first = self.rng.choices(names, weights=[LEARNER_WEIGHTS[n] for n in names])[0]
             rest = [n for n in names if n != first]
             self.rng.shuffle(rest)
-            edits = [getattr(self, f"_{name}") for name in [first, *rest]]
+            edits = [self.families[name] for name in [first, *rest]]
         elif self.config.mix == "acoustic":
             names = list(ACOUSTIC_WEIGHTS)
             first = self.rng.choices(names, weights=[ACOUSTIC_WEIGHTS[n] for n in names])[0]
-            edits = [getattr(self, f"_{name}") for name in [first, *[n for n in names if n != first]]]
+            edits = [self.families[name] for name in [first, *[n for n in names if n != first]]]
         else:
             edits = [self._article, self._preposition, self._agreement, self._tense, self._spelling, self._homophone]
             self.rng.shuffle(edits)
