@@ -64,6 +64,11 @@ def add_ged_train(sub: argparse._SubParsersAction) -> None:
                         "words, on lower-case text without punctuation; for rerank --confidence) or realistic "
                         "(20 families typed with ERRANT's names at FCE's shares and density: word choice, inflection "
                         "for any word, real misspellings, closed classes; training/synthetic/realistic_errors.py)")
+    t.add_argument("--part", metavar="lora[:RANK]|top:N",
+                   help="train and save only part of the base encoder --model names (mpnet or an encoder folder), "
+                        "for assembly on it later: lora[:RANK] (LoRA, rank 16 by default, on every layer's attention "
+                        "and feed-forward; the heads in full) or top:N (the top N layers and the heads; the rest "
+                        "frozen). OUT then holds the part, no full weights and no tokenizer")
     add_checkpoint_every_arg(t)
     t.add_argument("--label-subwords", choices=["all", "first"], default="all",
                    help="which subwords of a word take its label: all (default) or first (the rest ignored in the "
@@ -90,13 +95,17 @@ def run_ged_train(args: argparse.Namespace) -> int:
     )
     from electra_detect.training.synthetic.synthetic_errors import ErrorConfig
 
+    if args.part:  # a bad spec or a base that is no encoder fails before any data is read
+        from electra_detect.training.finetune.trained_part import parse_part, part_base
+
+        part_base(args.model, parse_part(args.part))
     train, dev = ged_training_data(args.data, args.fmt, args.refs, args.combine, dev_file=args.dev,
                                    dev_split=args.dev_split, seed=args.seed)
     config = FinetuneConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, seed=args.seed,
                             max_steps=args.max_steps, types=args.types, type_weight=args.type_weight,
                             checkpoint_every=args.checkpoint_every, label_subwords=args.label_subwords,
                             bf16=args.bf16, tag_weight=args.tag_weight, head_lr_scale=args.head_lr_scale,
-                            max_minutes=args.max_minutes, log=args.log)
+                            max_minutes=args.max_minutes, log=args.log, part=args.part or "")
     vocabulary = None
     if args.tags:
         from electra_detect.training.finetune.tag_vocabulary import build_vocabulary

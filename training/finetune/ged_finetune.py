@@ -44,6 +44,13 @@ from electra_detect.tasks.ged.error_types import split_type
 from electra_detect.tasks.ged.metrics import flatten, token_metrics, tune_threshold
 from electra_detect.tasks.ged.readers import GedSentence
 from electra_detect.training.finetune.loop import drop_checkpoint, train_loop
+from electra_detect.training.finetune.trained_part import (
+    parameter_prefix,
+    parse_part,
+    prepare_part,
+    save_trained_part,
+    scoring_dir,
+)
 from electra_detect.training.optim import build_optimizer, warmup_linear_decay
 from electra_detect.training.pretraining.data import corpus_sentences
 from electra_detect.training.synthetic.synthetic_errors import ErrorConfig, ErrorMaker
@@ -69,6 +76,7 @@ class FinetuneConfig:
     head_lr_scale: float = 1.0  # the fresh classifier's learning rate over ``lr`` (a tag head starts from nothing)
     max_minutes: float = 0.0  # stop after this long (0: none); what was trained is saved
     log: str = ""  # a JSON-lines file of the loss every 50 steps ("" : none)
+    part: str = ""  # train and save only a part (trained_part.py: lora[:RANK], top:N) of the base encoder
 
 
 LABEL_SUBWORDS = ("all", "first")
@@ -278,7 +286,10 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     tagged = bool(channels) and channels[-1].startswith(TAG_PREFIX)
     if tagged:
         keep_error_channel(model, source)
-    optimizer = build_optimizer(model, config.lr, 0.01, head="classifier.", head_lr_scale=config.head_lr_scale)
+    part = parse_part(config.part) if config.part else None
+    model = prepare_part(model, part) if part else model
+    optimizer = build_optimizer(model, config.lr, 0.01, head=parameter_prefix(model) + "classifier.",
+                                head_lr_scale=config.head_lr_scale)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, warmup_linear_decay(max(1, round(total * config.warmup_fraction)), total))
     rng = random.Random(config.seed)
@@ -314,6 +325,9 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     model.eval().cpu()
 
     def fill(tmp: Path) -> None:
+        if part:  # only what training changed: the base's weights and tokenizer join it at assembly
+            save_trained_part(model, tmp, base_model or str(source), part)
+            return
         model.save_pretrained(str(tmp), safe_serialization=True)
         tokenizer.save_pretrained(str(tmp))
 
@@ -327,8 +341,8 @@ def finetune(model_path: str | Path, out_dir: str | Path, train: list[GedSentenc
     if channels and not tagged:
         summary["types"] = channels
     if dev:
-        detector = Detector.load(out_dir)
-        labels, scores = flatten(dev, score_tokens(detector, dev))
+        with scoring_dir(out_dir, model, tokenizer) as scored:  # a trained part scores as its full model
+            labels, scores = flatten(dev, score_tokens(Detector.load(scored), dev))
         summary["threshold"] = tune_threshold(labels, scores)
         summary["dev"] = token_metrics(labels, scores, summary["threshold"])
     atomic_write_json(Path(out_dir) / "ged.json", summary)
