@@ -94,7 +94,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     detector = Detector.load(args.model, task="ged", device=args.device, calibrated=not args.no_calibration,
                              engine=args.engine, variant=args.variant if args.engine != "torch" else None,
-                             require_gpu=args.require_gpu, threads=args.threads)
+                             require_gpu=args.require_gpu, threads=args.threads, assemble=False)
     print(detector.describe(), file=sys.stderr, flush=True)
     on_gpu = "cuda" in str(detector.engine.provider).lower()
     batching = False if args.no_batching else on_gpu if args.batching == "auto" else args.batching == "on"
@@ -117,7 +117,10 @@ def run_on_ray(args: argparse.Namespace, settings: ServerSettings) -> int:
     from pathlib import Path
 
     from electra_detect.app.http.ray_serve import ReplicaConfig, run
+    from electra_detect.model_dir import task_model_path
+    from electra_detect.trained_part import runnable_dir
 
+    runnable_dir(task_model_path(args.model, "ged"), allow_assembly=False)  # an unassembled part: refused at start
     if args.replicas is not None and (args.min_replicas is not None or args.max_replicas is not None):
         raise ServeError("--replicas is a fixed number; --min-replicas/--max-replicas autoscale: give one or the other")
     on_gpu = args.device is not None and args.device.startswith("cuda")

@@ -24,6 +24,7 @@ from electra_detect.errors import CorruptExport, DetectorError
 from electra_detect.model_dir import GedSettings, ModelFiles, resolve_model_dir, task_model_path
 from electra_detect.scores import TextScores
 from electra_detect.scoring_job import ScoringJob
+from electra_detect.trained_part import runnable_dir
 from electra_detect.windows import TextEncoding, encode_texts, encode_windows, text_windows
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -75,11 +76,15 @@ class Detector:
     def load(cls, path: str | Path, device: str | None = None, max_length: int | None = None,
              calibrated: bool = True, engine: str = "torch", variant: str | None = None,
              require_gpu: bool = False, threads: int | None = None, task: str = "score",
-             export: bool = True) -> Detector:
+             export: bool = True, assemble: bool = True) -> Detector:
         """``calibrated``: load the model dir's calibration.json when there is one (the default); ``score``
         applies it unless called with ``calibrated=False``.
 
         ``task="ged"`` loads the model directory's fine-tuned GED model (``ged/``) when it has one.
+
+        A trained part (``electra_detect.trained_part``) loads its assembled directory; one not assembled yet is
+        assembled now (progress on stderr) when ``assemble``, else refused with the command that assembles it (the
+        fronts that must not assemble inside a request pass ``assemble=False``).
 
         ``engine="onnx"`` runs onnxruntime over an ONNX export: the one shipped with the model (``path`` is an
         export dir, or holds one in ``onnx/``), else the one cached for its weights, else (``export``) one made
@@ -92,7 +97,7 @@ class Detector:
         """
         if engine not in ENGINES:
             raise DetectorError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
-        path = task_model_path(path, task)
+        path = runnable_dir(task_model_path(path, task), allow_assembly=assemble)
         model_dir = resolve_model_dir(path)  # once; a bad path fails here, before onnxruntime (or torch) is imported
         options = dict(device=device, max_length=max_length, calibrated=calibrated, require_gpu=require_gpu,
                        threads=threads)

@@ -47,3 +47,7 @@ class MarkupError(UserError, ValueError):
 
 class CorruptExport(DetectorError):
     """An ONNX export's file does not match the hash its manifest recorded (replaced, truncated or tampered with)."""
+
+
+class BaseEncoderError(UserError, ValueError):
+    """A base encoder (a short name such as ``mpnet``, or a folder) cannot be found, installed or unpacked."""

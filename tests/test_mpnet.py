@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from electra_detect import base_encoders
 from electra_detect.detector import Detector
 from electra_detect.engines import usable_positions
 from electra_detect.training.pretraining import encoders
@@ -130,7 +131,7 @@ def test_mpnet_short_name_joins_and_unpacks_its_parts_once(mpnet_dir: Path, tmp_
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     pieces = split_zip(mpnet_dir, "all-mpnet-base-v2", 3, tmp_path)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(encoders, "installed_parts",
+    monkeypatch.setattr(base_encoders, "installed_parts",
                         lambda known: [(f"part-{i}", "0.0.1", p) for i, p in enumerate(pieces, 1)])
     folder = encoders.resolve_encoder("mpnet")
     assert folder == tmp_path / "cache" / "electra-detect" / "encoders" / "all-mpnet-base-v2"
@@ -146,8 +147,8 @@ def test_mpnet_short_name_joins_and_unpacks_its_parts_once(mpnet_dir: Path, tmp_
 
 
 def test_mpnet_needs_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    known = encoders.KnownEncoder("", "all-mpnet-base-v2", "teacher", "test", parts=("no-such-part-001",))
-    monkeypatch.setitem(encoders.ENCODERS, "mpnet", known)
+    known = base_encoders.KnownEncoder("", "all-mpnet-base-v2", "teacher", "test", parts=("no-such-part-001",))
+    monkeypatch.setitem(base_encoders.ENCODERS, "mpnet", known)
     with pytest.raises(ConfigError, match=r"pip install 'electra-detect\[teacher\]'"):
         encoders.resolve_encoder("mpnet")
 

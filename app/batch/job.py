@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from dataclasses import field as default
 from pathlib import Path
 from typing import Any
@@ -97,6 +97,16 @@ def model_fingerprint(model: str, verb: str) -> dict[str, Any]:
     return {"path": str(directory), "weights_sha256": digest.hexdigest(), "files": [p.name for p in files]}
 
 
+def assembled_model(model: str, verb: str) -> str | Path:
+    """``model``, or when the verb runs a trained part its assembled directory (assembled here, once, before any
+    actor starts: the actors then load an ordinary model directory)."""
+    from electra_detect.model_dir import task_model_path
+    from electra_detect.trained_part import is_trained_part, runnable_dir
+
+    part = task_model_path(model, verb)
+    return runnable_dir(part) if is_trained_part(part) else model
+
+
 def plan(job: BatchJob) -> tuple[dict[str, Any], list[batch_inputs.Shard]]:
     """The manifest this job writes (or must find) and its shards: every input read, checked and hashed."""
     check(job)
@@ -112,6 +122,7 @@ def run(job: BatchJob) -> dict[str, Any]:
     """Run the job to the end (or to a signal: then the finished shards stay, and the same command resumes);
     the summary it printed."""
     started = time.perf_counter()
+    job = replace(job, model=str(assembled_model(job.model, job.verb)))
     manifest, shards = plan(job)
     output = Path(job.output)
     done = batch_manifest.prepare(output, manifest, job.overwrite)

@@ -29,7 +29,7 @@ def load_detector(model: str | Path, engine: str = "auto", device: str | None = 
     from electra_detect.errors import DetectorError
 
     try:
-        detector = Detector.load(model, device=device, engine=engine, variant=variant, task=task)
+        detector = Detector.load(model, device=device, engine=engine, variant=variant, task=task, assemble=False)
     except DetectorError as exc:
         raise DemoError(str(exc)) from exc
     return detector, detector.note

@@ -46,7 +46,8 @@ class CheckerReplica:
         self.config = ReplicaConfig(**config)
         c = self.config
         self.detector = Detector.load(c.model, task="ged", device=c.device, calibrated=c.calibrated, engine=c.engine,
-                                      variant=c.variant if c.engine != "torch" else None, threads=c.threads)
+                                      variant=c.variant if c.engine != "torch" else None, threads=c.threads,
+                                      assemble=False)  # a replica never assembles: `export` does, before serving
         self.detector.score(["warm up the engine"])  # the first call allocates; keep it out of request latency
 
     def __serve_build_asgi_app__(self) -> Any:

@@ -63,7 +63,7 @@ class Checks:
             self.set_dictionary(dictionary)
             return None
         try:
-            detector = await asyncio.to_thread(Detector.load, model, task="ged", **self.engine)
+            detector = await asyncio.to_thread(Detector.load, model, task="ged", assemble=False, **self.engine)
             service = Service(detector, service_settings(detector, dictionary))
             service.checker.dictionary = bounded_dictionary(dictionary)  # before start: nothing reads it unbounded
             await service.start()  # loads what checks need (spaCy, ERRANT, word lists) now, not in the first check

@@ -55,7 +55,8 @@ def check_engine_args(args: argparse.Namespace) -> None:
 def load_detector(args: argparse.Namespace, task: str, threads: int | None = 1, announce: bool = True,
                   **options: Any) -> Any:
     """``Detector.load`` as the flags say, then (``announce``) the engine line on stderr. ``threads=1``: one
-    onnxruntime thread per call, for verbs whose stream workers give the parallelism (electra_detect.pipeline)."""
+    onnxruntime thread per call, for verbs whose stream workers give the parallelism (electra_detect.pipeline).
+    ``options`` go to ``Detector.load`` (``assemble=False``: a front that must not assemble a trained part)."""
     from electra_detect.detector import Detector
 
     check_engine_args(args)

@@ -23,7 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          ">= 99%% of tokens flagged alike); an fp16 or int8 variant that fails is dropped with a "
                          "warning (--strict: any failure exports nothing). Tokenizer, config, calibration.json and "
                          "ged.json travel with the model.")
-    add_model_arg(p, "run dir or discriminator dir (an existing export dir with --triton: only the Triton repo)")
+    add_model_arg(p, "run dir or discriminator dir, or a trained part (assembled first, once) (an existing export "
+                     "dir with --triton: only the Triton repo)")
     p.add_argument("--out", help="export dir (default: the first-use cache for MODEL's weights, where score, ged "
                                  "and serve find it; nothing is written inside MODEL)")
     p.add_argument("--variants", default=",".join(VARIANTS),
@@ -70,12 +71,13 @@ def run(args: argparse.Namespace) -> int:
     from electra_detect.onnx.export import export_model
     from electra_detect.onnx.manifest import MANIFEST
     from electra_detect.onnx.triton import write_triton_repo
+    from electra_detect.trained_part import runnable_dir
 
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     if args.tolerance <= 0 or not 0 < args.min_agreement <= 1:
         raise ExportError("--tolerance must be > 0 and --min-agreement in (0, 1]")
     check_unit_interval(args.threshold, "--threshold")
-    model_dir = resolve_model_dir(args.model)
+    model_dir = resolve_model_dir(runnable_dir(args.model))  # a trained part: assembled now (progress on stderr)
     summary: dict[str, object] = {}
     if not any(model_dir.glob("*.safetensors")) and (model_dir / MANIFEST).exists():
         if not args.triton:
