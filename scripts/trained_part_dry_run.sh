@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# CPU dry run of `ged train --part lora:16` on the real base (all-mpnet-base-v2, 110M): a few hundred training
-# sentences, 20 steps of 8, written to runs/trained_part_dry/ (the part only: no full weights, no tokenizer).
+# CPU dry run of the trained-part flow on the real base (all-mpnet-base-v2, 110M), end to end: `ged train --part
+# lora:16` on a few hundred training sentences (20 steps of 8) into runs/trained_part_dry/ (the part only: no full
+# weights, no tokenizer), then `export --model` (assembled from the base, verified by hash, merged, exported to ONNX
+# through the parity gate, cached), then `ged eval` of the assembled model on MultiGED FCE dev's report half.
 # It shows the flow works on the real encoder and the part's size; it does not train a useful model.
 #
 # Usage: bash scripts/trained_part_dry_run.sh [TAGGED_TRAIN_FILE]   (default runs/tags/fce_train.jsonl)
@@ -36,3 +38,10 @@ echo "trained in $(( $(date +%s) - start )) s; $OUT holds:"
 ls -l "$OUT"
 du -cb "$OUT"/*.safetensors | tail -1 | awk '{printf "weights: %.2f MB (fp16)\n", $1 / 1e6}'
 cat "$OUT/trained_part.json"
+start=$(date +%s)
+.venv/bin/electra-detect export --model "$OUT"
+echo "assembled and exported in $(( $(date +%s) - start )) s"
+REPORT="${REPORT:-runs/tags/fce_dev_report.tsv}"
+if [ -f "$REPORT" ]; then
+  .venv/bin/electra-detect ged eval --model "$OUT" --data "$REPORT" --format tsv
+fi
