@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import json
-import os
 import shutil
 import zipfile
 from collections.abc import Sequence
@@ -20,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from electra_detect.errors import BaseEncoderError
-from electra_detect.fileio import atomic_write_dir, atomic_write_json
+from electra_detect.fileio import atomic_write_dir, atomic_write_json, cache_home
 
 
 @dataclass(frozen=True)
@@ -44,8 +43,7 @@ PARTS_STAMP = ".parts.json"  # in an unpacked encoder: the parts (distribution, 
 
 def encoder_cache_root() -> Path:
     """``$XDG_CACHE_HOME/electra-detect/encoders`` (``~/.cache`` when unset or empty): encoders unpacked from parts."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "electra-detect" / "encoders"
+    return cache_home() / "encoders"
 
 
 def short_name(known: KnownEncoder) -> str:

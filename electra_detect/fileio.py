@@ -124,3 +124,9 @@ def atomic_save_figure(fig: Any, path: str | Path, dpi: int = 110) -> Path:
     plt.close(fig)
     atomic_write_bytes(path, buffer.getvalue())
     return Path(path)
+
+
+def cache_home() -> Path:
+    """``$XDG_CACHE_HOME/electra-detect`` (the XDG base directory spec: ``~/.cache`` when unset or empty): the one
+    folder under which ONNX exports, unpacked base encoders and assembled models are cached."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "electra-detect"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import sys
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from electra_detect.errors import DetectorError
+from electra_detect.fileio import cache_home
+from electra_detect.onnx.cache import tool_versions
 from electra_detect.part_weights import ADAPTER_FILES, PART_WEIGHTS, apply_part, build_from_base
 
 TRAINED_PART_FILE = "trained_part.json"
@@ -109,21 +110,7 @@ def read_trained_part(path: str | Path) -> TrainedPart:
 
 def assembled_root() -> Path:
     """``$XDG_CACHE_HOME/electra-detect/assembled`` (``~/.cache`` when unset or empty)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "electra-detect" / "assembled"
-
-
-def tool_versions() -> dict[str, str]:
-    """The installed versions of the tools that build an assembly (package metadata: nothing imported)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    found = {}
-    for name in KEY_TOOLS:
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = ""
-    return found
+    return cache_home() / "assembled"
 
 
 def assembly_key(record: TrainedPart) -> str:
@@ -132,7 +119,7 @@ def assembly_key(record: TrainedPart) -> str:
 
     files = sorted(p for p in record.path.iterdir() if p.is_file() and not p.name.startswith("."))
     content = {"files": {p.name: file_sha256(p) for p in files}, "base": record.base_sha256,
-               "tools": tool_versions(), "assembly": ASSEMBLY_VERSION}
+               "tools": tool_versions(KEY_TOOLS), "assembly": ASSEMBLY_VERSION}
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 

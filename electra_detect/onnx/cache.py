@@ -12,11 +12,12 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from electra_detect.fileio import cache_home
 
 KEY_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 KEY_TOOLS = ("onnx", "onnxruntime", "onnxruntime-gpu", "optimum", "optimum-onnx", "torch", "transformers",
@@ -25,8 +26,7 @@ KEY_TOOLS = ("onnx", "onnxruntime", "onnxruntime-gpu", "optimum", "optimum-onnx"
 
 def cache_root() -> Path:
     """``$XDG_CACHE_HOME/electra-detect/onnx`` (XDG base directory spec: ``~/.cache`` when unset or empty)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "electra-detect" / "onnx"
+    return cache_home() / "onnx"
 
 
 def file_stamp(path: Path) -> list[int | str]:
@@ -57,12 +57,13 @@ def file_sha256(path: str | Path) -> str:
     return digest
 
 
-def tool_versions() -> dict[str, str]:
-    """The installed versions of the tools that make and run an export (from package metadata: nothing imported)."""
+def tool_versions(names: tuple[str, ...] = KEY_TOOLS) -> dict[str, str]:
+    """The installed versions of ``names`` (default: the tools that make and run an export), from package metadata:
+    nothing imported; a tool not installed is left out."""
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}
-    for name in KEY_TOOLS:
+    for name in names:
         try:
             found[name] = version(name)
         except PackageNotFoundError:
