@@ -21,7 +21,7 @@ from typing import Any
 
 from electra_detect.errors import DetectorError
 from electra_detect.fileio import cache_home
-from electra_detect.onnx.cache import tool_versions
+from electra_detect.onnx.cache import file_sha256, tool_versions
 from electra_detect.part_weights import ADAPTER_FILES, PART_WEIGHTS, apply_part, build_from_base
 
 TRAINED_PART_FILE = "trained_part.json"
@@ -114,9 +114,8 @@ def assembled_root() -> Path:
 
 
 def assembly_key(record: TrainedPart) -> str:
-    """SHA-256 over the part's files' hashes, the base's recorded hash and the tools' versions."""
-    from electra_detect.onnx.cache import file_sha256
-
+    """SHA-256 over the part's files' hashes (remembered per file stamp), the base's recorded hash and the tools'
+    versions."""
     files = sorted(p for p in record.path.iterdir() if p.is_file() and not p.name.startswith("."))
     content = {"files": {p.name: file_sha256(p) for p in files}, "base": record.base_sha256,
                "tools": tool_versions(KEY_TOOLS), "assembly": ASSEMBLY_VERSION}
