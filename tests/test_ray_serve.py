@@ -84,11 +84,45 @@ def test_two_replicas_answer_with_keys_and_a_killed_one_is_replaced() -> None:
     finally:
         server.send_signal(signal.SIGTERM)
         try:
-            server.communicate(timeout=120)
+            _, err = server.communicate(timeout=120)
         except subprocess.TimeoutExpired:
             server.kill()
-    assert server.returncode == 0
+            _, err = server.communicate()
+    assert server.returncode == 0, err[-4000:]
     deadline = time.monotonic() + 30
     while replicas() and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not replicas()  # nothing left running
+
+
+@pytest.mark.serial
+@pytest.mark.slow
+def test_sigterm_while_the_deployment_comes_up_still_shuts_down_cleanly() -> None:
+    """The proxy answers before ``serve.run`` returns; a SIGTERM then met Ray's own handler, which aborts (-6)."""
+    import httpx
+
+    port = free_port()
+    env = {**os.environ, "ELECTRA_DETECT_API_KEY": KEY, "RAY_ADDRESS": ""}
+    server = subprocess.Popen([sys.executable, "-m", "electra_detect.cli", "serve", "--ray", "--replicas", "1",
+                               "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and server.poll() is None:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            _, err = server.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            _, err = server.communicate()
+    assert server.returncode == 0, err[-4000:]
+    deadline = time.monotonic() + 30
+    while replicas() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not replicas()

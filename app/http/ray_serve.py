@@ -11,6 +11,8 @@ laptop (a local Ray started for it) and on a cluster (``--address``, or ``serve 
 from __future__ import annotations
 
 import logging
+import signal
+import sys
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -100,33 +102,32 @@ def run(config: ReplicaConfig, host: str, port: int, replicas: int | None = None
         max_replicas: int | None = None, address: str | None = None) -> None:
     """Start (or join) Ray, deploy, and serve until Ctrl-C or SIGTERM; then delete the deployment (and stop the local
     Ray this started)."""
-    import signal
-
     try:
         import ray
         from ray import serve
     except ImportError:
         raise RayServeError("serve --ray needs Ray Serve: pip install 'electra-detect[cluster]'") from None
     ray.init(address=address, include_dashboard=False, logging_level=logging.ERROR)
+    # Ray's core installs a handler that aborts on SIGTERM (exit -6); ours makes SIGTERM a Ctrl-C from here on,
+    # during the deploy too, so both end in the clean shutdown below.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         serve.start(http_options={"host": host, "port": port}, logging_config={"log_level": "WARNING"})
         serve.run(deployment(config, replicas, min_replicas, max_replicas), name=DEPLOYMENT, route_prefix="/")
-        stop = {"now": False}
-
-        def request_stop(signum: int, frame: Any) -> None:
-            stop["now"] = True
-
-        signal.signal(signal.SIGTERM, request_stop)
-        import sys
-
         print(f"serving on http://{host}:{port} through Ray Serve ({replicas or f'{min_replicas}-{max_replicas}'} "
               f"replicas)", file=sys.stderr, flush=True)
-        while not stop["now"]:
+        while True:
             time.sleep(0.5)
     except KeyboardInterrupt:
         pass
     finally:
+        for stop_signal in (signal.SIGINT, signal.SIGTERM):  # a second signal must not cut the shutdown short
+            signal.signal(stop_signal, signal.SIG_IGN)
         try:
-            serve.shutdown()
+            serve.shutdown() if address is None else serve.delete(DEPLOYMENT)  # on a cluster, only what this started
         finally:
             ray.shutdown()
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
