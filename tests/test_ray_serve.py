@@ -32,29 +32,59 @@ def replicas() -> list[object]:
         p.info["cmdline"] or [])]
 
 
+def start_serve(replica_count: int) -> tuple[subprocess.Popen, str]:
+    """``serve --ray`` on a free port with the test's key, on a local Ray of its own: the process and its base URL."""
+    port = free_port()
+    env = {**os.environ, "ELECTRA_DETECT_API_KEY": KEY, "RAY_ADDRESS": ""}
+    server = subprocess.Popen([sys.executable, "-m", "electra_detect.cli", "serve", "--ray", "--replicas",
+                               str(replica_count), "--port", str(port)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    return server, f"http://127.0.0.1:{port}"
+
+
+def wait_until_healthy(server: subprocess.Popen, base: str, replica_count: int = 0) -> None:
+    """Until ``/healthz`` answers 200 and ``replica_count`` replicas run; fails with the server's stderr if it exits."""
+    import httpx
+
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=5).status_code == 200 and len(replicas()) >= replica_count:
+                return
+        except httpx.HTTPError:
+            pass
+        assert server.poll() is None, server.communicate()[1][-3000:]
+        time.sleep(0.2)
+    pytest.fail("the Serve deployment did not come up in 240 s")
+
+
+def terminate(server: subprocess.Popen) -> str:
+    """SIGTERM, as a process manager stops it; its stderr."""
+    server.send_signal(signal.SIGTERM)
+    try:
+        return server.communicate(timeout=120)[1]
+    except subprocess.TimeoutExpired:
+        server.kill()
+        return server.communicate()[1]
+
+
+def assert_stopped_cleanly(server: subprocess.Popen, err: str) -> None:
+    assert server.returncode == 0, err[-4000:]
+    deadline = time.monotonic() + 30
+    while replicas() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not replicas()  # nothing left running
+
+
 @pytest.mark.serial
 @pytest.mark.slow
 def test_two_replicas_answer_with_keys_and_a_killed_one_is_replaced() -> None:
     import httpx
 
-    port = free_port()
-    env = {**os.environ, "ELECTRA_DETECT_API_KEY": KEY, "RAY_ADDRESS": ""}
-    server = subprocess.Popen([sys.executable, "-m", "electra_detect.cli", "serve", "--ray", "--replicas", "2",
-                               "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env, cwd=ROOT)
-    base, headers = f"http://127.0.0.1:{port}", {"X-API-Key": KEY}
+    server, base = start_serve(2)
+    headers = {"X-API-Key": KEY}
     try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=5).status_code == 200 and len(replicas()) == 2:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert server.poll() is None, server.communicate()[1][-3000:]
-            time.sleep(0.5)
-        else:
-            pytest.fail("the Serve deployment did not come up in 240 s")
+        wait_until_healthy(server, base, replica_count=2)
         ged = httpx.post(f"{base}/v1/ged", json={"texts": ["He go to the store yesterday."]}, headers=headers,
                          timeout=30)
         assert ged.status_code == 200 and ged.json()["results"][0]["flagged"][0]["word"] == "go"
@@ -82,47 +112,17 @@ def test_two_replicas_answer_with_keys_and_a_killed_one_is_replaced() -> None:
             time.sleep(0.5)
         assert len([p for p in replicas() if p.pid != victim.pid]) == 2  # Serve started a new one
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            _, err = server.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            _, err = server.communicate()
-    assert server.returncode == 0, err[-4000:]
-    deadline = time.monotonic() + 30
-    while replicas() and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert not replicas()  # nothing left running
+        err = terminate(server)
+    assert_stopped_cleanly(server, err)
 
 
 @pytest.mark.serial
 @pytest.mark.slow
 def test_sigterm_while_the_deployment_comes_up_still_shuts_down_cleanly() -> None:
     """The proxy answers before ``serve.run`` returns; a SIGTERM then met Ray's own handler, which aborts (-6)."""
-    import httpx
-
-    port = free_port()
-    env = {**os.environ, "ELECTRA_DETECT_API_KEY": KEY, "RAY_ADDRESS": ""}
-    server = subprocess.Popen([sys.executable, "-m", "electra_detect.cli", "serve", "--ray", "--replicas", "1",
-                               "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env, cwd=ROOT)
+    server, base = start_serve(1)
     try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and server.poll() is None:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+        wait_until_healthy(server, base)
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            _, err = server.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            _, err = server.communicate()
-    assert server.returncode == 0, err[-4000:]
-    deadline = time.monotonic() + 30
-    while replicas() and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert not replicas()
+        err = terminate(server)  # at once: the proxy answers before ``serve.run`` returns
+    assert_stopped_cleanly(server, err)
